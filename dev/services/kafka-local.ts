@@ -1,0 +1,180 @@
+// A single-node Apache Kafka 3.9 broker in KRaft mode, run with the local JDK from Maven Central jars.
+// The jars are resolved once into .cache/kafka/lib (git-ignored); storage is formatted per broker directory.
+import { createHash, randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Kafka, logLevel } from 'kafkajs';
+import { canConnect, freePort, isAlive, killAndWait, spawnDetached, tailFile, waitUntil } from './process-util.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const projectRoot = resolve(here, '..', '..');
+const pomFile = join(here, 'kafka-broker.pom.xml');
+const cacheDir = join(projectRoot, '.cache', 'kafka');
+const libDir = join(cacheDir, 'lib');
+
+export interface LocalKafkaState {
+  kind: 'local';
+  pid: number;
+  port: number;
+  controllerPort: number;
+  dir: string;
+  brokers: string[];
+}
+
+export interface LocalKafka {
+  readonly brokers: string[];
+  readonly state: LocalKafkaState;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  start(): Promise<void>;
+  restart(): Promise<void>;
+  logTail(lines?: number): string;
+}
+
+function javaBinary(): string {
+  const home = process.env['JAVA_HOME'];
+  return home ? join(home, 'bin', 'java') : 'java';
+}
+
+/** Resolves the broker jars with Maven unless the cache already matches the pom. Returns the classpath glob. */
+export function ensureKafkaJars(log: (line: string) => void = () => {}): string {
+  const pomHash = createHash('sha256').update(readFileSync(pomFile)).digest('hex');
+  const marker = join(libDir, '.complete');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === pomHash) return join(libDir, '*');
+  try {
+    execFileSync(javaBinary(), ['-version'], { stdio: 'pipe' });
+  } catch {
+    throw new Error('no JDK found for the local Kafka broker (install JDK 17+, set JAVA_HOME, or set KAFKA_BROKERS)');
+  }
+  log(`resolving Kafka broker jars with Maven into ${libDir} (first run only)`);
+  rmSync(libDir, { recursive: true, force: true });
+  mkdirSync(libDir, { recursive: true });
+  try {
+    execFileSync('mvn', ['-q', '-B', '-f', pomFile, 'dependency:copy-dependencies', `-DoutputDirectory=${libDir}`], {
+      stdio: 'pipe',
+      timeout: 600_000,
+    });
+  } catch (error) {
+    const out = error as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(
+      `mvn could not resolve the Kafka broker jars:\n${String(out.stdout ?? '')}${String(out.stderr ?? '')}`.slice(0, 4000),
+      { cause: error },
+    );
+  }
+  writeFileSync(marker, pomHash);
+  return join(libDir, '*');
+}
+
+function clusterId(): string {
+  return randomBytes(16).toString('base64url').slice(0, 22);
+}
+
+function serverProperties(state: LocalKafkaState): string {
+  return [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@127.0.0.1:${state.controllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${state.port},CONTROLLER://127.0.0.1:${state.controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${state.port}`,
+    'controller.listener.names=CONTROLLER',
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `log.dirs=${join(state.dir, 'data')}`,
+    'num.partitions=1',
+    'auto.create.topics.enable=false',
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=12',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'transaction.state.log.num.partitions=4',
+    'group.initial.rebalance.delay.ms=0',
+    'log.cleaner.backoff.ms=2000',
+    '',
+  ].join('\n');
+}
+
+function log4jProperties(logFile: string): string {
+  return [
+    'log4j.rootLogger=INFO, file',
+    'log4j.appender.file=org.apache.log4j.FileAppender',
+    `log4j.appender.file.File=${logFile}`,
+    'log4j.appender.file.layout=org.apache.log4j.PatternLayout',
+    'log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n',
+    'log4j.logger.kafka.request.logger=WARN',
+    'log4j.logger.state.change.logger=WARN',
+    '',
+  ].join('\n');
+}
+
+export async function kafkaAnswers(brokers: string[], timeoutMs = 5000): Promise<boolean> {
+  const admin = new Kafka({
+    clientId: 'services-probe',
+    brokers,
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: timeoutMs,
+    retry: { retries: 0 },
+  }).admin();
+  try {
+    await admin.connect();
+    const cluster = await admin.describeCluster();
+    return cluster.brokers.length > 0 && cluster.controller !== null;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+export async function startLocalKafka(opts: { dir: string; log?: (line: string) => void }): Promise<LocalKafka> {
+  const classpath = ensureKafkaJars(opts.log);
+  mkdirSync(opts.dir, { recursive: true });
+  const port = await freePort();
+  let controllerPort = await freePort();
+  while (controllerPort === port) controllerPort = await freePort();
+  const state: LocalKafkaState = { kind: 'local', pid: 0, port, controllerPort, dir: opts.dir, brokers: [`127.0.0.1:${port}`] };
+  const props = join(opts.dir, 'server.properties');
+  const brokerLog = join(opts.dir, 'broker.log');
+  const stdoutLog = join(opts.dir, 'stdout.log');
+  writeFileSync(props, serverProperties(state));
+  writeFileSync(join(opts.dir, 'log4j.properties'), log4jProperties(brokerLog));
+  const log4j = `-Dlog4j.configuration=file:${join(opts.dir, 'log4j.properties')}`;
+  execFileSync(javaBinary(), ['-cp', classpath, log4j, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', props], {
+    stdio: 'pipe',
+  });
+  const logTail = (lines = 40): string =>
+    `--- ${brokerLog} (tail) ---\n${tailFile(brokerLog, lines)}\n--- ${stdoutLog} (tail) ---\n${tailFile(stdoutLog, 15)}`;
+
+  const start = async (): Promise<void> => {
+    state.pid = spawnDetached(
+      javaBinary(),
+      ['-Xms128m', '-Xmx768m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', log4j, '-cp', classpath, 'kafka.Kafka', props],
+      { logFile: stdoutLog },
+    );
+    await waitUntil(
+      `Kafka broker on 127.0.0.1:${port}`,
+      async () => {
+        if (!isAlive(state.pid)) throw new Error(`Kafka broker exited during start-up\n${logTail()}`);
+        return (await canConnect(port)) && (await kafkaAnswers(state.brokers));
+      },
+      90_000,
+      () => logTail(),
+    );
+  };
+  await start();
+  return {
+    brokers: state.brokers,
+    state,
+    stop: (signal = 'SIGTERM') => killAndWait(state.pid, signal, 30_000),
+    start,
+    restart: async () => {
+      await killAndWait(state.pid, 'SIGTERM', 30_000);
+      await start();
+    },
+    logTail,
+  };
+}
+
+export async function stopLocalKafka(state: LocalKafkaState): Promise<void> {
+  await killAndWait(state.pid, 'SIGTERM', 30_000);
+  rmSync(state.dir, { recursive: true, force: true });
+}
