@@ -67,15 +67,6 @@ export const configSchema = z
     KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
-  .superRefine((value, ctx) => {
-    if (!value.EXCHANGE_API_KEY_DEFI && !value.EXCHANGE_API_KEY_CEFI && !value.EXCHANGE_API_KEY_CEFI_FIXED) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['EXCHANGE_API_KEY_DEFI'],
-        message: 'at least one of EXCHANGE_API_KEY_DEFI, EXCHANGE_API_KEY_CEFI, EXCHANGE_API_KEY_CEFI_FIXED is required',
-      });
-    }
-  })
   .transform((value) => ({
     kafkaBrokers: value.KAFKA_BROKERS,
     redisUrl: value.REDIS_URL,
@@ -133,12 +124,17 @@ function deepFreeze<T>(value: T): T {
 /** Parses the environment; throws ConfigError with one line per problem (secret values never echoed). */
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {
   const parsed = configSchema.safeParse(env);
+  const keyNames = ['EXCHANGE_API_KEY_DEFI', 'EXCHANGE_API_KEY_CEFI', 'EXCHANGE_API_KEY_CEFI_FIXED'];
+  const noKey = keyNames.every((name) => !env[name]?.trim())
+    ? [`EXCHANGE_API_KEY_DEFI: at least one of ${keyNames.join(', ')} is required`]
+    : [];
+  if (parsed.success && noKey.length) throw new ConfigError(noKey);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
+    const problems = [...noKey, ...parsed.error.issues.map((issue) => {
       const variable = String(issue.path[0] ?? 'configuration');
       const message = secretVariables.has(variable) ? issue.message.replace(/"[^"]*"/g, '"<redacted>"') : issue.message;
       return `${variable}: ${message}`;
-    });
+    })];
     throw new ConfigError(problems);
   }
   return deepFreeze(parsed.data);

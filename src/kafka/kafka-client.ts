@@ -17,7 +17,7 @@ export function silenceKafkajsTimerWarning(): void {
     const name = typeof warning === 'string' ? (typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type) : warning.name;
     if (name === 'TimeoutNegativeWarning') return;
     original(warning, ...rest);
-  }) as typeof process.emitWarning;
+  });
 }
 
 export function createKafka(opts: { clientId: string; brokers: string[]; logger: Logger }): Kafka {
