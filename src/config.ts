@@ -65,6 +65,7 @@ export const configSchema = z
     QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
     SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
     KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
+    OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .transform((value) => ({
@@ -100,6 +101,7 @@ export const configSchema = z
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
     logLevel: value.LOG_LEVEL,
+    otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
   }));
 
 export type WorkerConfig = Readonly<z.infer<typeof configSchema>>;
