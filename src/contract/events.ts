@@ -17,7 +17,7 @@ const envelope = {
 export const orderQuotedEvent = z.object({
   type: z.literal('order.quoted'),
   ...envelope,
-  rate_id: z.string().nullable(),
+  rate_id: z.string(),
   rate: decimal,
   expires_at: isoTime.nullable(),
   deposit_amount: decimal.nullable().optional(),
@@ -42,6 +42,14 @@ export const orderDepositSubmittedEvent = z.object({
   ...envelope,
   tx_hash: z.string(),
   already_recorded: z.boolean(),
+});
+
+export const orderDepositRejectedEvent = z.object({
+  type: z.literal('order.deposit_rejected'),
+  ...envelope,
+  tx_hash: z.string(),
+  code: z.string(),
+  message: z.string().describe('why the exchange refused the hash for good; the order still awaits its deposit'),
 });
 
 export const orderStatusChangedEvent = z.object({
@@ -112,6 +120,7 @@ export const orderEvent = z.discriminatedUnion('type', [
   orderQuotedEvent,
   orderCreatedEvent,
   orderDepositSubmittedEvent,
+  orderDepositRejectedEvent,
   orderStatusChangedEvent,
   orderCompletedEvent,
   orderRefundedEvent,
