@@ -27,7 +27,7 @@ export async function commandProducer(kafka: Kafka, topic: string): Promise<{ se
   await producer.connect();
   return {
     send: async (command, opts = {}) => {
-      const key = opts.key === undefined ? String(command['order_id'] ?? '') : opts.key;
+      const key = opts.key === undefined ? (typeof command['order_id'] === 'string' ? command['order_id'] : '') : opts.key;
       await producer.send({ topic, messages: [{ key, value: opts.raw ?? JSON.stringify(command) }] });
     },
     close: () => producer.disconnect(),
@@ -62,7 +62,7 @@ export class EventCollector {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this.events)) {
       if (Date.now() > deadline) {
-        const summary = this.events.slice(-30).map((e) => `${e.order_id}#${e.seq} ${e.type}${e['status'] ? ` ${String(e['status'])}` : ''}${e['reason'] ? ` (${String(e['reason'])})` : ''}`);
+        const summary = this.events.slice(-30).map((e) => `${e.order_id}#${e.seq} ${e.type}${typeof e['status'] === 'string' ? ` ${e['status']}` : ''}${typeof e['reason'] === 'string' ? ` (${e['reason']})` : ''}`);
         throw new Error(`timed out waiting for ${what}; last events:\n${summary.join('\n')}`);
       }
       await sleep(100);
