@@ -66,17 +66,29 @@ export function whenRedisReady(redis: Redis, timeoutMs: number): Promise<void> {
   });
 }
 
-/** Closes the client: a clean QUIT when connected, else a local disconnect (no waiting on a dead server). */
-export async function closeRedis(redis: Redis): Promise<void> {
-  if (redis.status === 'ready') {
-    try {
-      await redis.quit();
-      return;
-    } catch {
-      /* fall through to a hard disconnect */
-    }
+/**
+ * Closes the client for good: a clean QUIT when connected, else a local disconnect that also cancels a pending
+ * reconnect (ioredis then leaves the status at "reconnecting", but nothing reconnects any more).
+ */
+export async function closeRedis(redis: Redis, timeoutMs = 2000): Promise<void> {
+  if (redis.status === 'end') return;
+  if (redis.status === 'reconnecting' || redis.status === 'wait') {
+    redis.disconnect();
+    return;
   }
-  redis.disconnect();
+  const ended = new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    redis.once('end', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  if (redis.status === 'ready') {
+    await redis.quit().catch(() => redis.disconnect());
+  } else {
+    redis.disconnect();
+  }
+  await ended;
 }
 
 // Compile-time proof that the client we build satisfies the narrow port.
