@@ -1,0 +1,153 @@
+// The composition root: loads configuration, builds the adapters (Kafka, Redis, the exchange client), provides
+// them to the order machine, starts the worker and owns shutdown. Nothing else reads process.env.
+import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
+import { ConfigError, loadConfig, type WorkerConfig } from './config.ts';
+import { ExchangeClient, RedisRequestBudget, parseOrderWebhook, verifyWebhookSignature } from './exchange/index.ts';
+import { createKafka } from './kafka/kafka-client.ts';
+import { closeRedis, createRedis } from './redis/connect.ts';
+import { OrderLease } from './redis/order-lease.ts';
+import { QuoteCooldown } from './redis/quote-cooldown.ts';
+import { WebhookDedupe } from './redis/webhook-dedupe.ts';
+import { createLogger, type Logger } from './telemetry/logger.ts';
+import { startTracing } from './telemetry/tracing.ts';
+import type { NormalizedWebhook } from './webhooks/webhook-receiver.ts';
+import { createExchangeActors } from './worker/exchange-actors.ts';
+import { RedisOrderLeases } from './worker/redis-leases.ts';
+import { Worker } from './worker/worker.ts';
+import { createXStateBinding } from './worker/xstate-binding.ts';
+
+function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
+  const target = new URL(url);
+  const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
+  return new Promise((resolve) => {
+    const socket = connect({ host: target.hostname, port });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** An order-status webhook (v2 or v1 payload) or, failing that, a KYC notification (its shape is not documented). */
+export function normalizeWebhook(body: unknown): NormalizedWebhook | { error: string } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { error: 'webhook body must be a JSON object' };
+  const record = body as Record<string, unknown>;
+  const looksLikeOrder = 'status' in record || 'status_name' in record;
+  if (looksLikeOrder) {
+    try {
+      const parsed = parseOrderWebhook(JSON.stringify(body));
+      return { kind: 'order', uniqueReference: parsed.order.uniqueReference, status: parsed.order.status, payloadVersion: parsed.version };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  }
+  const reference = typeof record['unique_reference'] === 'string' ? record['unique_reference'] : null;
+  if (!('kyc' in record) && !Object.keys(record).some((key) => /kyc|verification|tier/i.test(key))) {
+    return { error: 'neither an order-status payload (status / status_name) nor a KYC payload' };
+  }
+  return { kind: 'kyc', uniqueReference: reference, payload: record };
+}
+
+async function run(config: WorkerConfig, logger: Logger): Promise<void> {
+  const tracing = startTracing({ serviceName: 'exchange-order-worker', workerId: config.workerId, otlpEndpoint: config.otlpEndpoint });
+  const kafka = createKafka({ clientId: `exchange-order-worker.${config.workerId}`, brokers: config.kafkaBrokers, logger });
+  const redisLog = logger.child({ component: 'redis' });
+  let lastRedisError = 0;
+  const redis = createRedis(config.redisUrl, {
+    keyPrefix: `eow:${config.consumerGroup}:`,
+    onError: (error) => {
+      if (Date.now() - lastRedisError > 5_000) redisLog.warn({ code: error.code }, 'redis unavailable');
+      lastRedisError = Date.now();
+    },
+  });
+  const leases = new RedisOrderLeases({ lease: new OrderLease(redis), owner: `${config.workerId}:${process.pid}:${randomUUID().slice(0, 8)}`, ttlMs: config.leaseTtlMs, logger });
+  const cooldown = new QuoteCooldown(redis, { onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown degraded to local') });
+  const dedupe = new WebhookDedupe(redis, { onDegraded: (error) => redisLog.warn({ code: error.code }, 'webhook dedupe degraded') });
+  const budget = new RedisRequestBudget({ redis, ratePerMinute: config.exchange.budgetPerMinute, logger: logger.child({ component: 'budget' }) });
+  const client = new ExchangeClient({
+    baseUrl: config.exchange.baseUrl,
+    credentials: Object.fromEntries(Object.entries(config.exchange.credentials).filter(([, v]) => v !== undefined)) as { defi?: string; cefi?: string; cefi_fixed?: string },
+    ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
+    budget,
+    tracer: tracing.tracer,
+    logger: logger.child({ component: 'exchange' }),
+  });
+
+  const worker = new Worker(config, logger, {
+    kafka,
+    leases,
+    binding: (host) =>
+      createXStateBinding({
+        actors: createExchangeActors({ client, cooldown, durable: (orderId) => host().durable(orderId), now: () => Date.now() }),
+        orderConfig: { pollIntervalMs: config.pollIntervalMs, quoteCooldownMs: config.quoteCooldownMs },
+      }),
+    webhooks: {
+      verify: config.webhookSecret
+        ? (raw, headers) => {
+            const verdict = verifyWebhookSignature({ secret: config.webhookSecret ?? '', rawBody: raw, headers });
+            return verdict.ok ? { ok: true } : { ok: false, reason: verdict.reason };
+          }
+        : undefined,
+      normalize: normalizeWebhook,
+      firstSeen: (reference, status) => dedupe.firstSeen(reference, status),
+      forget: async () => {},
+    },
+    checks: {
+      redis: async () => (await redis.ping()) === 'PONG',
+      exchange: () => tcpReachable(config.exchange.baseUrl),
+    },
+    close: async () => {
+      await leases.stop().catch(() => {});
+      await client.close().catch(() => {});
+      await closeRedis(redis).catch(() => {});
+      await tracing.shutdown().catch(() => {});
+    },
+  });
+
+  let shuttingDown = false;
+  const shutdown = (reason: string, code: number): void => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ reason }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'graceful shutdown timed out; exiting');
+      process.exit(code || 1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    void worker.stop().finally(() => {
+      logger.info('stopped');
+      logger.flush();
+      process.exit(code);
+    });
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM', 0));
+  process.once('SIGINT', () => shutdown('SIGINT', 0));
+  await worker.start((error) => {
+    logger.fatal({ err: { message: error.message } }, 'Kafka writer failed for good; stopping so another replica takes over');
+    shutdown('fatal', 1);
+  });
+}
+
+let config: WorkerConfig;
+try {
+  config = loadConfig(process.env);
+} catch (error) {
+  if (error instanceof ConfigError) {
+    for (const problem of error.problems) console.error(`config: ${problem}`);
+    process.exit(2);
+  }
+  throw error;
+}
+const logger = createLogger({
+  level: config.logLevel,
+  secrets: [...Object.values(config.exchange.credentials), config.exchange.referralToken, config.webhookSecret],
+});
+run(config, logger).catch((error: unknown) => {
+  logger.fatal({ err: { message: (error as Error).message, stack: (error as Error).stack } }, 'worker failed to start');
+  logger.flush();
+  process.exit(1);
+});

@@ -1,0 +1,80 @@
+// Binds the pure order machine to the host: provides the runtime's actor implementations, maps the order.create
+// command onto the machine's input, forwards emitted domain events, and stores/restores the durable form.
+import { createActor, fromPromise, type AnyActorRef } from 'xstate';
+import { orderMachine } from '../../machines/order-machine.ts';
+import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
+import type { OrderActorFunctions, OrderConfigInput, OrderCreateInput, OrderInput } from '../../machines/order-types.ts';
+import type { OrderCreateCommand } from '../contract/commands.ts';
+import type { EmittedDomainEvent, MachineBinding, OrderActorHandle, StartOrderOptions } from './machine-binding.ts';
+
+export function createOrderInput(command: OrderCreateCommand, now: number, config: OrderConfigInput): OrderCreateInput {
+  const optional = <K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> =>
+    value === undefined ? {} : ({ [key]: value } as Record<K, V>);
+  return {
+    orderId: command.order_id,
+    mode: command.mode,
+    depositCurrency: command.deposit_currency,
+    withdrawCurrency: command.withdraw_currency,
+    withdrawAddress: command.withdraw_address,
+    now,
+    config,
+    ...optional('depositAmount', command.deposit_amount),
+    ...optional('withdrawAmount', command.withdraw_amount),
+    ...optional('withdrawAddressExtraId', command.withdraw_address_extra_id),
+    ...optional('refundAddress', command.refund_address),
+    ...optional('refundAddressExtraId', command.refund_address_extra_id),
+    ...optional('referralCode', command.referral_code),
+    ...optional('markup', command.markup),
+    ...optional('side', command.side),
+    ...optional('limitOrder', command.limit_order ? { ttlSeconds: command.limit_order.ttl_seconds } : undefined),
+    ...optional('preScreening', command.pre_screening),
+    ...optional('userTimezone', command.user_timezone),
+  };
+}
+
+export function createXStateBinding(opts: { actors: OrderActorFunctions; orderConfig: OrderConfigInput }): MachineBinding {
+  const { actors } = opts;
+  const machine = orderMachine.provide({
+    actors: {
+      acquireQuoteSlot: fromPromise(({ input }) => actors.acquireQuoteSlot(input)),
+      requestQuote: fromPromise(({ input }) => actors.requestQuote(input)),
+      preScreen: fromPromise(({ input }) => actors.preScreen(input)),
+      createOrder: fromPromise(({ input }) => actors.createOrder(input)),
+      findExistingOrder: fromPromise(({ input }) => actors.findExistingOrder(input)),
+      submitDeposit: fromPromise(({ input }) => actors.submitDeposit(input)),
+      fetchOrder: fromPromise(({ input }) => actors.fetchOrder(input)),
+    },
+  });
+
+  const start = (input: OrderInput, start: StartOrderOptions): OrderActorHandle => {
+    const actor = createActor(machine, { input });
+    actor.on('*', (event) => start.onChange([event as unknown as EmittedDomainEvent]));
+    actor.subscribe({ next: () => start.onChange([]), error: (error) => start.onError(error) });
+    actor.start();
+    const handle: OrderActorHandle = {
+      can: (event) => actor.getSnapshot().can(event),
+      send: (event) => actor.send(event),
+      status: () => {
+        const snapshot = actor.getSnapshot();
+        const context = snapshot.context;
+        return {
+          state: JSON.stringify(snapshot.value),
+          terminal: snapshot.status === 'done',
+          uniqueReference: context.order?.uniqueReference ?? null,
+          lastConfirmedAt: context.nextPollAt === null ? null : context.nextPollAt - context.config.pollIntervalMs,
+        };
+      },
+      durable: () => toDurable(actor.getSnapshot()),
+      stop: () => (actor as AnyActorRef).stop(),
+    };
+    return handle;
+  };
+
+  return {
+    create: (command, startOpts) => start(createOrderInput(command, startOpts.now, opts.orderConfig), startOpts),
+    restore: (durable, startOpts) => {
+      if (!isDurableOrder(durable)) throw new Error(`order ${startOpts.orderId}: stored machine state is not a durable order of a supported version`);
+      return start(restoreInput(durable, startOpts.now), startOpts);
+    },
+  };
+}
