@@ -23,11 +23,21 @@ type Reply<K extends OrderActorName> = (
 ) => OrderActorTypes[K]['output'] | Promise<OrderActorTypes[K]['output']>;
 
 export type Script = { [K in OrderActorName]?: Array<Reply<K>> };
+/** Replies used whenever an actor's script is empty (instead of leaving the call in flight). */
+export type Always = { [K in OrderActorName]?: Reply<K> };
+
+export interface HarnessOptions {
+  /** Share one clock between several orders (e.g. two replicas competing for a quote slot). */
+  readonly clock?: SimulatedClock;
+  readonly always?: Always;
+}
 type Calls = { [K in OrderActorName]: Array<{ input: OrderActorTypes[K]['input']; at: number }> };
 
+type WithoutAt<T> = T extends unknown ? Omit<T, 'at'> : never;
+
 /** Answers with `output` stamped with the clock. */
-export function ok<K extends OrderActorName>(output: Omit<OrderActorTypes[K]['output'], 'at'>): Reply<K> {
-  return (_input, now) => ({ ...output, at: now }) as OrderActorTypes[K]['output'];
+export function ok<K extends OrderActorName>(output: WithoutAt<OrderActorTypes[K]['output']>): Reply<K> {
+  return (_input, now) => ({ ...output, at: now }) as unknown as OrderActorTypes[K]['output'];
 }
 
 export function failure(action: FailureAction, extra: Partial<ExchangeFailure> = {}): ExchangeFailure {
@@ -103,6 +113,24 @@ export const quoteReply =
     at: now,
   });
 
+/**
+ * What the runtime's Redis does: one cooldown per identical request (mode, pair, amounts), whichever order or
+ * replica asks. Share one instance between harnesses to share the cooldown.
+ */
+export function quoteSlots(): Reply<'acquireQuoteSlot'> & { readonly grants: number[] } {
+  const blockedUntil = new Map<string, number>();
+  const grants: number[] = [];
+  const reply = (input: OrderActorTypes['acquireQuoteSlot']['input'], now: number) => {
+    const key = [input.mode, input.pair, input.depositAmount, input.withdrawAmount].join('|');
+    const until = blockedUntil.get(key);
+    if (until !== undefined && now < until) return { granted: false as const, retryAt: until, at: now };
+    blockedUntil.set(key, now + input.cooldownMs);
+    grants.push(now);
+    return { granted: true as const, at: now };
+  };
+  return Object.assign(reply, { grants });
+}
+
 export const granted: Reply<'acquireQuoteSlot'> = (_input, now) => ({ granted: true, at: now });
 
 /** Lets every pending promise (stub answers, done events, the next invoke) run to completion. */
@@ -125,10 +153,13 @@ export class OrderHarness {
   readonly actor: Actor<typeof orderMachine>;
   private readonly script: Script;
 
-  constructor(input: OrderInput, script: Script = {}, clock?: SimulatedClock) {
+  private readonly always: Always;
+
+  constructor(input: OrderInput, script: Script = {}, options: HarnessOptions = {}) {
     this.script = script;
-    this.clock = clock ?? new SimulatedClock();
-    if (!clock) this.clock.set(input.now);
+    this.always = options.always ?? {};
+    this.clock = options.clock ?? new SimulatedClock();
+    if (!options.clock) this.clock.set(input.now);
     const machine = orderMachine.provide({
       actors: {
         acquireQuoteSlot: this.stub('acquireQuoteSlot'),
@@ -144,17 +175,26 @@ export class OrderHarness {
     this.actor.on('*', (event) => this.emitted.push(event));
   }
 
-  static async start(input: OrderInput, script: Script = {}, clock?: SimulatedClock): Promise<OrderHarness> {
-    const harness = new OrderHarness(input, script, clock);
+  static async start(
+    input: OrderInput,
+    script: Script = {},
+    options: HarnessOptions = {},
+  ): Promise<OrderHarness> {
+    const harness = new OrderHarness(input, script, options);
     harness.actor.start();
     await settle();
     return harness;
   }
 
   /** Restores a stored order into a fresh actor at `now` (as another replica would). */
-  static async restore(durable: DurableOrder, now: number, script: Script = {}): Promise<OrderHarness> {
+  static async restore(
+    durable: DurableOrder,
+    now: number,
+    script: Script = {},
+    options: HarnessOptions = {},
+  ): Promise<OrderHarness> {
     const json = JSON.parse(JSON.stringify(durable)) as DurableOrder;
-    return OrderHarness.start(restoreInput(json, now), script);
+    return OrderHarness.start(restoreInput(json, now), script, options);
   }
 
   private stub<K extends OrderActorName>(name: K) {
@@ -165,7 +205,7 @@ export class OrderHarness {
           input,
           at: now,
         });
-        const reply = this.script[name]?.shift();
+        const reply = this.script[name]?.shift() ?? this.always[name];
         if (reply) return reply(input, now);
         // No scripted answer: the call stays in flight until the test answers it.
         return new Promise<OrderActorTypes[K]['output']>((resolve, reject) => {
