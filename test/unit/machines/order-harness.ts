@@ -31,7 +31,13 @@ export interface HarnessOptions {
   readonly clock?: SimulatedClock;
   readonly always?: Always;
 }
-type Calls = { [K in OrderActorName]: Array<{ input: OrderActorTypes[K]['input']; at: number }> };
+interface Call<K extends OrderActorName> {
+  readonly input: OrderActorTypes[K]['input'];
+  readonly at: number;
+  /** What the runtime would have stored just before making the call. */
+  readonly durable: DurableOrder;
+}
+type Calls = { [K in OrderActorName]: Array<Call<K>> };
 
 type WithoutAt<T> = T extends unknown ? Omit<T, 'at'> : never;
 
@@ -201,9 +207,10 @@ export class OrderHarness {
     return fromPromise<OrderActorTypes[K]['output'], OrderActorTypes[K]['input']>(
       async ({ input, signal }) => {
         const now = this.clock.now();
-        (this.calls[name] as Array<{ input: OrderActorTypes[K]['input']; at: number }>).push({
+        (this.calls[name] as Array<Call<K>>).push({
           input,
           at: now,
+          durable: toDurable(this.actor.getSnapshot()),
         });
         const reply = this.script[name]?.shift() ?? this.always[name];
         if (reply) return reply(input, now);
