@@ -7,7 +7,7 @@
 
 import { and, assign, emit, enqueueActions, fromPromise, not, setup } from 'xstate';
 import { backoffDelay, defaultBackoffPolicy, seedFromString } from './backoff.ts';
-import { isExchangeFailure, terminalExchangeStatuses } from './domain.ts';
+import { isExchangeFailure } from './domain.ts';
 import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
 import type {
   AcquireQuoteSlotInput,
@@ -19,6 +19,7 @@ import type {
   FetchOrderOutput,
   FindExistingOrderInput,
   FindExistingOrderOutput,
+  OrderActorFunctions,
   OrderConfig,
   OrderConfigInput,
   OrderContext,
@@ -276,10 +277,6 @@ function isCreateInDoubt(context: OrderContext): boolean {
 
 function isoOf(epochMs: number): string {
   return new Date(epochMs).toISOString();
-}
-
-function isTerminalStatus(status: string): boolean {
-  return (terminalExchangeStatuses as readonly string[]).includes(status);
 }
 
 function failureReasonOf(failure: FailureRecord): OrderFailureReason {
@@ -605,6 +602,8 @@ export const orderMachineSetup = setup({
       return {
         now: failure.at,
         pollStartedAt: null,
+        // The retry serves a hint that arrived meanwhile.
+        hintPending: false,
         pollAttempt: context.pollAttempt + 1,
         nextPollAt: failure.at + Math.max(context.config.pollIntervalMs, delayMs),
         rngState,
@@ -1196,5 +1195,36 @@ export const orderMachine = orderMachineSetup.createMachine({
 
 export type OrderMachine = typeof orderMachine;
 
-/** Whether an exchange status ends the order (only ever believed from a GET). */
-export { isTerminalStatus };
+/**
+ * The order machine with the runtime's actors: one async function per actor, each given the call's input and an
+ * AbortSignal that fires when the machine leaves the state that made the call (e.g. a CANCEL while quoting).
+ * The snapshot the runtime must store before the call (intent included) is already `actor.getSnapshot()` when a
+ * function is invoked.
+ */
+export function provideOrderActors(functions: OrderActorFunctions) {
+  return orderMachine.provide({
+    actors: {
+      acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(({ input, signal }) =>
+        functions.acquireQuoteSlot(input, signal),
+      ),
+      requestQuote: fromPromise<RequestQuoteOutput, RequestQuoteInput>(({ input, signal }) =>
+        functions.requestQuote(input, signal),
+      ),
+      preScreen: fromPromise<PreScreenOutput, PreScreenInput>(({ input, signal }) =>
+        functions.preScreen(input, signal),
+      ),
+      createOrder: fromPromise<CreateOrderOutput, CreateOrderInput>(({ input, signal }) =>
+        functions.createOrder(input, signal),
+      ),
+      findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(({ input, signal }) =>
+        functions.findExistingOrder(input, signal),
+      ),
+      submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(({ input, signal }) =>
+        functions.submitDeposit(input, signal),
+      ),
+      fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(({ input, signal }) =>
+        functions.fetchOrder(input, signal),
+      ),
+    },
+  });
+}

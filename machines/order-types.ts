@@ -369,9 +369,15 @@ export const orderActorNames = [
   'fetchOrder',
 ] as const satisfies readonly OrderActorName[];
 
-/** What the runtime implements, one async function per actor (wrap each with fromPromise to provide it). */
+/**
+ * What the runtime implements, one async function per actor (see provideOrderActors in order-machine.ts).
+ * `signal` aborts when the machine leaves the state that made the call.
+ */
 export type OrderActorFunctions = {
-  [K in OrderActorName]: (input: OrderActorTypes[K]['input']) => Promise<OrderActorTypes[K]['output']>;
+  [K in OrderActorName]: (
+    input: OrderActorTypes[K]['input'],
+    signal: AbortSignal,
+  ) => Promise<OrderActorTypes[K]['output']>;
 };
 
 // ---------------------------------------------------------------------------------------------------------------

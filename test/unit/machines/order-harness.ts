@@ -1,10 +1,11 @@
 // Test harness for the order machine: stub actors answer from per-actor scripts (an empty script leaves the call
 // pending, so a test can look at the state while a call is in flight), the clock is XState's SimulatedClock, and every
 // emitted domain event is captured in order.
-import { createActor, fromPromise, SimulatedClock } from 'xstate';
+import { createActor, SimulatedClock } from 'xstate';
 import type { Actor } from 'xstate';
 import type { ExchangeFailure, ExchangeOrderView, FailureAction } from '../../../machines/domain.ts';
-import { orderMachine } from '../../../machines/order-machine.ts';
+import { provideOrderActors } from '../../../machines/order-machine.ts';
+import type { OrderMachine } from '../../../machines/order-machine.ts';
 import { toDurable, restoreInput } from '../../../machines/order-persistence.ts';
 import type { DurableOrder } from '../../../machines/order-persistence.ts';
 import type {
@@ -156,7 +157,7 @@ export class OrderHarness {
     submitDeposit: [],
     fetchOrder: [],
   };
-  readonly actor: Actor<typeof orderMachine>;
+  readonly actor: Actor<OrderMachine>;
   private readonly script: Script;
 
   private readonly always: Always;
@@ -166,16 +167,15 @@ export class OrderHarness {
     this.always = options.always ?? {};
     this.clock = options.clock ?? new SimulatedClock();
     if (!options.clock) this.clock.set(input.now);
-    const machine = orderMachine.provide({
-      actors: {
-        acquireQuoteSlot: this.stub('acquireQuoteSlot'),
-        requestQuote: this.stub('requestQuote'),
-        preScreen: this.stub('preScreen'),
-        createOrder: this.stub('createOrder'),
-        findExistingOrder: this.stub('findExistingOrder'),
-        submitDeposit: this.stub('submitDeposit'),
-        fetchOrder: this.stub('fetchOrder'),
-      },
+    // Provided the way the runtime provides its actors: plain async functions.
+    const machine = provideOrderActors({
+      acquireQuoteSlot: this.stub('acquireQuoteSlot'),
+      requestQuote: this.stub('requestQuote'),
+      preScreen: this.stub('preScreen'),
+      createOrder: this.stub('createOrder'),
+      findExistingOrder: this.stub('findExistingOrder'),
+      submitDeposit: this.stub('submitDeposit'),
+      fetchOrder: this.stub('fetchOrder'),
     });
     this.actor = createActor(machine, { input, clock: this.clock });
     this.actor.on('*', (event) => this.emitted.push(event));
@@ -204,39 +204,40 @@ export class OrderHarness {
   }
 
   private stub<K extends OrderActorName>(name: K) {
-    return fromPromise<OrderActorTypes[K]['output'], OrderActorTypes[K]['input']>(
-      async ({ input, signal }) => {
-        const now = this.clock.now();
-        (this.calls[name] as Array<Call<K>>).push({
-          input,
-          at: now,
-          durable: toDurable(this.actor.getSnapshot()),
+    return async (
+      input: OrderActorTypes[K]['input'],
+      signal: AbortSignal,
+    ): Promise<OrderActorTypes[K]['output']> => {
+      const now = this.clock.now();
+      (this.calls[name] as Array<Call<K>>).push({
+        input,
+        at: now,
+        durable: toDurable(this.actor.getSnapshot()),
+      });
+      const reply = this.script[name]?.shift() ?? this.always[name];
+      if (reply) return reply(input, now);
+      // No scripted answer: the call stays in flight until the test answers it.
+      return new Promise<OrderActorTypes[K]['output']>((resolve, reject) => {
+        // A call whose state was left (e.g. canceled) is forgotten, as the runtime would abort it.
+        signal.addEventListener('abort', () => {
+          const index = this.inFlight.findIndex((call) => call.signal === signal);
+          if (index >= 0) this.inFlight.splice(index, 1);
         });
-        const reply = this.script[name]?.shift() ?? this.always[name];
-        if (reply) return reply(input, now);
-        // No scripted answer: the call stays in flight until the test answers it.
-        return new Promise<OrderActorTypes[K]['output']>((resolve, reject) => {
-          // A call whose state was left (e.g. canceled) is forgotten, as the runtime would abort it.
-          signal.addEventListener('abort', () => {
-            const index = this.inFlight.findIndex((call) => call.signal === signal);
-            if (index >= 0) this.inFlight.splice(index, 1);
-          });
-          this.inFlight.push({
-            signal,
-            name,
-            answer: (late: Reply<OrderActorName>) => {
-              try {
-                resolve((late as unknown as Reply<K>)(input, this.clock.now()));
-              } catch (error) {
-                // Rejects with what the reply threw (an ExchangeFailure is a plain object by design).
-                // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-                reject(error);
-              }
-            },
-          });
+        this.inFlight.push({
+          signal,
+          name,
+          answer: (late: Reply<OrderActorName>) => {
+            try {
+              resolve((late as unknown as Reply<K>)(input, this.clock.now()));
+            } catch (error) {
+              // Rejects with what the reply threw (an ExchangeFailure is a plain object by design).
+              // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+              reject(error);
+            }
+          },
         });
-      },
-    );
+      });
+    };
   }
 
   private readonly inFlight: Array<{
@@ -285,7 +286,7 @@ export class OrderHarness {
     return toDurable(this.snapshot);
   }
 
-  async send(event: Parameters<Actor<typeof orderMachine>['send']>[0]): Promise<void> {
+  async send(event: Parameters<Actor<OrderMachine>['send']>[0]): Promise<void> {
     this.actor.send(event);
     await settle();
   }
