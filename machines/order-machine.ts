@@ -1,0 +1,1230 @@
+// One machine per exchange order: pre-screening, quoting (with a cooldown shared by identical requests), creating,
+// then, once the exchange order exists, deposit submission and monitoring in parallel until a confirming GET.
+// Invariants: pure (the runtime provides every actor and is the clock); every deadline is an absolute epoch-ms value in
+// context and every `after` delay is `deadline - context.now`, so a restored machine re-arms its timers with the time
+// that remains (statelyai/xstate#5331: pending `after` timers are not restored); every side effect records its intent
+// in context on entry to the state that performs it, before the call starts.
+
+import { and, assign, emit, enqueueActions, fromPromise, not, setup } from 'xstate';
+import { backoffDelay, defaultBackoffPolicy, seedFromString } from './backoff.ts';
+import { isExchangeFailure } from './domain.ts';
+import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
+import type {
+  AcquireQuoteSlotInput,
+  AcquireQuoteSlotOutput,
+  CreateOrderInput,
+  CreateOrderOutput,
+  FailureRecord,
+  FetchOrderInput,
+  FetchOrderOutput,
+  FindExistingOrderInput,
+  FindExistingOrderOutput,
+  OrderActorFunctions,
+  OrderConfig,
+  OrderConfigInput,
+  OrderContext,
+  OrderCreateInput,
+  OrderCreatedEvent,
+  OrderDomainEvent,
+  OrderEvent,
+  OrderFailureReason,
+  OrderInput,
+  OrderQuotedEvent,
+  OrderRequest,
+  PreScreenInput,
+  PreScreenOutput,
+  QuoteRequest,
+  RequestQuoteInput,
+  RequestQuoteOutput,
+  SubmitDepositInput,
+  SubmitDepositOutput,
+} from './order-types.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Defaults and pure helpers
+
+export const defaultOrderConfig: OrderConfig = {
+  pollIntervalMs: 30_000,
+  maxRequotes: 3,
+  maxAttempts: 8,
+  backoff: defaultBackoffPolicy,
+  quoteCooldownMs: 15_000,
+  fixedRateThrottleDelayMs: 20_000,
+};
+
+/** The exchange recommends one GET per order every 30 to 60 seconds. */
+export const pollIntervalBounds = { minMs: 30_000, maxMs: 60_000 } as const;
+
+/** setTimeout overflows above 2^31-1 ms; longer deadlines are re-armed on the next entry (polls re-enter often). */
+export const maxTimerDelayMs = 2_147_483_647;
+
+/** The exchange status of an order waiting for its deposit. */
+export const awaitingDepositStatus: ExchangeStatus = 'INITIAL';
+
+const retryableActions: readonly (FailureAction | 'unexpected')[] = [
+  'backoff',
+  'throttled',
+  'unknown_outcome',
+  'unexpected',
+];
+const requoteActions: readonly FailureAction[] = ['requote', 'non_actionable'];
+
+export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderConfig {
+  const pollIntervalMs = Math.min(
+    pollIntervalBounds.maxMs,
+    Math.max(pollIntervalBounds.minMs, input?.pollIntervalMs ?? defaultOrderConfig.pollIntervalMs),
+  );
+  return {
+    pollIntervalMs,
+    maxRequotes: input?.maxRequotes ?? defaultOrderConfig.maxRequotes,
+    maxAttempts: input?.maxAttempts ?? defaultOrderConfig.maxAttempts,
+    backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
+    quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
+    fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
+  };
+}
+
+function normaliseRequest(input: OrderCreateInput): OrderRequest {
+  return {
+    orderId: input.orderId,
+    mode: input.mode,
+    depositCurrency: input.depositCurrency,
+    withdrawCurrency: input.withdrawCurrency,
+    depositAmount: input.depositAmount ?? null,
+    withdrawAmount: input.withdrawAmount ?? null,
+    withdrawAddress: input.withdrawAddress,
+    withdrawAddressExtraId: input.withdrawAddressExtraId ?? null,
+    refundAddress: input.refundAddress ?? null,
+    refundAddressExtraId: input.refundAddressExtraId ?? null,
+    referralCode: input.referralCode ?? null,
+    markup: input.markup ?? null,
+    side: input.side ?? null,
+    limitOrder: input.limitOrder ? { ttlSeconds: input.limitOrder.ttlSeconds ?? null } : null,
+    preScreening: input.preScreening ? { ip: input.preScreening.ip } : null,
+    userTimezone: input.userTimezone ?? null,
+  };
+}
+
+export function initialOrderContext(input: OrderInput): OrderContext {
+  if ('restore' in input) {
+    // The stored context is taken as it was; only the clock moves and the router learns where to resume.
+    return { ...input.restore.context, now: input.now, resumeFrom: input.restore.resumeFrom };
+  }
+  return {
+    request: normaliseRequest(input),
+    config: resolveOrderConfig(input.config),
+    now: input.now,
+    rngState: (input.seed ?? seedFromString(input.orderId)) >>> 0,
+    resumeFrom: null,
+    pendingIntent: null,
+    attempt: 0,
+    retryAt: null,
+    requotes: 0,
+    createAttempts: 0,
+    quote: null,
+    lastFailure: null,
+    order: null,
+    lastStatus: null,
+    paymentDeadline: null,
+    paymentDeadlineChecked: false,
+    nextPollAt: null,
+    pollAttempt: 0,
+    pollStartedAt: null,
+    hintPending: false,
+    deposit: null,
+    depositRecorded: null,
+    depositAttempt: 0,
+    depositRetryAt: null,
+    failure: null,
+    cancelReason: null,
+  };
+}
+
+/** Pair name as the exchange spells it: base (withdraw, v2 `to`) then quote (deposit, v2 `from`). */
+export function pairName(request: OrderRequest): string {
+  return `${request.withdrawCurrency}${request.depositCurrency}`;
+}
+
+/** DeFi orders bind an actionable fixed-rate quote, CeFi fixed-rate orders a CeFi quote; limit and floating CeFi orders none. */
+export function needsQuote(request: OrderRequest): boolean {
+  return request.limitOrder === null && request.mode !== 'cefi';
+}
+
+function quoteRequestOf(context: OrderContext): QuoteRequest {
+  const { request } = context;
+  return {
+    orderId: request.orderId,
+    mode: request.mode,
+    pair: pairName(request),
+    depositCurrency: request.depositCurrency,
+    withdrawCurrency: request.withdrawCurrency,
+    depositAmount: request.depositAmount,
+    withdrawAmount: request.withdrawAmount,
+    markup: request.markup,
+    referralCode: request.referralCode,
+    actionable: request.mode === 'defi',
+  };
+}
+
+function createInputOf(context: OrderContext): CreateOrderInput {
+  const { request } = context;
+  const intent = context.pendingIntent;
+  return {
+    orderId: request.orderId,
+    mode: request.mode,
+    attempt: intent?.kind === 'create' ? intent.attempt : context.createAttempts,
+    depositCurrency: request.depositCurrency,
+    withdrawCurrency: request.withdrawCurrency,
+    depositAmount: request.depositAmount,
+    withdrawAmount: request.withdrawAmount,
+    withdrawAddress: request.withdrawAddress,
+    withdrawAddressExtraId: request.withdrawAddressExtraId,
+    refundAddress: request.refundAddress,
+    refundAddressExtraId: request.refundAddressExtraId,
+    referralCode: request.referralCode,
+    markup: request.markup,
+    side: request.side,
+    rateId: intent?.kind === 'create' ? intent.rateId : boundRateId(context),
+    isLimitOrder: request.limitOrder !== null,
+    limitTtlSeconds: request.limitOrder?.ttlSeconds ?? null,
+    userTimezone: request.userTimezone,
+  };
+}
+
+function boundRateId(context: OrderContext): string | null {
+  return needsQuote(context.request) ? (context.quote?.rateId ?? null) : null;
+}
+
+/** What a thrown value means to the machine; anything but an ExchangeFailure is an unexpected, retryable error. */
+export function failureRecordOf(error: unknown, fallbackAt: number): FailureRecord {
+  if (isExchangeFailure(error)) {
+    const at = (error as { at?: unknown }).at;
+    return {
+      action: error.action,
+      code: error.code,
+      message: error.message,
+      at: typeof at === 'number' ? at : fallbackAt,
+    };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { action: 'unexpected', code: 'unexpected_error', message, at: fallbackAt };
+}
+
+function retryAfterOf(error: unknown): number | null {
+  return isExchangeFailure(error) && typeof error.retryAfterMs === 'number' ? error.retryAfterMs : null;
+}
+
+/**
+ * When to retry after a failure: the Retry-After of a 429 when given; a fixed-rate quote throttle without it waits at
+ * least fixedRateThrottleDelayMs; anything else backs off exponentially with jitter, capped at backoff.maxMs.
+ */
+export function retryDelayFor(
+  config: OrderConfig,
+  failure: FailureRecord,
+  retryAfterMs: number | null,
+  attempt: number,
+  rngState: number,
+): { readonly delayMs: number; readonly rngState: number } {
+  if (failure.action === 'throttled' && retryAfterMs !== null)
+    return { delayMs: Math.max(0, retryAfterMs), rngState };
+  const backoff = backoffDelay(config.backoff, attempt, rngState);
+  if (failure.action === 'throttled') {
+    return {
+      delayMs: Math.max(config.fixedRateThrottleDelayMs, backoff.delayMs),
+      rngState: backoff.rngState,
+    };
+  }
+  return backoff;
+}
+
+export function remainingMs(deadline: number | null, now: number): number {
+  if (deadline === null) return maxTimerDelayMs;
+  return Math.min(maxTimerDelayMs, Math.max(0, deadline - now));
+}
+
+/** The payment deadline of an exchange order: fixed_rate_deadline, else created_on + payment_window_minutes. */
+export function paymentDeadlineOf(order: ExchangeOrderView): number | null {
+  if (order.fixedRateDeadline) {
+    const deadline = Date.parse(order.fixedRateDeadline);
+    if (Number.isFinite(deadline)) return deadline;
+  }
+  if (order.paymentWindowMinutes !== null && order.createdOn) {
+    const createdOn = Date.parse(order.createdOn);
+    if (Number.isFinite(createdOn)) return createdOn + order.paymentWindowMinutes * 60_000;
+  }
+  return null;
+}
+
+function isRetryable(error: unknown): boolean {
+  return retryableActions.includes(failureRecordOf(error, 0).action);
+}
+
+function needsRequote(error: unknown): boolean {
+  return (requoteActions as readonly string[]).includes(failureRecordOf(error, 0).action);
+}
+
+function hasAttemptsLeft(context: OrderContext): boolean {
+  return context.attempt + 1 < context.config.maxAttempts;
+}
+
+function canRequote(context: OrderContext): boolean {
+  return context.requotes < context.config.maxRequotes;
+}
+
+function isCreateInDoubt(context: OrderContext): boolean {
+  return context.pendingIntent?.kind === 'create' && context.pendingIntent.outcome === 'unknown';
+}
+
+function isoOf(epochMs: number): string {
+  return new Date(epochMs).toISOString();
+}
+
+function failureReasonOf(failure: FailureRecord): OrderFailureReason {
+  if (failure.action === 'mode_mismatch') return 'mode_mismatch';
+  if ((requoteActions as readonly string[]).includes(failure.action)) return 'requote_limit_reached';
+  if ((retryableActions as readonly string[]).includes(failure.action)) return 'retries_exhausted';
+  return 'rejected';
+}
+
+function quotedEventOf(quote: RequestQuoteOutput): OrderQuotedEvent {
+  return {
+    type: 'order.quoted',
+    rate_id: quote.rateId,
+    rate: quote.rate,
+    expires_at: isoOf(quote.expiresAt),
+    ...(quote.depositAmount !== undefined ? { deposit_amount: quote.depositAmount } : {}),
+    ...(quote.withdrawAmount !== undefined ? { withdraw_amount: quote.withdrawAmount } : {}),
+  };
+}
+
+function createdEventOf(order: ExchangeOrderView, reused: boolean): OrderCreatedEvent {
+  const deadline = paymentDeadlineOf(order);
+  return {
+    type: 'order.created',
+    unique_reference: order.uniqueReference,
+    deposit_address: order.depositAddress,
+    deposit_address_extra_id: order.depositAddressExtraId,
+    deposit_amount: order.depositAmount,
+    withdraw_amount: order.withdrawAmount,
+    rate: order.rate,
+    deadline: deadline === null ? null : isoOf(deadline),
+    reused,
+  };
+}
+
+function notProvided(name: string): () => Promise<never> {
+  return () =>
+    Promise.reject(
+      new Error(`actor "${name}" must be provided by the runtime (machine.provide({ actors }))`),
+    );
+}
+
+interface ObservedOrder {
+  readonly order: ExchangeOrderView;
+  readonly at: number;
+}
+interface ThrownFailure {
+  readonly error: unknown;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The machine
+
+export const orderMachineSetup = setup({
+  types: {
+    input: {} as OrderInput,
+    context: {} as OrderContext,
+    events: {} as OrderEvent,
+    emitted: {} as OrderDomainEvent,
+  },
+  actors: {
+    acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(
+      notProvided('acquireQuoteSlot'),
+    ),
+    requestQuote: fromPromise<RequestQuoteOutput, RequestQuoteInput>(notProvided('requestQuote')),
+    preScreen: fromPromise<PreScreenOutput, PreScreenInput>(notProvided('preScreen')),
+    createOrder: fromPromise<CreateOrderOutput, CreateOrderInput>(notProvided('createOrder')),
+    findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(
+      notProvided('findExistingOrder'),
+    ),
+    submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(notProvided('submitDeposit')),
+    fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(notProvided('fetchOrder')),
+  },
+  delays: {
+    retryDelay: ({ context }) => remainingMs(context.retryAt, context.now),
+    pollDelay: ({ context }) => remainingMs(context.nextPollAt, context.now),
+    paymentDeadlineDelay: ({ context }) => remainingMs(context.paymentDeadline, context.now),
+    depositRetryDelay: ({ context }) => remainingMs(context.depositRetryAt, context.now),
+  },
+  guards: {
+    isFreshOrder: ({ context }) => context.resumeFrom === null,
+    resumesIn: ({ context }, params: { readonly states: readonly string[] }) =>
+      context.resumeFrom !== null && params.states.includes(context.resumeFrom),
+    needsPreScreening: ({ context }) => context.request.preScreening !== null,
+    needsQuote: ({ context }) => needsQuote(context.request),
+    /** backoff, throttled, unknown_outcome, or anything that is not an ExchangeFailure. */
+    retryableFailure: (_, params: ThrownFailure) => isRetryable(params.error),
+    /** A retryable failure of a step that has attempts left. */
+    mayRetry: ({ context }, params: ThrownFailure) => isRetryable(params.error) && hasAttemptsLeft(context),
+    /** A create is never given up by attempts while it is in doubt: the order may exist. */
+    mayRetryCreate: ({ context }, params: ThrownFailure) =>
+      isRetryable(params.error) && (hasAttemptsLeft(context) || isCreateInDoubt(context)),
+    /** Expired or invalid rate_id, promised-rate mismatch, non-actionable rate: a fresh quote, a bounded number of times. */
+    mayRequote: ({ context }, params: ThrownFailure) =>
+      needsRequote(params.error) && needsQuote(context.request) && canRequote(context),
+    /** The same failure without a quote to renew (limit, floating CeFi): the create is retried, as boundedly. */
+    mayRetryUnquoted: ({ context }, params: ThrownFailure) =>
+      needsRequote(params.error) && canRequote(context),
+    failureIs: (_, params: ThrownFailure & { readonly action: FailureAction }) =>
+      failureRecordOf(params.error, 0).action === params.action,
+    createInDoubt: ({ context }) => isCreateInDoubt(context),
+    /** DeFi: repeating the POST with the same rate_id is idempotent (200 reuse), so a create in doubt is simply repeated. */
+    createRepeatable: ({ context }) =>
+      context.request.mode === 'defi' &&
+      context.pendingIntent?.kind === 'create' &&
+      context.pendingIntent.rateId !== null,
+    slotGranted: (_, params: { readonly output: AcquireQuoteSlotOutput }) => params.output.granted,
+    complianceFailed: (_, params: { readonly output: PreScreenOutput }) => params.output.status === 'failed',
+    existingOrderFound: (_, params: { readonly output: FindExistingOrderOutput }) =>
+      params.output.order !== null,
+    exchangeReports: (_, params: { readonly order: ExchangeOrderView; readonly status: ExchangeStatus }) =>
+      params.order.status === params.status,
+    hintPending: ({ context }) => context.hintPending,
+    depositAwaited: ({ context }) => context.lastStatus === awaitingDepositStatus && context.deposit === null,
+    depositRecorded: ({ context }) => context.depositRecorded !== null,
+    depositRetryScheduled: ({ context }) => context.deposit !== null && context.depositRetryAt !== null,
+    depositPending: ({ context }) => context.deposit !== null,
+    pollInFlight: ({ context }) => context.pollStartedAt !== null,
+    paymentDeadlineUnchecked: ({ context }) =>
+      context.paymentDeadline !== null &&
+      !context.paymentDeadlineChecked &&
+      context.lastStatus === awaitingDepositStatus,
+  },
+  actions: {
+    leaveRouter: assign({ resumeFrom: null }),
+    recordIntent: assign(
+      ({ context }, params: { readonly kind: 'pre_screen' | 'acquire_quote_slot' | 'request_quote' }) => ({
+        pendingIntent: { kind: params.kind, startedAt: context.now },
+      }),
+    ),
+    /** The POST is about to go out: keep a doubt about an earlier attempt until something resolves it. */
+    recordCreateIntent: assign(({ context }) => {
+      const inDoubt = isCreateInDoubt(context);
+      const createAttempts = context.createAttempts + 1;
+      return {
+        createAttempts,
+        pendingIntent: {
+          kind: 'create' as const,
+          attempt: createAttempts,
+          rateId:
+            context.pendingIntent?.kind === 'create' && inDoubt
+              ? context.pendingIntent.rateId
+              : boundRateId(context),
+          startedAt: context.now,
+          outcome: inDoubt ? ('unknown' as const) : ('in_flight' as const),
+        },
+      };
+    }),
+    markCreateInDoubt: assign(({ context }) =>
+      context.pendingIntent?.kind === 'create'
+        ? { pendingIntent: { ...context.pendingIntent, outcome: 'unknown' as const } }
+        : {},
+    ),
+    /** A step succeeded: its intent is done, its failure streak is over. */
+    stepSucceeded: assign((_, params: { readonly at: number }) => ({
+      now: params.at,
+      pendingIntent: null,
+      attempt: 0,
+      retryAt: null,
+    })),
+    waitForQuoteSlot: assign((_, params: { readonly retryAt: number; readonly at: number }) => ({
+      now: params.at,
+      pendingIntent: null,
+      retryAt: params.retryAt,
+    })),
+    /** A timer fired: time has reached its deadline at least. */
+    retryDeadlineReached: assign(({ context }) => ({
+      now: Math.max(context.now, context.retryAt ?? context.now),
+      retryAt: null,
+    })),
+    scheduleRetry: assign(({ context }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      const { delayMs, rngState } = retryDelayFor(
+        context.config,
+        failure,
+        retryAfterOf(params.error),
+        context.attempt,
+        context.rngState,
+      );
+      // A definitive failure of a create means no order; a create in doubt stays in doubt until verified.
+      const keepIntent = isCreateInDoubt(context);
+      return {
+        now: failure.at,
+        attempt: context.attempt + 1,
+        retryAt: failure.at + delayMs,
+        rngState,
+        lastFailure: failure,
+        pendingIntent: keepIntent ? context.pendingIntent : null,
+      };
+    }),
+    countRequote: assign(({ context }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      return {
+        now: failure.at,
+        requotes: context.requotes + 1,
+        attempt: 0,
+        lastFailure: failure,
+        pendingIntent: null,
+        quote: null,
+      };
+    }),
+    storeQuote: assign((_, params: { readonly quote: RequestQuoteOutput }) => ({
+      quote: {
+        rateId: params.quote.rateId,
+        rate: params.quote.rate,
+        expiresAt: params.quote.expiresAt,
+        depositAmount: params.quote.depositAmount ?? null,
+        withdrawAmount: params.quote.withdrawAmount ?? null,
+        obtainedAt: params.quote.at,
+      },
+    })),
+    emitQuoted: emit((_, params: { readonly quote: RequestQuoteOutput }) => quotedEventOf(params.quote)),
+    failOrder: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      const reason = failureReasonOf(failure);
+      enqueue.assign({
+        now: failure.at,
+        pendingIntent: null,
+        retryAt: null,
+        lastFailure: failure,
+        failure: { reason, code: failure.code, message: failure.message },
+      });
+      enqueue.emit({ type: 'order.failed', reason, code: failure.code, message: failure.message });
+    }),
+    failCompliance: enqueueActions(({ enqueue }, params: { readonly output: PreScreenOutput }) => {
+      const failure = {
+        reason: 'compliance_rejected' as const,
+        code: 'pre_screening_failed',
+        message: params.output.message,
+      };
+      enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
+      enqueue.emit({ type: 'order.failed', ...failure });
+    }),
+    failUnrestorable: enqueueActions(({ context, enqueue }) => {
+      const failure = {
+        reason: 'unrestorable' as const,
+        code: 'unknown_resume_state',
+        message: `cannot resume an order stored in state "${context.resumeFrom ?? ''}"`,
+      };
+      enqueue.assign({ failure });
+      enqueue.emit({ type: 'order.failed', ...failure });
+    }),
+    cancelByCommand: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+      enqueue.assign({ now: params.at, cancelReason: 'command', pendingIntent: null, retryAt: null });
+      enqueue.emit({ type: 'order.canceled', reason: 'command' });
+    }),
+    orderCreated: enqueueActions(
+      ({ context, enqueue }, params: ObservedOrder & { readonly reused: boolean }) => {
+        enqueue.assign({
+          now: params.at,
+          pendingIntent: null,
+          attempt: 0,
+          retryAt: null,
+          order: params.order,
+          lastStatus: params.order.status,
+          paymentDeadline: paymentDeadlineOf(params.order),
+          nextPollAt: params.at + context.config.pollIntervalMs,
+        });
+        enqueue.emit(createdEventOf(params.order, params.reused));
+      },
+    ),
+    /** A confirming GET: the only way a status is believed. Publishes status_changed only for a status not yet published. */
+    observeOrder: enqueueActions(({ context, enqueue }, params: ObservedOrder) => {
+      const previous = context.lastStatus;
+      enqueue.assign({
+        now: params.at,
+        order: params.order,
+        lastStatus: params.order.status,
+        paymentDeadline: paymentDeadlineOf(params.order) ?? context.paymentDeadline,
+        pollStartedAt: null,
+        pollAttempt: 0,
+        hintPending: false,
+        nextPollAt: params.at + context.config.pollIntervalMs,
+      });
+      if (previous !== params.order.status) {
+        enqueue.emit({
+          type: 'order.status_changed',
+          unique_reference: params.order.uniqueReference,
+          status: params.order.status,
+          previous_status: previous,
+        });
+      }
+    }),
+    emitCompleted: emit((_, params: ObservedOrder) => ({
+      type: 'order.completed' as const,
+      unique_reference: params.order.uniqueReference,
+      withdraw_transaction: params.order.withdrawTransaction,
+    })),
+    emitRefunded: emit((_, params: ObservedOrder) => ({
+      type: 'order.refunded' as const,
+      unique_reference: params.order.uniqueReference,
+      refund_transaction: params.order.refundTransaction,
+    })),
+    /** CANCELED confirmed by a GET: a lapsed payment window when the deadline passed without any deposit. */
+    cancelByExchange: enqueueActions(({ context, enqueue }, params: ObservedOrder) => {
+      const lapsed =
+        context.paymentDeadline !== null &&
+        params.at >= context.paymentDeadline &&
+        params.order.depositTransaction === '' &&
+        context.depositRecorded === null;
+      const reason = lapsed ? ('payment_window_lapsed' as const) : ('exchange' as const);
+      enqueue.assign({ cancelReason: reason });
+      enqueue.emit({ type: 'order.canceled', unique_reference: params.order.uniqueReference, reason });
+    }),
+    startPoll: assign(({ context }) => ({ pollStartedAt: context.now })),
+    pollDue: assign(({ context }) => ({ now: Math.max(context.now, context.nextPollAt ?? context.now) })),
+    paymentDeadlineReached: assign(({ context }) => ({
+      now: Math.max(context.now, context.paymentDeadline ?? context.now),
+      paymentDeadlineChecked: true,
+    })),
+    noteTime: assign((_, params: { readonly at: number }) => ({ now: params.at })),
+    queueHint: assign((_, params: { readonly at: number }) => ({ now: params.at, hintPending: true })),
+    schedulePollRetry: assign(({ context }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      const { delayMs, rngState } = retryDelayFor(
+        context.config,
+        failure,
+        retryAfterOf(params.error),
+        context.pollAttempt,
+        context.rngState,
+      );
+      // Never poll faster than the recommended interval, whatever the failure.
+      return {
+        now: failure.at,
+        pollStartedAt: null,
+        // The retry serves a hint that arrived meanwhile.
+        hintPending: false,
+        pollAttempt: context.pollAttempt + 1,
+        nextPollAt: failure.at + Math.max(context.config.pollIntervalMs, delayMs),
+        rngState,
+        lastFailure: failure,
+      };
+    }),
+    acceptDeposit: assign((_, params: { readonly txHash: string; readonly at: number }) => ({
+      now: params.at,
+      deposit: { txHash: params.txHash, acceptedAt: params.at, startedAt: null },
+      depositAttempt: 0,
+      depositRetryAt: null,
+    })),
+    startDepositSubmission: assign(({ context }) => ({
+      deposit: context.deposit === null ? null : { ...context.deposit, startedAt: context.now },
+      depositRetryAt: null,
+    })),
+    depositDeadlineReached: assign(({ context }) => ({
+      now: Math.max(context.now, context.depositRetryAt ?? context.now),
+      depositRetryAt: null,
+    })),
+    depositSubmitted: enqueueActions(
+      ({ context, enqueue }, params: { readonly alreadyRecorded: boolean; readonly at: number }) => {
+        const txHash = context.deposit?.txHash ?? '';
+        enqueue.assign({
+          now: params.at,
+          deposit: null,
+          depositRecorded: { txHash, alreadyRecorded: params.alreadyRecorded },
+          depositAttempt: 0,
+          depositRetryAt: null,
+        });
+        enqueue.emit({
+          type: 'order.deposit_submitted',
+          tx_hash: txHash,
+          already_recorded: params.alreadyRecorded,
+        });
+      },
+    ),
+    scheduleDepositRetry: assign(({ context }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      const { delayMs, rngState } = retryDelayFor(
+        context.config,
+        failure,
+        retryAfterOf(params.error),
+        context.depositAttempt,
+        context.rngState,
+      );
+      return {
+        now: failure.at,
+        depositAttempt: context.depositAttempt + 1,
+        depositRetryAt: failure.at + delayMs,
+        rngState,
+        lastFailure: failure,
+      };
+    }),
+    rejectDeposit: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      const txHash = context.deposit?.txHash ?? '';
+      enqueue.assign({
+        now: failure.at,
+        deposit: null,
+        depositAttempt: 0,
+        depositRetryAt: null,
+        lastFailure: failure,
+      });
+      enqueue.emit({
+        type: 'order.deposit_rejected',
+        tx_hash: txHash,
+        code: failure.code,
+        message: failure.message,
+      });
+    }),
+  },
+});
+
+export const orderMachine = orderMachineSetup.createMachine({
+  id: 'order',
+  context: ({ input }) => initialOrderContext(input),
+  initial: 'restoring',
+  states: {
+    /** Router: a new order goes to its first step; a restored one back to where it was, its intents verified. */
+    restoring: {
+      exit: 'leaveRouter',
+      always: [
+        { guard: and(['isFreshOrder', 'needsPreScreening']), target: 'preScreening' },
+        { guard: and(['isFreshOrder', 'needsQuote']), target: 'quoting' },
+        { guard: 'isFreshOrder', target: 'creating' },
+        {
+          guard: { type: 'resumesIn', params: { states: ['preScreening.calling'] } },
+          target: 'preScreening.calling',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['preScreening.waiting'] } },
+          target: 'preScreening.waiting',
+        },
+        // A quote request that may have gone out used its slot: ask for a slot again (the cooldown may still run).
+        {
+          guard: { type: 'resumesIn', params: { states: ['quoting.acquiringSlot', 'quoting.requesting'] } },
+          target: 'quoting.acquiringSlot',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['quoting.coolingDown'] } },
+          target: 'quoting.coolingDown',
+        },
+        { guard: { type: 'resumesIn', params: { states: ['quoting.waiting'] } }, target: 'quoting.waiting' },
+        // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse), CeFi looks for the order.
+        {
+          guard: and([{ type: 'resumesIn', params: { states: ['creating.posting'] } }, 'createRepeatable']),
+          target: 'creating.posting',
+          actions: 'markCreateInDoubt',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['creating.posting'] } },
+          target: 'creating.verifying',
+          actions: 'markCreateInDoubt',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['creating.verifying'] } },
+          target: 'creating.verifying',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['creating.waiting'] } },
+          target: 'creating.waiting',
+        },
+        { guard: { type: 'resumesIn', params: { states: ['open'] } }, target: 'open' },
+        { guard: { type: 'resumesIn', params: { states: ['completed'] } }, target: 'completed' },
+        { guard: { type: 'resumesIn', params: { states: ['refunded'] } }, target: 'refunded' },
+        { guard: { type: 'resumesIn', params: { states: ['canceled'] } }, target: 'canceled' },
+        { guard: { type: 'resumesIn', params: { states: ['failed'] } }, target: 'failed' },
+        { target: 'failed', actions: 'failUnrestorable' },
+      ],
+    },
+
+    preScreening: {
+      initial: 'calling',
+      on: {
+        CANCEL: {
+          target: 'canceled',
+          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
+        },
+      },
+      states: {
+        calling: {
+          entry: { type: 'recordIntent', params: { kind: 'pre_screen' } },
+          invoke: {
+            id: 'preScreen',
+            src: 'preScreen',
+            input: ({ context }): PreScreenInput => ({
+              orderId: context.request.orderId,
+              mode: context.request.mode,
+              ip: context.request.preScreening?.ip ?? '',
+              pair: pairName(context.request),
+              depositAmount: context.request.depositAmount,
+              withdrawAmount: context.request.depositAmount === null ? context.request.withdrawAmount : null,
+            }),
+            onDone: [
+              {
+                guard: { type: 'complianceFailed', params: ({ event }) => ({ output: event.output }) },
+                target: '#order.failed',
+                actions: { type: 'failCompliance', params: ({ event }) => ({ output: event.output }) },
+              },
+              {
+                guard: 'needsQuote',
+                target: '#order.quoting',
+                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+              },
+              {
+                target: '#order.creating',
+                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+              },
+            ],
+            onError: [
+              {
+                guard: { type: 'mayRetry', params: ({ event }) => ({ error: event.error }) },
+                target: 'waiting',
+                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+              },
+              {
+                target: '#order.failed',
+                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
+              },
+            ],
+          },
+        },
+        waiting: {
+          after: { retryDelay: { target: 'calling', actions: 'retryDeadlineReached' } },
+        },
+      },
+    },
+
+    quoting: {
+      initial: 'acquiringSlot',
+      on: {
+        CANCEL: {
+          target: 'canceled',
+          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
+        },
+      },
+      states: {
+        /** The cooldown belongs to the request (mode, pair, amount), not the order: the runtime holds it for every replica. */
+        acquiringSlot: {
+          entry: { type: 'recordIntent', params: { kind: 'acquire_quote_slot' } },
+          invoke: {
+            id: 'acquireQuoteSlot',
+            src: 'acquireQuoteSlot',
+            input: ({ context }): AcquireQuoteSlotInput => ({
+              ...quoteRequestOf(context),
+              cooldownMs: context.config.quoteCooldownMs,
+            }),
+            onDone: [
+              {
+                guard: { type: 'slotGranted', params: ({ event }) => ({ output: event.output }) },
+                target: 'requesting',
+                actions: { type: 'noteTime', params: ({ event }) => ({ at: event.output.at }) },
+              },
+              {
+                target: 'coolingDown',
+                actions: {
+                  type: 'waitForQuoteSlot',
+                  params: ({ event }) => ({
+                    at: event.output.at,
+                    retryAt: event.output.granted ? event.output.at : event.output.retryAt,
+                  }),
+                },
+              },
+            ],
+            onError: [
+              {
+                guard: { type: 'mayRetry', params: ({ event }) => ({ error: event.error }) },
+                target: 'waiting',
+                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+              },
+              {
+                target: '#order.failed',
+                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
+              },
+            ],
+          },
+        },
+        coolingDown: {
+          after: { retryDelay: { target: 'acquiringSlot', actions: 'retryDeadlineReached' } },
+        },
+        requesting: {
+          entry: { type: 'recordIntent', params: { kind: 'request_quote' } },
+          invoke: {
+            id: 'requestQuote',
+            src: 'requestQuote',
+            input: ({ context }): RequestQuoteInput => quoteRequestOf(context),
+            onDone: {
+              target: '#order.creating',
+              actions: [
+                { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+                { type: 'storeQuote', params: ({ event }) => ({ quote: event.output }) },
+                { type: 'emitQuoted', params: ({ event }) => ({ quote: event.output }) },
+              ],
+            },
+            onError: [
+              {
+                guard: { type: 'mayRetry', params: ({ event }) => ({ error: event.error }) },
+                target: 'waiting',
+                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+              },
+              {
+                target: '#order.failed',
+                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
+              },
+            ],
+          },
+        },
+        /** Backoff or throttle: the retry asks for a slot again, so it never breaks the cooldown either. */
+        waiting: {
+          after: { retryDelay: { target: 'acquiringSlot', actions: 'retryDeadlineReached' } },
+        },
+      },
+    },
+
+    creating: {
+      initial: 'posting',
+      states: {
+        posting: {
+          entry: 'recordCreateIntent',
+          invoke: {
+            id: 'createOrder',
+            src: 'createOrder',
+            input: ({ context }) => createInputOf(context),
+            onDone: {
+              target: '#order.open',
+              actions: {
+                type: 'orderCreated',
+                params: ({ event }) => ({
+                  order: event.output.order,
+                  reused: event.output.reused,
+                  at: event.output.at,
+                }),
+              },
+            },
+            onError: [
+              // Expired or invalid rate_id, promised-rate mismatch, non-actionable rate: a fresh quote, a bounded number of times.
+              {
+                guard: { type: 'mayRequote', params: ({ event }) => ({ error: event.error }) },
+                target: '#order.quoting',
+                actions: { type: 'countRequote', params: ({ event }) => ({ error: event.error }) },
+              },
+              // Without a quote (limit, floating CeFi) "pair temporarily unavailable" is retried after a backoff, as boundedly.
+              {
+                guard: { type: 'mayRetryUnquoted', params: ({ event }) => ({ error: event.error }) },
+                target: 'waiting',
+                actions: [
+                  { type: 'countRequote', params: ({ event }) => ({ error: event.error }) },
+                  { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+                ],
+              },
+              {
+                guard: {
+                  type: 'failureIs',
+                  params: ({ event }) => ({ error: event.error, action: 'unknown_outcome' }),
+                },
+                target: 'waiting',
+                actions: [
+                  'markCreateInDoubt',
+                  { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+                ],
+              },
+              // A create in doubt is never given up by attempts: the order may exist.
+              {
+                guard: { type: 'mayRetryCreate', params: ({ event }) => ({ error: event.error }) },
+                target: 'waiting',
+                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+              },
+              {
+                target: '#order.failed',
+                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
+              },
+            ],
+          },
+        },
+        /** A CeFi create whose outcome is unknown: find the order it may have created before any repeat. */
+        verifying: {
+          invoke: {
+            id: 'findExistingOrder',
+            src: 'findExistingOrder',
+            input: ({ context }): FindExistingOrderInput => ({
+              create: createInputOf(context),
+              since: context.pendingIntent?.kind === 'create' ? context.pendingIntent.startedAt : context.now,
+            }),
+            onDone: [
+              {
+                guard: { type: 'existingOrderFound', params: ({ event }) => ({ output: event.output }) },
+                target: '#order.open',
+                actions: {
+                  type: 'orderCreated',
+                  params: ({ event }) => ({
+                    order: event.output.order as ExchangeOrderView,
+                    reused: false,
+                    at: event.output.at,
+                  }),
+                },
+              },
+              // Definitely not created: the POST may go out again.
+              {
+                target: 'posting',
+                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+              },
+            ],
+            onError: [
+              {
+                guard: { type: 'retryableFailure', params: ({ event }) => ({ error: event.error }) },
+                target: 'waiting',
+                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+              },
+              {
+                target: '#order.failed',
+                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
+              },
+            ],
+          },
+        },
+        waiting: {
+          on: {
+            CANCEL: {
+              guard: not('createInDoubt'),
+              target: '#order.canceled',
+              actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
+            },
+          },
+          after: {
+            retryDelay: [
+              {
+                guard: and(['createInDoubt', 'createRepeatable']),
+                target: 'posting',
+                actions: 'retryDeadlineReached',
+              },
+              { guard: 'createInDoubt', target: 'verifying', actions: 'retryDeadlineReached' },
+              { target: 'posting', actions: 'retryDeadlineReached' },
+            ],
+          },
+        },
+      },
+    },
+
+    /** The exchange order exists: deposit submission and monitoring run side by side until a GET confirms an end. */
+    open: {
+      type: 'parallel',
+      states: {
+        deposit: {
+          initial: 'resuming',
+          states: {
+            resuming: {
+              always: [
+                { guard: 'depositRecorded', target: 'submitted' },
+                { guard: 'depositRetryScheduled', target: 'submitting.waiting' },
+                // A PATCH that may have gone out is simply repeated: "already exists" counts as success.
+                { guard: 'depositPending', target: 'submitting.calling' },
+                { target: 'awaiting' },
+              ],
+            },
+            awaiting: {
+              on: {
+                SUBMIT_DEPOSIT: {
+                  guard: 'depositAwaited',
+                  target: 'submitting',
+                  actions: {
+                    type: 'acceptDeposit',
+                    params: ({ event }) => ({ txHash: event.txHash, at: event.at }),
+                  },
+                },
+              },
+            },
+            submitting: {
+              initial: 'calling',
+              states: {
+                calling: {
+                  entry: 'startDepositSubmission',
+                  invoke: {
+                    id: 'submitDeposit',
+                    src: 'submitDeposit',
+                    input: ({ context }): SubmitDepositInput => ({
+                      orderId: context.request.orderId,
+                      mode: context.request.mode,
+                      uniqueReference: context.order?.uniqueReference ?? '',
+                      txHash: context.deposit?.txHash ?? '',
+                    }),
+                    onDone: {
+                      target: '#order.open.deposit.submitted',
+                      actions: {
+                        type: 'depositSubmitted',
+                        params: ({ event }) => ({
+                          alreadyRecorded: event.output.alreadyRecorded,
+                          at: event.output.at,
+                        }),
+                      },
+                    },
+                    onError: [
+                      {
+                        guard: {
+                          type: 'failureIs',
+                          params: ({ event }) => ({ error: event.error, action: 'idempotent_success' }),
+                        },
+                        target: '#order.open.deposit.submitted',
+                        actions: {
+                          type: 'depositSubmitted',
+                          params: ({ context, event }) => ({
+                            alreadyRecorded: true,
+                            at: failureRecordOf(event.error, context.now).at,
+                          }),
+                        },
+                      },
+                      {
+                        guard: { type: 'retryableFailure', params: ({ event }) => ({ error: event.error }) },
+                        target: 'waiting',
+                        actions: {
+                          type: 'scheduleDepositRetry',
+                          params: ({ event }) => ({ error: event.error }),
+                        },
+                      },
+                      {
+                        target: '#order.open.deposit.awaiting',
+                        actions: { type: 'rejectDeposit', params: ({ event }) => ({ error: event.error }) },
+                      },
+                    ],
+                  },
+                },
+                waiting: {
+                  after: { depositRetryDelay: { target: 'calling', actions: 'depositDeadlineReached' } },
+                },
+              },
+            },
+            submitted: {},
+          },
+        },
+        exchange: {
+          initial: 'resuming',
+          states: {
+            resuming: {
+              always: [{ guard: 'pollInFlight', target: 'polling' }, { target: 'monitoring' }],
+            },
+            monitoring: {
+              on: {
+                WEBHOOK_HINT: {
+                  target: 'polling',
+                  actions: { type: 'noteTime', params: ({ event }) => ({ at: event.at }) },
+                },
+              },
+              after: {
+                pollDelay: { target: 'polling', actions: 'pollDue' },
+                paymentDeadlineDelay: {
+                  guard: 'paymentDeadlineUnchecked',
+                  target: 'polling',
+                  actions: 'paymentDeadlineReached',
+                },
+              },
+            },
+            /** GET /orders/{unique_reference}/: the only source of a status the machine believes. */
+            polling: {
+              entry: 'startPoll',
+              on: {
+                WEBHOOK_HINT: { actions: { type: 'queueHint', params: ({ event }) => ({ at: event.at }) } },
+              },
+              invoke: {
+                id: 'fetchOrder',
+                src: 'fetchOrder',
+                input: ({ context }): FetchOrderInput => ({
+                  orderId: context.request.orderId,
+                  mode: context.request.mode,
+                  uniqueReference: context.order?.uniqueReference ?? '',
+                }),
+                onDone: [
+                  {
+                    guard: {
+                      type: 'exchangeReports',
+                      params: ({ event }) => ({ order: event.output.order, status: 'COMPLETED' }),
+                    },
+                    target: '#order.completed',
+                    actions: [
+                      { type: 'observeOrder', params: ({ event }) => event.output },
+                      { type: 'emitCompleted', params: ({ event }) => event.output },
+                    ],
+                  },
+                  {
+                    guard: {
+                      type: 'exchangeReports',
+                      params: ({ event }) => ({ order: event.output.order, status: 'REFUNDED' }),
+                    },
+                    target: '#order.refunded',
+                    actions: [
+                      { type: 'observeOrder', params: ({ event }) => event.output },
+                      { type: 'emitRefunded', params: ({ event }) => event.output },
+                    ],
+                  },
+                  {
+                    guard: {
+                      type: 'exchangeReports',
+                      params: ({ event }) => ({ order: event.output.order, status: 'CANCELED' }),
+                    },
+                    target: '#order.canceled',
+                    actions: [
+                      { type: 'observeOrder', params: ({ event }) => event.output },
+                      { type: 'cancelByExchange', params: ({ event }) => event.output },
+                    ],
+                  },
+                  // A webhook arrived during the GET: the answer may predate it, so ask again.
+                  {
+                    guard: 'hintPending',
+                    target: 'polling',
+                    reenter: true,
+                    actions: { type: 'observeOrder', params: ({ event }) => event.output },
+                  },
+                  {
+                    target: 'monitoring',
+                    actions: { type: 'observeOrder', params: ({ event }) => event.output },
+                  },
+                ],
+                onError: {
+                  target: 'monitoring',
+                  actions: { type: 'schedulePollRetry', params: ({ event }) => ({ error: event.error }) },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+
+    completed: { type: 'final' },
+    refunded: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export type OrderMachine = typeof orderMachine;
+
+/**
+ * The order machine with the runtime's actors: one async function per actor, each given the call's input and an
+ * AbortSignal that fires when the machine leaves the state that made the call (e.g. a CANCEL while quoting).
+ * The snapshot the runtime must store before the call (intent included) is already `actor.getSnapshot()` when a
+ * function is invoked.
+ */
+export function provideOrderActors(functions: OrderActorFunctions) {
+  return orderMachine.provide({
+    actors: {
+      acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(({ input, signal }) =>
+        functions.acquireQuoteSlot(input, signal),
+      ),
+      requestQuote: fromPromise<RequestQuoteOutput, RequestQuoteInput>(({ input, signal }) =>
+        functions.requestQuote(input, signal),
+      ),
+      preScreen: fromPromise<PreScreenOutput, PreScreenInput>(({ input, signal }) =>
+        functions.preScreen(input, signal),
+      ),
+      createOrder: fromPromise<CreateOrderOutput, CreateOrderInput>(({ input, signal }) =>
+        functions.createOrder(input, signal),
+      ),
+      findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(({ input, signal }) =>
+        functions.findExistingOrder(input, signal),
+      ),
+      submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(({ input, signal }) =>
+        functions.submitDeposit(input, signal),
+      ),
+      fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(({ input, signal }) =>
+        functions.fetchOrder(input, signal),
+      ),
+    },
+  });
+}

@@ -1,0 +1,104 @@
+// The durable form of an order machine and the way back from it. XState does not restore pending `after` timers
+// (statelyai/xstate#5331), so an order is not restored from XState's persisted snapshot: it is re-created from its
+// context and a resume key, through the machine's `restoring` router, which re-enters the state it was in (deadlines
+// re-armed from the absolute times in context) and verifies whatever intent was in flight.
+// What was already published is part of the context (lastStatus, depositRecorded, order, failure, cancelReason), so a
+// restored machine re-observing the same facts does not publish them twice.
+
+import type { StateValue } from 'xstate';
+import type { OrderMachine } from './order-machine.ts';
+import type { OrderContext, OrderRestoreInput } from './order-types.ts';
+import type { SnapshotFrom } from 'xstate';
+
+export const durableOrderVersion = 1;
+
+export type OrderSnapshot = SnapshotFrom<OrderMachine>;
+
+/** Every state an order can be stored in, as a resume key (the open order's two regions resume from context). */
+export const resumableStates = [
+  'preScreening.calling',
+  'preScreening.waiting',
+  'quoting.acquiringSlot',
+  'quoting.coolingDown',
+  'quoting.requesting',
+  'quoting.waiting',
+  'creating.posting',
+  'creating.verifying',
+  'creating.waiting',
+  'open',
+  'completed',
+  'refunded',
+  'canceled',
+  'failed',
+] as const;
+export type ResumeKey = (typeof resumableStates)[number];
+
+/** JSON-serialisable; written by the runtime after every transition and before every side-effect call. */
+export interface DurableOrder {
+  readonly version: typeof durableOrderVersion;
+  readonly orderId: string;
+  readonly resumeFrom: ResumeKey;
+  /** The full state value, for operators and dashboards; restore only needs `resumeFrom`. */
+  readonly stateValue: StateValue;
+  /** The order reached a final state (completed, refunded, canceled, failed). */
+  readonly done: boolean;
+  /** The machine's clock when stored (epoch ms). */
+  readonly savedAt: number;
+  readonly context: OrderContext;
+}
+
+/** The resume key of a state value: "quoting.coolingDown"; a parallel open order is just "open". */
+export function resumeKeyOf(value: StateValue): ResumeKey {
+  let key: string;
+  if (typeof value === 'string') key = value;
+  else {
+    const [top, child] = Object.entries(value)[0] ?? ['', undefined];
+    key =
+      top === 'open' || child === undefined
+        ? top
+        : `${top}.${typeof child === 'string' ? child : (Object.keys(child)[0] ?? '')}`;
+  }
+  if (!isResumeKey(key)) throw new Error(`order state "${key}" cannot be stored (a transient router state?)`);
+  return key;
+}
+
+export function isResumeKey(key: string): key is ResumeKey {
+  return (resumableStates as readonly string[]).includes(key);
+}
+
+export function toDurable(snapshot: OrderSnapshot): DurableOrder {
+  const context = JSON.parse(JSON.stringify(snapshot.context)) as OrderContext;
+  return {
+    version: durableOrderVersion,
+    orderId: context.request.orderId,
+    resumeFrom: resumeKeyOf(snapshot.value),
+    stateValue: JSON.parse(JSON.stringify(snapshot.value)) as StateValue,
+    done: snapshot.status === 'done',
+    savedAt: context.now,
+    context: { ...context, resumeFrom: null },
+  };
+}
+
+/** Checks the shape a stored JSON document must have before it is restored. */
+export function isDurableOrder(value: unknown): value is DurableOrder {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<DurableOrder>;
+  return (
+    candidate.version === durableOrderVersion &&
+    typeof candidate.orderId === 'string' &&
+    typeof candidate.resumeFrom === 'string' &&
+    isResumeKey(candidate.resumeFrom) &&
+    typeof candidate.context === 'object' &&
+    candidate.context !== null
+  );
+}
+
+/** Input that starts the machine in its `restoring` router, at the runtime's time `now`. */
+export function restoreInput(durable: DurableOrder, now: number): OrderRestoreInput {
+  if (!isDurableOrder(durable)) {
+    throw new Error(
+      `unsupported durable order (version ${String((durable as { version?: unknown }).version)})`,
+    );
+  }
+  return { restore: { resumeFrom: durable.resumeFrom, context: durable.context }, now };
+}

@@ -1,0 +1,458 @@
+// The order machine's contract with the runtime: its input, context, accepted events, the actors the runtime
+// must provide (with their input and output types) and the domain events it emits for publication.
+// Everything here is JSON-serialisable; times are epoch milliseconds stamped by the runtime (the runtime is the clock).
+
+import type { BackoffPolicy } from './backoff.ts';
+import type { ExchangeFailure, ExchangeOrderView, TradingMode } from './domain.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Input
+
+/** Tunables of one order; every field is optional in the input and resolved once into context. */
+export interface OrderConfigInput {
+  /** Poll interval of GET /orders/{ref}/; default 30 000, clamped to 30 000–60 000 (the exchange's recommendation). */
+  readonly pollIntervalMs?: number;
+  /** How many times a create may go back for a fresh quote before the order fails; default 3. */
+  readonly maxRequotes?: number;
+  /** Consecutive retryable failures of one step before the exchange order exists; default 8. */
+  readonly maxAttempts?: number;
+  readonly backoff?: Partial<BackoffPolicy>;
+  /** Cooldown of an identical actionable quote request (same pair and amount); default 15 000. */
+  readonly quoteCooldownMs?: number;
+  /** Wait after a fixed-rate quote throttle (429) that came without Retry-After; default 20 000. */
+  readonly fixedRateThrottleDelayMs?: number;
+}
+
+export interface OrderConfig {
+  readonly pollIntervalMs: number;
+  readonly maxRequotes: number;
+  readonly maxAttempts: number;
+  readonly backoff: BackoffPolicy;
+  readonly quoteCooldownMs: number;
+  readonly fixedRateThrottleDelayMs: number;
+}
+
+export type OrderSide = 'BUY' | 'SELL';
+
+/** Input for a new order: the order.create command in camelCase, plus the runtime's clock reading. */
+export interface OrderCreateInput {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  readonly depositCurrency: string;
+  readonly withdrawCurrency: string;
+  /** Decimal strings. */
+  readonly depositAmount?: string;
+  readonly withdrawAmount?: string;
+  readonly withdrawAddress: string;
+  readonly withdrawAddressExtraId?: string;
+  readonly refundAddress?: string;
+  readonly refundAddressExtraId?: string;
+  readonly referralCode?: string;
+  /** Basis points. */
+  readonly markup?: number;
+  readonly side?: OrderSide;
+  /** A CeFi limit order: created without rate_id; ttlSeconds becomes limit_ttl (>= 600; omitted: exchange default). */
+  readonly limitOrder?: { readonly ttlSeconds?: number };
+  /** Compliance pre-screening before creation (needs a trusted referral token at the runtime). */
+  readonly preScreening?: { readonly ip: string };
+  /** Forwarded as X-User-Timezone. */
+  readonly userTimezone?: string;
+  /** Epoch ms at which the command was taken. */
+  readonly now: number;
+  /** Seed of the jitter PRNG (uint32). Default: a hash of orderId. */
+  readonly seed?: number;
+  readonly config?: OrderConfigInput;
+}
+
+/** The order as it was asked for; normalised (absent = null) so that context stays plain JSON. */
+export interface OrderRequest {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  readonly depositCurrency: string;
+  readonly withdrawCurrency: string;
+  readonly depositAmount: string | null;
+  readonly withdrawAmount: string | null;
+  readonly withdrawAddress: string;
+  readonly withdrawAddressExtraId: string | null;
+  readonly refundAddress: string | null;
+  readonly refundAddressExtraId: string | null;
+  readonly referralCode: string | null;
+  readonly markup: number | null;
+  readonly side: OrderSide | null;
+  readonly limitOrder: { readonly ttlSeconds: number | null } | null;
+  readonly preScreening: { readonly ip: string } | null;
+  readonly userTimezone: string | null;
+}
+
+/** Input for an order restored from its durable form (see order-persistence.ts: restoreInput). */
+export interface OrderRestoreInput {
+  readonly restore: {
+    /** The state the order was in when last stored, as a resume key ("quoting.coolingDown", "open", ...). */
+    readonly resumeFrom: string;
+    readonly context: OrderContext;
+  };
+  /** Epoch ms at which the order is restored: deadlines are re-armed with `deadline - now`. */
+  readonly now: number;
+}
+
+export type OrderInput = OrderCreateInput | OrderRestoreInput;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Context
+
+/** A quote bound (or to be bound) to the order. */
+export interface QuoteView {
+  readonly rateId: string;
+  readonly rate: string;
+  /** Epoch ms at which the quote expires. */
+  readonly expiresAt: number;
+  readonly depositAmount: string | null;
+  readonly withdrawAmount: string | null;
+  readonly obtainedAt: number;
+}
+
+/**
+ * The one side effect in flight before the exchange order exists, recorded on entry to the state that calls it
+ * (so the durable form written before the call says what may have happened).
+ * `create.outcome` is 'unknown' once a create may or may not have taken effect: it must be verified
+ * (CeFi: findExistingOrder; DeFi: the same POST with the same rate_id, which the exchange answers with 200 reuse).
+ */
+export type PendingIntent =
+  | { readonly kind: 'pre_screen'; readonly startedAt: number }
+  | { readonly kind: 'acquire_quote_slot'; readonly startedAt: number }
+  | { readonly kind: 'request_quote'; readonly startedAt: number }
+  | {
+      readonly kind: 'create';
+      /** 1-based count of POST /orders/ attempts for this order. */
+      readonly attempt: number;
+      readonly rateId: string | null;
+      readonly startedAt: number;
+      readonly outcome: 'in_flight' | 'unknown';
+    };
+
+/** A deposit transaction the client submitted; kept until the exchange has recorded it. */
+export interface DepositIntent {
+  readonly txHash: string;
+  readonly acceptedAt: number;
+  /** Set when a PATCH is (about to be) in flight. */
+  readonly startedAt: number | null;
+}
+
+export interface FailureRecord {
+  readonly action: ExchangeFailure['action'] | 'unexpected';
+  readonly code: string;
+  readonly message: string;
+  readonly at: number;
+}
+
+export type OrderFailureReason =
+  | 'compliance_rejected'
+  | 'requote_limit_reached'
+  | 'retries_exhausted'
+  | 'mode_mismatch'
+  | 'rejected'
+  | 'unrestorable';
+
+export interface OrderFailure {
+  readonly reason: OrderFailureReason;
+  readonly code: string;
+  readonly message: string;
+}
+
+export type CancelReason = 'command' | 'payment_window_lapsed' | 'exchange';
+
+export interface OrderContext {
+  readonly request: OrderRequest;
+  readonly config: OrderConfig;
+  /** The runtime's latest clock reading (event `at`, actor output `at`, or a deadline that fired). */
+  readonly now: number;
+  /** PRNG state of the backoff jitter (mulberry32); advances with every jittered delay. */
+  readonly rngState: number;
+  /** Set only while the `restoring` router picks the state to resume; the stored state's resume key. */
+  readonly resumeFrom: string | null;
+
+  // before the exchange order exists
+  readonly pendingIntent: PendingIntent | null;
+  /** Consecutive retryable failures of the current step. */
+  readonly attempt: number;
+  /** Absolute end of the current wait (backoff, throttle or quote cooldown). */
+  readonly retryAt: number | null;
+  readonly requotes: number;
+  readonly createAttempts: number;
+  readonly quote: QuoteView | null;
+  readonly lastFailure: FailureRecord | null;
+
+  // once the exchange order exists
+  readonly order: ExchangeOrderView | null;
+  /** The exchange status last published (status_changed is emitted only when a GET shows another one). */
+  readonly lastStatus: string | null;
+  /** Absolute payment deadline (fixed_rate_deadline, else created_on + payment_window_minutes). */
+  readonly paymentDeadline: number | null;
+  readonly paymentDeadlineChecked: boolean;
+  readonly nextPollAt: number | null;
+  readonly pollAttempt: number;
+  /** A poll in flight (set on entry to polling). */
+  readonly pollStartedAt: number | null;
+  /** A webhook hint arrived while a poll was in flight: poll again when it returns. */
+  readonly hintPending: boolean;
+  readonly deposit: DepositIntent | null;
+  readonly depositRecorded: { readonly txHash: string; readonly alreadyRecorded: boolean } | null;
+  readonly depositAttempt: number;
+  readonly depositRetryAt: number | null;
+
+  // outcome
+  readonly failure: OrderFailure | null;
+  readonly cancelReason: CancelReason | null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Events accepted from the runtime (commands and webhook hints). Every one carries the runtime's clock reading.
+
+export interface SubmitDepositEvent {
+  readonly type: 'SUBMIT_DEPOSIT';
+  readonly txHash: string;
+  readonly at: number;
+}
+export interface CancelEvent {
+  readonly type: 'CANCEL';
+  readonly at: number;
+}
+/** A webhook arrived for this order. Only triggers an immediate GET: its status is never believed. */
+export interface WebhookHintEvent {
+  readonly type: 'WEBHOOK_HINT';
+  readonly status?: string;
+  readonly at: number;
+}
+export type OrderEvent = SubmitDepositEvent | CancelEvent | WebhookHintEvent;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Actors the runtime provides (machine.provide({ actors })). Each throws ExchangeFailure (machines/domain.ts),
+// optionally stamped with `at`; anything else thrown is treated as a retryable unexpected error.
+
+/** An ExchangeFailure as thrown by the runtime's actors; `at` is the runtime's clock when the call failed. */
+export type StampedExchangeFailure = ExchangeFailure & { readonly at?: number };
+
+/** The quote request; two requests are identical (share one cooldown) when mode, pair and amounts are equal. */
+export interface QuoteRequest {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  /** Pair name: withdraw currency (base, v2 `to`) followed by deposit currency (quote, v2 `from`). */
+  readonly pair: string;
+  readonly depositCurrency: string;
+  readonly withdrawCurrency: string;
+  readonly depositAmount: string | null;
+  readonly withdrawAmount: string | null;
+  readonly markup: number | null;
+  readonly referralCode: string | null;
+  /** DeFi: GET /rate/?actionable_quote=true. */
+  readonly actionable: boolean;
+}
+
+export interface AcquireQuoteSlotInput extends QuoteRequest {
+  /** How long a granted slot blocks identical requests (every replica, every order). */
+  readonly cooldownMs: number;
+}
+export type AcquireQuoteSlotOutput =
+  | { readonly granted: true; readonly at: number }
+  | { readonly granted: false; readonly retryAt: number; readonly at: number };
+
+export type RequestQuoteInput = QuoteRequest;
+export interface RequestQuoteOutput {
+  readonly rateId: string;
+  readonly rate: string;
+  /** Epoch ms (expiration_time_unix * 1000). */
+  readonly expiresAt: number;
+  readonly depositAmount?: string;
+  readonly withdrawAmount?: string;
+  readonly minDepositAmount?: string;
+  readonly maxDepositAmount?: string;
+  readonly minWithdrawAmount?: string;
+  readonly maxWithdrawAmount?: string;
+  readonly at: number;
+}
+
+export interface PreScreenInput {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  readonly ip: string;
+  readonly pair: string;
+  /** Exactly one of the two amounts is set. */
+  readonly depositAmount: string | null;
+  readonly withdrawAmount: string | null;
+}
+export interface PreScreenOutput {
+  readonly status: 'success' | 'failed';
+  readonly message: string;
+  readonly at: number;
+}
+
+export interface CreateOrderInput {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  /** 1-based POST attempt (a DeFi repeat with the same rateId is answered with 200 reuse when it had succeeded). */
+  readonly attempt: number;
+  readonly depositCurrency: string;
+  readonly withdrawCurrency: string;
+  readonly depositAmount: string | null;
+  readonly withdrawAmount: string | null;
+  readonly withdrawAddress: string;
+  readonly withdrawAddressExtraId: string | null;
+  readonly refundAddress: string | null;
+  readonly refundAddressExtraId: string | null;
+  readonly referralCode: string | null;
+  readonly markup: number | null;
+  readonly side: OrderSide | null;
+  /** Absent (null) for limit orders and floating CeFi orders. */
+  readonly rateId: string | null;
+  readonly isLimitOrder: boolean;
+  readonly limitTtlSeconds: number | null;
+  readonly userTimezone: string | null;
+}
+export interface CreateOrderOutput {
+  readonly order: ExchangeOrderView;
+  /** true when the exchange answered 200: an existing DeFi order was reused idempotently. */
+  readonly reused: boolean;
+  readonly at: number;
+}
+
+/** For a create whose outcome is unknown (CeFi): look for the order that request may have created. */
+export interface FindExistingOrderInput {
+  readonly create: CreateOrderInput;
+  /** When the create in doubt was started (the order, if any, was created at or after it). */
+  readonly since: number;
+}
+export interface FindExistingOrderOutput {
+  readonly order: ExchangeOrderView | null;
+  readonly at: number;
+}
+
+export interface SubmitDepositInput {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  readonly uniqueReference: string;
+  readonly txHash: string;
+}
+export interface SubmitDepositOutput {
+  /** The exchange already knew this hash ("... already exists"): success all the same. */
+  readonly alreadyRecorded: boolean;
+  readonly at: number;
+}
+
+export interface FetchOrderInput {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  readonly uniqueReference: string;
+}
+export interface FetchOrderOutput {
+  readonly order: ExchangeOrderView;
+  readonly at: number;
+}
+
+/** Input and output of every actor the runtime must provide. */
+export interface OrderActorTypes {
+  acquireQuoteSlot: { input: AcquireQuoteSlotInput; output: AcquireQuoteSlotOutput };
+  requestQuote: { input: RequestQuoteInput; output: RequestQuoteOutput };
+  preScreen: { input: PreScreenInput; output: PreScreenOutput };
+  createOrder: { input: CreateOrderInput; output: CreateOrderOutput };
+  findExistingOrder: { input: FindExistingOrderInput; output: FindExistingOrderOutput };
+  submitDeposit: { input: SubmitDepositInput; output: SubmitDepositOutput };
+  fetchOrder: { input: FetchOrderInput; output: FetchOrderOutput };
+}
+export type OrderActorName = keyof OrderActorTypes;
+export const orderActorNames = [
+  'acquireQuoteSlot',
+  'requestQuote',
+  'preScreen',
+  'createOrder',
+  'findExistingOrder',
+  'submitDeposit',
+  'fetchOrder',
+] as const satisfies readonly OrderActorName[];
+
+/**
+ * What the runtime implements, one async function per actor (see provideOrderActors in order-machine.ts).
+ * `signal` aborts when the machine leaves the state that made the call.
+ */
+export type OrderActorFunctions = {
+  [K in OrderActorName]: (
+    input: OrderActorTypes[K]['input'],
+    signal: AbortSignal,
+  ) => Promise<OrderActorTypes[K]['output']>;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Domain events emitted for publication (snake_case as on the Kafka wire, minus the envelope the runtime adds:
+// event_id, order_id, seq, occurred_at).
+
+export interface OrderQuotedEvent {
+  readonly type: 'order.quoted';
+  readonly rate_id: string;
+  readonly rate: string;
+  /** ISO 8601 UTC. */
+  readonly expires_at: string;
+  readonly deposit_amount?: string;
+  readonly withdraw_amount?: string;
+}
+export interface OrderCreatedEvent {
+  readonly type: 'order.created';
+  readonly unique_reference: string;
+  readonly deposit_address: string;
+  readonly deposit_address_extra_id: string;
+  readonly deposit_amount: string;
+  readonly withdraw_amount: string;
+  readonly rate: string;
+  /** Payment deadline, ISO 8601 UTC, or null when the exchange gave none. */
+  readonly deadline: string | null;
+  readonly reused: boolean;
+}
+export interface OrderDepositSubmittedEvent {
+  readonly type: 'order.deposit_submitted';
+  readonly tx_hash: string;
+  readonly already_recorded: boolean;
+}
+/** The exchange refused the deposit hash for good (not retryable); the order still awaits its deposit. */
+export interface OrderDepositRejectedEvent {
+  readonly type: 'order.deposit_rejected';
+  readonly tx_hash: string;
+  readonly code: string;
+  readonly message: string;
+}
+export interface OrderStatusChangedEvent {
+  readonly type: 'order.status_changed';
+  readonly unique_reference: string;
+  readonly status: string;
+  readonly previous_status: string | null;
+}
+export interface OrderCompletedEvent {
+  readonly type: 'order.completed';
+  readonly unique_reference: string;
+  readonly withdraw_transaction: string;
+}
+export interface OrderRefundedEvent {
+  readonly type: 'order.refunded';
+  readonly unique_reference: string;
+  readonly refund_transaction: string;
+}
+export interface OrderCanceledEvent {
+  readonly type: 'order.canceled';
+  readonly unique_reference?: string;
+  readonly reason: CancelReason;
+}
+export interface OrderFailedEvent {
+  readonly type: 'order.failed';
+  readonly reason: OrderFailureReason;
+  readonly code: string;
+  readonly message: string;
+}
+
+export type OrderDomainEvent =
+  | OrderQuotedEvent
+  | OrderCreatedEvent
+  | OrderDepositSubmittedEvent
+  | OrderDepositRejectedEvent
+  | OrderStatusChangedEvent
+  | OrderCompletedEvent
+  | OrderRefundedEvent
+  | OrderCanceledEvent
+  | OrderFailedEvent;
+export type OrderDomainEventType = OrderDomainEvent['type'];
