@@ -81,7 +81,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
       return decision.granted ? { granted: true, at: now() } : { granted: false, retryAt: decision.retryAt, at: now() };
     },
 
-    requestQuote: (input) =>
+    requestQuote: (input, signal) =>
       guarded(input.orderId, async () => {
         const rates = await client.getRates(
           input.mode,
@@ -91,7 +91,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
             ...(input.actionable ? { actionable_quote: true } : {}),
             ...(input.markup !== null ? { markup: input.markup } : {}),
           },
-          { priority: 'normal' },
+          { priority: 'normal', signal },
         );
         const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
         if (!rate) throw new ActorFailure({ kind: 'exchange_failure', action: 'backoff', code: 'no_quote', message: `GET /rate/ returned no rate for ${input.pair}` }, now());
@@ -109,7 +109,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
         };
       }),
 
-    preScreen: (input) =>
+    preScreen: (input, signal) =>
       guarded(input.orderId, async () => {
         const result = await client.preScreen(
           input.mode,
@@ -119,7 +119,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
             ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
             ...(input.withdrawAmount && !input.depositAmount ? { withdraw_amount: input.withdrawAmount } : {}),
           },
-          { priority: 'normal' },
+          { priority: 'normal', signal },
         );
         return { status: result.status === 'failed' ? 'failed' : 'success', message: result.message ?? '', at: now() };
       }),
@@ -149,7 +149,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
         return { order: result.order, reused: result.reused, at: now() };
       }),
 
-    findExistingOrder: ({ create, since }) =>
+    findExistingOrder: ({ create, since }, signal) =>
       guarded(create.orderId, async () => {
         // GET /orders/ lists CeFi orders only; a DeFi create is verified by repeating it with the same rate_id.
         const matches = (order: ExchangeOrderView): boolean =>
@@ -161,7 +161,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
           Date.parse(order.createdOn) >= since - skew;
         let cursor: string | undefined;
         for (let page = 0; page < pages; page++) {
-          const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, { priority: 'high' });
+          const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, { priority: 'high', signal });
           const found = result.results.find(matches);
           if (found) return { order: found, at: now() };
           const oldest = result.results.at(-1);
@@ -171,15 +171,15 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
         return { order: null, at: now() };
       }),
 
-    submitDeposit: (input) =>
+    submitDeposit: (input, signal) =>
       guarded(input.orderId, async () => {
-        const result = await client.submitDepositTransaction(input.mode, { uniqueReference: input.uniqueReference, depositTransaction: input.txHash }, { priority: 'high' });
+        const result = await client.submitDepositTransaction(input.mode, { uniqueReference: input.uniqueReference, depositTransaction: input.txHash }, { priority: 'high', signal });
         return { alreadyRecorded: result.alreadyRecorded, at: now() };
       }),
 
-    fetchOrder: (input) =>
+    fetchOrder: (input, signal) =>
       guarded(input.orderId, async () => ({
-        order: await client.getOrder(input.mode, { uniqueReference: input.uniqueReference }, { priority: 'low' }),
+        order: await client.getOrder(input.mode, { uniqueReference: input.uniqueReference }, { priority: 'low', signal }),
         at: now(),
       })),
   };

@@ -1,7 +1,7 @@
 // Binds the pure order machine to the host: provides the runtime's actor implementations, maps the order.create
 // command onto the machine's input, forwards emitted domain events, and stores/restores the durable form.
-import { createActor, fromPromise, type AnyActorRef } from 'xstate';
-import { orderMachine } from '../../machines/order-machine.ts';
+import { createActor, type AnyActorRef } from 'xstate';
+import { provideOrderActors } from '../../machines/order-machine.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
 import type { OrderActorFunctions, OrderConfigInput, OrderCreateInput, OrderInput } from '../../machines/order-types.ts';
 import type { OrderCreateCommand } from '../contract/commands.ts';
@@ -34,17 +34,7 @@ export function createOrderInput(command: OrderCreateCommand, now: number, confi
 
 export function createXStateBinding(opts: { actors: OrderActorFunctions; orderConfig: OrderConfigInput }): MachineBinding {
   const { actors } = opts;
-  const machine = orderMachine.provide({
-    actors: {
-      acquireQuoteSlot: fromPromise(({ input }) => actors.acquireQuoteSlot(input)),
-      requestQuote: fromPromise(({ input }) => actors.requestQuote(input)),
-      preScreen: fromPromise(({ input }) => actors.preScreen(input)),
-      createOrder: fromPromise(({ input }) => actors.createOrder(input)),
-      findExistingOrder: fromPromise(({ input }) => actors.findExistingOrder(input)),
-      submitDeposit: fromPromise(({ input }) => actors.submitDeposit(input)),
-      fetchOrder: fromPromise(({ input }) => actors.fetchOrder(input)),
-    },
-  });
+  const machine = provideOrderActors(actors);
 
   const start = (input: OrderInput, start: StartOrderOptions): OrderActorHandle => {
     const actor = createActor(machine, { input });
