@@ -83,7 +83,8 @@ export class EventCollector {
 /** Asserts seq of an order's events is 1..n with no gap and no repeat; returns the problems found. */
 export function seqProblems(events: PublishedEvent[]): string[] {
   const problems: string[] = [];
-  const seqs = events.map((e) => e.seq).sort((a, b) => a - b);
+  // seq 0 marks a rejection of a command that named no existing order: not part of the order's history.
+  const seqs = events.filter((e) => e.seq > 0).map((e) => e.seq).sort((a, b) => a - b);
   seqs.forEach((seq, index) => {
     if (seq !== index + 1) problems.push(`expected seq ${index + 1}, saw ${seq}`);
   });

@@ -20,9 +20,9 @@ export interface WorkerProcess {
   log(): string;
 }
 
-export async function startWorker(name: string, env: Record<string, string>): Promise<WorkerProcess> {
+export async function startWorker(name: string, env: Record<string, string>, fixedPort?: number): Promise<WorkerProcess> {
   mkdirSync(logsDir, { recursive: true });
-  const port = await freePort();
+  const port = fixedPort ?? (await freePort());
   const logFile = join(logsDir, `${name}-${Date.now()}.log`);
   const out = createWriteStream(logFile);
   const child = spawn(process.execPath, [join(root, 'src', 'main.ts')], {
