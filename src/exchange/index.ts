@@ -31,6 +31,7 @@ export {
   type RequestBudget,
   type RequestPriority,
 } from './request-budget.ts';
+export { RedisRequestBudget, type BudgetRedis, type RedisRequestBudgetOptions } from './redis-request-budget.ts';
 export { toOrderView, currencyRefCode } from './order-view.ts';
 export type {
   CreateOrderRequest,
