@@ -46,3 +46,14 @@ export type {
   WireRandomPair,
   WireRate,
 } from './schemas.ts';
+export { parseV1Order, parseV1OrderPage, v1OrderToV2, v1OrderTypes } from './v1-mapping.ts';
+export {
+  defaultWebhookToleranceMs,
+  signWebhook,
+  verifyWebhookSignature,
+  webhookSignatureHeader,
+  webhookTimestampHeader,
+  type VerifyWebhookInput,
+  type WebhookVerification,
+} from './webhook-signature.ts';
+export { parseOrderWebhook, webhookPayloadVersion, type OrderWebhook, type WebhookPayloadVersion } from './order-webhook.ts';
