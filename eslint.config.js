@@ -1,8 +1,7 @@
-// Lint: type-aware rules that catch lost promises, type-only imports, import cycles,
+// Lint: type-aware rules that catch lost promises and enforce type-only imports (import cycles: scripts/check-import-cycles.ts),
 // and a boundary that keeps machines/ pure (no I/O, no clocks, no randomness).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-import importX from 'eslint-plugin-import-x';
 
 const ioModules = [
   'node:*', 'fs', 'net', 'http', 'https', 'child_process', 'crypto', 'os', 'path',
@@ -17,13 +16,11 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { 'import-x': importX },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
-      'import-x/no-cycle': 'error',
     },
   },
   {

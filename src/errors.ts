@@ -1,24 +1,14 @@
-// The worker's one error base class: a stable string `code` callers branch on and a `retryable` flag that says
-// whether trying the same step again can succeed. Adapters translate library errors into subclasses of it;
-// messages never carry secrets (API keys, referral tokens, webhook secrets).
-
-export interface WorkerErrorOptions {
-  readonly retryable?: boolean;
-  readonly cause?: unknown;
-}
-
+// The one error base class of the worker: a stable string `code` operators and tests can match on,
+// and a `retryable` flag that tells the caller whether trying again can help. Adapters translate library
+// errors into it; messages never carry secrets.
 export class WorkerError extends Error {
   readonly code: string;
   readonly retryable: boolean;
 
-  constructor(code: string, message: string, options: WorkerErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  constructor(code: string, message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = new.target.name;
     this.code = code;
-    this.retryable = options.retryable ?? false;
+    this.retryable = opts.retryable ?? false;
   }
-}
-
-export function isWorkerError(value: unknown): value is WorkerError {
-  return value instanceof WorkerError;
 }

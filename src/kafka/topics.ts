@@ -1,0 +1,61 @@
+// Creates the worker's topics when they are missing: commands and events (delete policy) and the compacted
+// state topic with the same partition count as commands (co-partitioning is what lets a replica restore exactly
+// the orders of the partitions it is assigned). An existing commands topic decides the partition count.
+import type { Kafka } from 'kafkajs';
+import { WorkerError } from '../errors.ts';
+import type { Logger } from '../telemetry/logger.ts';
+
+export interface TopicsConfig {
+  commands: string;
+  events: string;
+  state: string;
+  partitions: number;
+  replicationFactor: number;
+}
+
+export async function ensureTopics(kafka: Kafka, topics: TopicsConfig, logger: Logger): Promise<{ partitions: number }> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    let partitions = topics.partitions;
+    if (existing.has(topics.commands)) {
+      const metadata = await admin.fetchTopicMetadata({ topics: [topics.commands] });
+      partitions = metadata.topics[0]?.partitions.length ?? partitions;
+    }
+    const wanted = [
+      { topic: topics.commands, numPartitions: partitions, replicationFactor: topics.replicationFactor },
+      { topic: topics.events, numPartitions: partitions, replicationFactor: topics.replicationFactor },
+      {
+        topic: topics.state,
+        numPartitions: partitions,
+        replicationFactor: topics.replicationFactor,
+        configEntries: [
+          { name: 'cleanup.policy', value: 'compact' },
+          { name: 'min.compaction.lag.ms', value: '60000' },
+          { name: 'segment.ms', value: '3600000' },
+        ],
+      },
+    ].filter((t) => !existing.has(t.topic));
+    if (wanted.length) {
+      try {
+        await admin.createTopics({ topics: wanted, waitForLeaders: true });
+        logger.info({ topics: wanted.map((t) => t.topic), partitions }, 'created missing topics');
+      } catch (error) {
+        // Another replica may have created them at the same moment.
+        if (!/TOPIC_ALREADY_EXISTS|already exists/i.test((error as Error).message)) throw error;
+      }
+    }
+    const state = await admin.fetchTopicMetadata({ topics: [topics.state] });
+    const statePartitions = state.topics[0]?.partitions.length ?? 0;
+    if (statePartitions !== partitions) {
+      throw new WorkerError(
+        'topics_not_copartitioned',
+        `${topics.state} has ${statePartitions} partitions but ${topics.commands} has ${partitions}; they must match`,
+      );
+    }
+    return { partitions };
+  } finally {
+    await admin.disconnect();
+  }
+}

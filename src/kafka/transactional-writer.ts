@@ -1,0 +1,183 @@
+// Group commit into Kafka transactions: every order's events, its state record and the offsets of the commands
+// that caused them are written atomically. Whatever is queued while one transaction commits goes into the next,
+// so throughput does not depend on one round trip per transition. Order of records per key is preserved.
+// A record whose guard fails at commit time (its order's lease is no longer ours) is dropped, not written.
+import type { Kafka, Producer } from 'kafkajs';
+import { WorkerError } from '../errors.ts';
+import type { Logger } from '../telemetry/logger.ts';
+
+export interface OutboundRecord {
+  topic: string;
+  key: string;
+  value: string;
+  partition?: number;
+  headers?: Record<string, string>;
+}
+
+export interface OffsetToCommit {
+  topic: string;
+  partition: number;
+  /** The offset of the processed message (the writer commits offset + 1). */
+  offset: string;
+}
+
+interface Pending {
+  records: OutboundRecord[];
+  offsets: OffsetToCommit[];
+  guard: (() => boolean) | undefined;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+export interface TransactionalWriterOptions {
+  kafka: Kafka;
+  transactionalId: string;
+  consumerGroupId: string;
+  transactionTimeoutMs: number;
+  logger: Logger;
+  /** Called when the producer can no longer write (fenced or failing for good); the process should stop. */
+  onFatal: (error: Error) => void;
+}
+
+export class TransactionalWriter {
+  private readonly producer: Producer;
+  private queue: Pending[] = [];
+  private running = false;
+  private closed = false;
+  private idle: Promise<void> = Promise.resolve();
+  committedTransactions = 0;
+  committedRecords = 0;
+
+  private readonly opts: TransactionalWriterOptions;
+
+  constructor(opts: TransactionalWriterOptions) {
+    this.opts = opts;
+    this.producer = opts.kafka.producer({
+      transactionalId: opts.transactionalId,
+      transactionTimeout: opts.transactionTimeoutMs,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+    });
+  }
+
+  async connect(): Promise<void> {
+    await this.producer.connect();
+  }
+
+  /** Queues records (and offsets) for the next transaction; resolves once they are committed. */
+  write(records: OutboundRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean): Promise<void> {
+    if (this.closed) return Promise.reject(new WorkerError('writer_closed', 'the Kafka writer is closed'));
+    if (records.length === 0 && offsets.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.queue.push({ records, offsets, guard, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** Resolves once everything queued so far is committed. */
+  async flush(): Promise<void> {
+    while (this.running || this.queue.length) await this.idle;
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = true;
+    this.idle = this.drain().finally(() => {
+      this.running = false;
+      if (this.queue.length && !this.closed) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length) {
+      // Let synchronous transitions of the same tick join this transaction.
+      await new Promise((resolve) => setImmediate(resolve));
+      const batch = this.queue.splice(0, this.queue.length);
+      try {
+        await this.commitWithRetry(batch);
+        for (const item of batch) item.resolve();
+      } catch (error) {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        for (const item of batch) item.reject(failure);
+        this.opts.onFatal(failure);
+        return;
+      }
+    }
+  }
+
+  private async commitWithRetry(batch: Pending[]): Promise<void> {
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      try {
+        await this.commitOnce(batch);
+        return;
+      } catch (error) {
+        lastError = error;
+        const name = (error as { name?: string; type?: string }).type ?? (error as { name?: string }).name ?? '';
+        this.opts.logger.warn({ attempt, err: { name, message: (error as Error).message } }, 'kafka transaction failed');
+        if (/FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(name)) break;
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+    }
+    throw new WorkerError('kafka_transaction_failed', `could not commit a Kafka transaction: ${(lastError as Error)?.message ?? 'unknown'}`, {
+      cause: lastError,
+    });
+  }
+
+  private async commitOnce(batch: Pending[]): Promise<void> {
+    const byTopic = new Map<string, OutboundRecord[]>();
+    const offsets = new Map<string, OffsetToCommit>();
+    for (const item of batch) {
+      if (item.guard && !item.guard()) continue;
+      for (const record of item.records) {
+        const list = byTopic.get(record.topic) ?? [];
+        list.push(record);
+        byTopic.set(record.topic, list);
+      }
+      for (const offset of item.offsets) {
+        const id = `${offset.topic}\u0000${offset.partition}`;
+        const current = offsets.get(id);
+        if (!current || BigInt(offset.offset) > BigInt(current.offset)) offsets.set(id, offset);
+      }
+    }
+    if (byTopic.size === 0 && offsets.size === 0) return;
+    const transaction = await this.producer.transaction();
+    try {
+      const topicMessages = [...byTopic.entries()].map(([topic, records]) => ({
+        topic,
+        messages: records.map((r) => ({
+          key: r.key,
+          value: r.value,
+          ...(r.partition === undefined ? {} : { partition: r.partition }),
+          ...(r.headers ? { headers: r.headers } : {}),
+        })),
+      }));
+      if (topicMessages.length) await transaction.sendBatch({ topicMessages });
+      if (offsets.size) {
+        const perTopic = new Map<string, Array<{ partition: number; offset: string }>>();
+        for (const o of offsets.values()) {
+          const list = perTopic.get(o.topic) ?? [];
+          list.push({ partition: o.partition, offset: (BigInt(o.offset) + 1n).toString() });
+          perTopic.set(o.topic, list);
+        }
+        await transaction.sendOffsets({
+          consumerGroupId: this.opts.consumerGroupId,
+          topics: [...perTopic.entries()].map(([topic, partitions]) => ({ topic, partitions })),
+        });
+      }
+      await transaction.commit();
+      this.committedTransactions++;
+      for (const list of byTopic.values()) this.committedRecords += list.length;
+    } catch (error) {
+      await transaction.abort().catch(() => {});
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+    await this.producer.disconnect();
+  }
+}

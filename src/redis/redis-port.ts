@@ -1,0 +1,31 @@
+// The narrow port onto Redis: only the commands this worker sends, so the client stays swappable and a reader
+// sees at a glance what we ask of Redis. An ioredis client built by createRedis (connect.ts) satisfies it as is.
+// Keys are given WITHOUT the deployment prefix: the client adds it (ioredis `keyPrefix`, also applied to the
+// KEYS of our Lua commands).
+
+/** Our Lua commands (src/redis/*.lua), registered on the client with `defineCommand`; KEYS first, then ARGV. */
+export interface RedisScriptCommands {
+  /** lease-acquire-2.lua: the fence (integer) when granted, null when the lease is held. */
+  leaseAcquire(
+    leaseKey: string,
+    fenceKey: string,
+    owner: string,
+    ttlMs: number,
+    minFence: string,
+    fenceRetentionMs: number,
+  ): Promise<number | null>;
+  /** lease-renew-1.lua: 1 when extended, 0 when the lease is not held by `token`. */
+  leaseRenew(leaseKey: string, token: string, ttlMs: number): Promise<number>;
+  /** lease-release-1.lua: 1 when deleted, 0 when the lease is not held by `token`. */
+  leaseRelease(leaseKey: string, token: string): Promise<number>;
+  /** lease-holder-1.lua: [value, pttl] of the lease, or null when free. */
+  leaseHolder(leaseKey: string): Promise<[string, number] | null>;
+  /** quote-cooldown-1.lua: -1 when granted, else the cooldown's remaining milliseconds. */
+  quoteCooldown(cooldownKey: string, cooldownMs: number): Promise<number>;
+}
+
+export interface RedisPort extends RedisScriptCommands {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, secondsToken: 'EX', seconds: number): Promise<'OK'>;
+  set(key: string, value: string, secondsToken: 'EX', seconds: number, nx: 'NX'): Promise<'OK' | null>;
+}

@@ -1,0 +1,45 @@
+// Loads our Lua commands from the .lua files next to this module and registers them on an ioredis client.
+// File names end in "-<number of keys>.lua" (the BullMQ convention), so the KEYS count lives with the script.
+// ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT, so scripts survive a Redis that restarted empty.
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import type { RedisScriptCommands } from './redis-port.ts';
+
+const scriptFiles: Record<keyof RedisScriptCommands, string> = {
+  leaseAcquire: 'lease-acquire-2.lua',
+  leaseRenew: 'lease-renew-1.lua',
+  leaseRelease: 'lease-release-1.lua',
+  leaseHolder: 'lease-holder-1.lua',
+  quoteCooldown: 'quote-cooldown-1.lua',
+};
+
+export interface LuaScript {
+  readonly name: keyof RedisScriptCommands;
+  readonly numberOfKeys: number;
+  readonly lua: string;
+}
+
+function load(name: keyof RedisScriptCommands, file: string): LuaScript {
+  const match = /-(\d+)\.lua$/.exec(file);
+  if (!match?.[1]) throw new Error(`Lua file ${file} must end in -<number of keys>.lua`);
+  return {
+    name,
+    numberOfKeys: Number(match[1]),
+    lua: readFileSync(new URL(`./${file}`, import.meta.url), 'utf8'),
+  };
+}
+
+let loaded: readonly LuaScript[] | undefined;
+
+export function luaScripts(): readonly LuaScript[] {
+  loaded ??= Object.entries(scriptFiles).map(([name, file]) => load(name as keyof RedisScriptCommands, file));
+  return loaded;
+}
+
+/** Registers every Lua command on the client; from then on it satisfies RedisScriptCommands. */
+export function defineRedisScripts(redis: Redis): Redis & RedisScriptCommands {
+  for (const script of luaScripts()) {
+    redis.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  }
+  return redis as Redis & RedisScriptCommands;
+}

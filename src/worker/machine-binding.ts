@@ -1,0 +1,46 @@
+// The seam between the order host and the order machine: how to start, restore, drive and persist one order's
+// actor. The host knows nothing of XState; this interface is all it needs.
+import type { OrderCreateCommand } from '../contract/commands.ts';
+
+/** A domain event as emitted by the machine: wire payload without the envelope fields. */
+export interface EmittedDomainEvent {
+  type: string;
+  [field: string]: unknown;
+}
+
+export type OrderActorEvent =
+  | { type: 'SUBMIT_DEPOSIT'; txHash: string; at: number }
+  | { type: 'CANCEL'; at: number }
+  | { type: 'WEBHOOK_HINT'; status?: string; at: number };
+
+export interface OrderActorStatus {
+  /** The machine's state value, flattened (for logs and metrics). */
+  state: string;
+  terminal: boolean;
+  uniqueReference: string | null;
+  /** When the exchange's view of the order was last confirmed with a GET (epoch ms), if ever. */
+  lastConfirmedAt: number | null;
+}
+
+export interface OrderActorHandle {
+  can(event: OrderActorEvent): boolean;
+  send(event: OrderActorEvent): void;
+  status(): OrderActorStatus;
+  /** The JSON-serialisable durable form of the current snapshot. */
+  durable(): unknown;
+  stop(): void;
+}
+
+export interface StartOrderOptions {
+  orderId: string;
+  now: number;
+  /** Called after every transition with the domain events it emitted (possibly none). */
+  onChange: (emitted: EmittedDomainEvent[]) => void;
+  /** Called when the actor fails in a way the machine did not model (a bug): the host fails the order safely. */
+  onError: (error: unknown) => void;
+}
+
+export interface MachineBinding {
+  create(command: OrderCreateCommand, opts: StartOrderOptions): OrderActorHandle;
+  restore(durable: unknown, opts: StartOrderOptions): OrderActorHandle;
+}

@@ -1,0 +1,428 @@
+// Hosts one actor per order on this replica: creates them from commands, restores them from the state topic when
+// a partition is assigned, and writes every transition (its events with consecutive seq numbers, the new state
+// record, and the offset of the command that caused it) in one Kafka transaction. An order is driven only while
+// this replica holds its Redis lease; a record is written only while the lease is still valid (fencing).
+import { createHash } from 'node:crypto';
+import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
+import { parseCommand } from '../contract/commands.ts';
+import { orderEvent, type RejectionReason } from '../contract/events.ts';
+import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
+import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
+import type { OffsetToCommit, OutboundRecord, TransactionalWriter } from '../kafka/transactional-writer.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { EmittedDomainEvent, MachineBinding, OrderActorEvent, OrderActorHandle } from './machine-binding.ts';
+
+export interface OrderLeases {
+  /** Acquires the lease with a fencing token above minFence; null when another owner holds it. */
+  acquire(orderId: string, minFence: number): Promise<{ fence: number } | null>;
+  release(orderId: string): Promise<void>;
+  /** False once the lease may have passed to someone else (lost, expired, or unrenewed for too long). */
+  isValid(orderId: string): boolean;
+}
+
+export interface OrderHostOptions {
+  store: OrderStateStore;
+  writer: TransactionalWriter;
+  leases: OrderLeases;
+  binding: MachineBinding;
+  topics: { events: string; state: string };
+  logger: Logger;
+  now: () => number;
+  maxRememberedCommands?: number;
+}
+
+interface OrderSlot {
+  orderId: string;
+  partition: number;
+  fence: number;
+  record: OrderRecord;
+  actor: OrderActorHandle | undefined;
+  pendingEvents: EmittedDomainEvent[];
+  lastWrite: Promise<void>;
+  persistScheduled: boolean;
+  stopped: boolean;
+}
+
+export function commandContentHash(command: OrderCommand): string {
+  const { command_id: _ignored, ...content } = command;
+  const canonical = JSON.stringify(content, Object.keys(content).sort());
+  return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
+}
+
+function toActorEvent(command: OrderCommand, at: number): OrderActorEvent | null {
+  switch (command.type) {
+    case 'order.submit_deposit':
+      return { type: 'SUBMIT_DEPOSIT', txHash: command.tx_hash, at };
+    case 'order.cancel':
+      return { type: 'CANCEL', at };
+    case 'order.webhook_hint':
+      return command.status === undefined ? { type: 'WEBHOOK_HINT', at } : { type: 'WEBHOOK_HINT', status: command.status, at };
+    default:
+      return null;
+  }
+}
+
+export class OrderHost {
+  private readonly slots = new Map<string, OrderSlot>();
+  private readonly opts: OrderHostOptions;
+  private readonly logger: Logger;
+  private readonly maxCommands: number;
+  readonly counters = { commands: 0, rejected: 0, events: 0, restored: 0, leaseLost: 0 };
+
+  constructor(opts: OrderHostOptions) {
+    this.opts = opts;
+    this.logger = opts.logger.child({ component: 'order-host' });
+    this.maxCommands = opts.maxRememberedCommands ?? 200;
+  }
+
+  get activeOrders(): number {
+    return this.slots.size;
+  }
+
+  activeOrderIds(): string[] {
+    return [...this.slots.keys()];
+  }
+
+  slotStatus(orderId: string): ReturnType<OrderActorHandle['status']> | undefined {
+    return this.slots.get(orderId)?.actor?.status();
+  }
+
+  /** Waits until everything this order's actor has recorded so far is durable in Kafka. */
+  async durable(orderId: string): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    const slot = this.slots.get(orderId);
+    if (!slot) throw new Error(`order ${orderId} is not driven by this replica`);
+    await slot.lastWrite;
+    if (slot.stopped || !this.opts.leases.isValid(orderId)) throw new Error(`order ${orderId} is no longer driven by this replica`);
+  }
+
+  /** True while this replica may act for the order (used before every exchange call). */
+  mayAct(orderId: string): boolean {
+    const slot = this.slots.get(orderId);
+    return Boolean(slot && !slot.stopped && this.opts.leases.isValid(orderId));
+  }
+
+  // ---- partitions ---------------------------------------------------------------------------------------------
+
+  async onAssignment(revoked: number[], added: number[]): Promise<void> {
+    const revokedSet = new Set(revoked);
+    await Promise.all([...this.slots.values()].filter((slot) => revokedSet.has(slot.partition)).map((slot) => this.unload(slot)));
+    if (added.length === 0) return;
+    await this.opts.store.catchUp(added);
+    for (const partition of added) {
+      for (const record of this.opts.store.recordsOfPartition(partition)) {
+        if (record.terminal || this.slots.has(record.order_id)) continue;
+        await this.load(record);
+        this.counters.restored++;
+      }
+    }
+  }
+
+  /** Stops driving every order (shutdown): flushes their last records and releases their leases. */
+  async unloadAll(): Promise<void> {
+    await Promise.all([...this.slots.values()].map((slot) => this.unload(slot)));
+  }
+
+  private async unload(slot: OrderSlot): Promise<void> {
+    if (slot.stopped) return;
+    slot.stopped = true;
+    slot.actor?.stop();
+    this.slots.delete(slot.orderId);
+    await slot.lastWrite.catch(() => {});
+    await this.opts.leases.release(slot.orderId).catch((error: unknown) => {
+      this.logger.warn({ orderId: slot.orderId, err: { message: (error as Error).message } }, 'lease release failed (it will expire)');
+    });
+  }
+
+  private async acquireLease(orderId: string, minFence: number): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      const grant = await this.opts.leases.acquire(orderId, minFence).catch((error: unknown) => {
+        this.logger.warn({ orderId, err: { message: (error as Error).message } }, 'lease acquire failed');
+        return null;
+      });
+      if (grant) return grant.fence;
+      if (attempt % 10 === 0) this.logger.info({ orderId, attempt }, 'waiting for the order lease held by another replica');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
+    }
+  }
+
+  private async load(record: OrderRecord): Promise<void> {
+    const fence = await this.acquireLease(record.order_id, record.fence);
+    const slot = this.newSlot(record, fence);
+    this.slots.set(record.order_id, slot);
+    try {
+      slot.actor = this.opts.binding.restore(record.machine, this.startOptions(slot));
+    } catch (error) {
+      this.logger.error({ orderId: record.order_id, err: { message: (error as Error).message } }, 'could not restore order; it stays unloaded');
+      this.slots.delete(record.order_id);
+      await this.opts.leases.release(record.order_id).catch(() => {});
+      return;
+    }
+    this.schedulePersist(slot);
+    this.finishIfTerminal(slot);
+  }
+
+  /** The lease of an order was lost (expired, stolen, or Redis restarted empty): stop it and reload from Kafka. */
+  async onLeaseLost(orderId: string): Promise<void> {
+    const slot = this.slots.get(orderId);
+    if (!slot || slot.stopped) return;
+    this.counters.leaseLost++;
+    this.logger.warn({ orderId }, 'order lease lost; reloading the order from its last durable record');
+    slot.stopped = true;
+    slot.actor?.stop();
+    this.slots.delete(orderId);
+    await slot.lastWrite.catch(() => {});
+    const record = this.opts.store.get(orderId);
+    if (record && !record.terminal) await this.load(record);
+  }
+
+  private newSlot(record: OrderRecord, fence: number): OrderSlot {
+    return {
+      orderId: record.order_id,
+      partition: record.partition,
+      fence,
+      record: { ...record, fence },
+      actor: undefined,
+      pendingEvents: [],
+      lastWrite: Promise.resolve(),
+      persistScheduled: false,
+      stopped: false,
+    };
+  }
+
+  private startOptions(slot: OrderSlot): Parameters<MachineBinding['create']>[1] {
+    return {
+      orderId: slot.orderId,
+      now: this.opts.now(),
+      onChange: (emitted) => {
+        if (slot.stopped) return;
+        slot.pendingEvents.push(...emitted);
+        this.schedulePersist(slot);
+      },
+      onError: (error) => {
+        this.logger.error({ orderId: slot.orderId, err: { message: (error as Error)?.message } }, 'order actor failed unexpectedly');
+      },
+    };
+  }
+
+  private schedulePersist(slot: OrderSlot): void {
+    if (slot.persistScheduled) return;
+    slot.persistScheduled = true;
+    queueMicrotask(() => {
+      slot.persistScheduled = false;
+      void this.persist(slot).catch(() => {});
+    });
+  }
+
+  // ---- writing ------------------------------------------------------------------------------------------------
+
+  private envelope(orderId: string | null, seq: number, eventId: string): { event_id: string; order_id: string | null; seq: number; occurred_at: string } {
+    return { event_id: eventId, order_id: orderId, seq, occurred_at: new Date(this.opts.now()).toISOString() };
+  }
+
+  private eventRecord(orderId: string | null, partition: number | undefined, event: Record<string, unknown>): OutboundRecord {
+    const checked = orderEvent.safeParse(event);
+    if (!checked.success) {
+      // A machine/contract mismatch is a bug; publish anyway (losing the event is worse) and say so loudly.
+      this.logger.error({ type: event['type'], problem: checked.error.issues[0]?.message }, 'event does not match its published schema');
+    }
+    return {
+      topic: this.opts.topics.events,
+      key: orderId ?? String(event['event_id']),
+      value: JSON.stringify(event),
+      ...(partition === undefined ? {} : { partition }),
+      headers: { 'event-type': String(event['type']) },
+    };
+  }
+
+  /**
+   * Writes the order's pending events and its current state record (one transaction), optionally with the offset
+   * of the command that caused them and with that command remembered for deduplication.
+   */
+  private persist(slot: OrderSlot, extra: { offset?: OffsetToCommit; command?: [string, string]; events?: Array<Record<string, unknown>> } = {}): Promise<void> {
+    if (slot.stopped) return Promise.resolve();
+    const records: OutboundRecord[] = [];
+    let seq = slot.record.seq;
+    const emitted = slot.pendingEvents.splice(0, slot.pendingEvents.length);
+    for (const event of [...emitted, ...(extra.events ?? [])]) {
+      seq++;
+      const full = { ...event, ...this.envelope(slot.orderId, seq, `${slot.orderId}:${seq}`) };
+      records.push(this.eventRecord(slot.orderId, slot.partition, { type: event.type, ...full }));
+    }
+    this.counters.events += records.length;
+    const status = slot.actor?.status();
+    const commands = extra.command ? [...slot.record.commands, extra.command].slice(-this.maxCommands) : slot.record.commands;
+    const record: OrderRecord = {
+      ...slot.record,
+      fence: slot.fence,
+      rev: slot.record.rev + 1,
+      seq,
+      updated_at: new Date(this.opts.now()).toISOString(),
+      commands,
+      unique_reference: status?.uniqueReference ?? slot.record.unique_reference,
+      terminal: status?.terminal ?? slot.record.terminal,
+      machine: slot.actor ? slot.actor.durable() : slot.record.machine,
+    };
+    slot.record = record;
+    records.push({ topic: this.opts.topics.state, key: slot.orderId, partition: slot.partition, value: JSON.stringify(record) });
+    const write = this.opts.writer
+      .write(records, extra.offset ? [extra.offset] : [], () => !slot.stopped && this.opts.leases.isValid(slot.orderId))
+      .then(() => this.opts.store.apply(record));
+    slot.lastWrite = write.catch(() => {});
+    return write;
+  }
+
+  private finishIfTerminal(slot: OrderSlot): void {
+    if (!slot.actor?.status().terminal) return;
+    // The terminal record is written by the pending persist; unload once it is durable.
+    void slot.lastWrite.then(async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      await slot.lastWrite;
+      if (this.slots.get(slot.orderId) === slot) await this.unload(slot);
+    });
+  }
+
+  // ---- commands -----------------------------------------------------------------------------------------------
+
+  async handleMessage(message: InboundCommandMessage): Promise<void> {
+    this.counters.commands++;
+    const offset: OffsetToCommit = { topic: message.topic, partition: message.partition, offset: message.offset };
+    const source = { topic: message.topic, partition: message.partition, offset: message.offset };
+    const parsed = parseCommand(message.value, message.key);
+    if (!parsed.ok) {
+      await this.reject(parsed.orderId, message.partition, offset, {
+        command_id: parsed.commandId,
+        command_type: parsed.commandType,
+        reason: parsed.reason,
+        message: parsed.message,
+        command: parsed.raw,
+        source,
+      });
+      return;
+    }
+    const command = parsed.command;
+    const hash = commandContentHash(command);
+    const rejection = (reason: RejectionReason, text: string) => ({
+      command_id: command.command_id,
+      command_type: command.type,
+      reason,
+      message: text,
+      command,
+      source,
+    });
+    const existing = this.slots.get(command.order_id)?.record ?? this.opts.store.get(command.order_id);
+
+    if (command.type === 'order.create') {
+      if (existing) {
+        if (existing.create_hash === hash) {
+          // The same order.create again (redelivery, replay, retrying producer): nothing to do.
+          await this.opts.writer.write([], [offset]);
+          return;
+        }
+        await this.reject(command.order_id, message.partition, offset, rejection('order_exists', `order ${command.order_id} already exists with different content`));
+        return;
+      }
+      await this.createOrder(command, message.partition, offset, hash);
+      return;
+    }
+
+    if (!existing) {
+      await this.reject(command.order_id, message.partition, offset, rejection('unknown_order', `no order ${command.order_id} exists`));
+      return;
+    }
+    const seen = existing.commands.find(([id]) => id === command.command_id);
+    if (seen) {
+      if (seen[1] === hash) {
+        await this.opts.writer.write([], [offset]);
+        return;
+      }
+      await this.reject(command.order_id, message.partition, offset, rejection('duplicate_conflict', `command_id ${command.command_id} was already used with different content`));
+      return;
+    }
+    const slot = this.slots.get(command.order_id);
+    const event = toActorEvent(command, this.opts.now());
+    if (!slot?.actor || !event) {
+      if (command.type === 'order.webhook_hint') {
+        await this.opts.writer.write([], [offset]);
+        return;
+      }
+      await this.reject(command.order_id, message.partition, offset, rejection('not_allowed', `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : 'not active on this replica'}`));
+      return;
+    }
+    if (!slot.actor.can(event)) {
+      if (command.type === 'order.webhook_hint') {
+        await this.opts.writer.write([], [offset]);
+        return;
+      }
+      await this.reject(command.order_id, message.partition, offset, rejection('not_allowed', `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`));
+      return;
+    }
+    slot.actor.send(event);
+    await this.persist(slot, { offset, command: [command.command_id, hash] });
+    this.finishIfTerminal(slot);
+  }
+
+  private async createOrder(command: OrderCreateCommand, partition: number, offset: OffsetToCommit, hash: string): Promise<void> {
+    const fence = await this.acquireLease(command.order_id, 0);
+    const record: OrderRecord = {
+      v: 1,
+      order_id: command.order_id,
+      partition,
+      fence,
+      rev: 0,
+      seq: 0,
+      updated_at: new Date(this.opts.now()).toISOString(),
+      mode: command.mode,
+      create_hash: hash,
+      commands: [[command.command_id, hash]],
+      unique_reference: null,
+      terminal: false,
+      machine: null,
+    };
+    const slot = this.newSlot(record, fence);
+    this.slots.set(command.order_id, slot);
+    slot.actor = this.opts.binding.create(command, this.startOptions(slot));
+    await this.persist(slot, { offset });
+    this.finishIfTerminal(slot);
+  }
+
+  /**
+   * Publishes command.rejected. For an existing order it is part of the order's history (next seq, recorded in
+   * the state record so a redelivery is not answered twice); for no order it carries seq 0.
+   */
+  private async reject(
+    orderId: string | null,
+    partition: number,
+    offset: OffsetToCommit,
+    body: { command_id: string | null; command_type: string | null; reason: RejectionReason; message: string; command: unknown; source: { topic: string; partition: number; offset: string } },
+  ): Promise<void> {
+    this.counters.rejected++;
+    this.logger.warn({ orderId, commandId: body.command_id, reason: body.reason, detail: body.message }, 'command rejected');
+    const slot = orderId ? this.slots.get(orderId) : undefined;
+    const rejected = { type: 'command.rejected', ...body };
+    const hash = body.command_id ? createHash('sha256').update(JSON.stringify(body.command ?? null)).digest('hex').slice(0, 32) : undefined;
+    if (slot) {
+      await this.persist(slot, { offset, events: [rejected], ...(hash && body.command_id ? { command: [body.command_id, hash] as [string, string] } : {}) });
+      return;
+    }
+    const record = orderId ? this.opts.store.get(orderId) : undefined;
+    if (record && orderId) {
+      // A finished order (no actor): extend its history under a fresh lease.
+      const fence = await this.acquireLease(orderId, record.fence);
+      const seq = record.seq + 1;
+      const commands = hash && body.command_id ? [...record.commands, [body.command_id, hash] as [string, string]].slice(-this.maxCommands) : record.commands;
+      const next: OrderRecord = { ...record, fence, rev: record.rev + 1, seq, commands, updated_at: new Date(this.opts.now()).toISOString() };
+      const event = { ...rejected, ...this.envelope(orderId, seq, `${orderId}:${seq}`) };
+      await this.opts.writer.write(
+        [this.eventRecord(orderId, record.partition, event), { topic: this.opts.topics.state, key: orderId, partition: record.partition, value: JSON.stringify(next) }],
+        [offset],
+      );
+      this.opts.store.apply(next);
+      await this.opts.leases.release(orderId).catch(() => {});
+      return;
+    }
+    const eventId = `rejected:${body.source.topic}:${body.source.partition}:${body.source.offset}`;
+    const event = { ...rejected, ...this.envelope(orderId, 0, eventId) };
+    await this.opts.writer.write([this.eventRecord(orderId, orderId ? partition : undefined, event)], [offset]);
+  }
+}

@@ -1,0 +1,240 @@
+// The worker's lifecycle: topics, the transactional writer, the state store, the order host, the command
+// consumer and the HTTP server, started in dependency order and stopped in reverse within a bounded time.
+// Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
+import type { Server } from 'node:http';
+import type { Kafka, Producer } from 'kafkajs';
+import type { WorkerConfig } from '../config.ts';
+import { CommandConsumer } from '../kafka/command-consumer.ts';
+import { OrderStateStore } from '../kafka/order-state-store.ts';
+import { ensureTopics } from '../kafka/topics.ts';
+import { TransactionalWriter } from '../kafka/transactional-writer.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { createHttpServer } from '../webhooks/http-server.ts';
+import { createWebhookReceiver, type WebhookReceiverDeps } from '../webhooks/webhook-receiver.ts';
+import type { MachineBinding } from './machine-binding.ts';
+import { OrderHost, type OrderLeases } from './order-host.ts';
+
+export interface WorkerAdapters {
+  kafka: Kafka;
+  leases: OrderLeases & { onLost(handler: (orderId: string) => void): void; stop(): Promise<void> };
+  /** Builds the machine binding; it may use the host (durability barrier, lease validity) lazily. */
+  binding: (host: () => OrderHost) => MachineBinding;
+  webhooks: Pick<WebhookReceiverDeps, 'verify' | 'normalize' | 'firstSeen' | 'forget'>;
+  checks: { redis: () => Promise<boolean>; exchange: () => Promise<boolean> };
+  metrics?: () => string;
+  close: () => Promise<void>;
+}
+
+export class Worker {
+  private readonly config: WorkerConfig;
+  private readonly logger: Logger;
+  private readonly adapters: WorkerAdapters;
+  private writer: TransactionalWriter | undefined;
+  private store: OrderStateStore | undefined;
+  private host: OrderHost | undefined;
+  private consumer: CommandConsumer | undefined;
+  private hintProducer: Producer | undefined;
+  private server: Server | undefined;
+  private backpressureTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private kafkaHealthy = { ok: false, at: 0 };
+  readonly now = (): number => Date.now();
+
+  constructor(config: WorkerConfig, logger: Logger, adapters: WorkerAdapters) {
+    this.config = config;
+    this.logger = logger;
+    this.adapters = adapters;
+  }
+
+  get listeningPort(): number | undefined {
+    const address = this.server?.address();
+    return typeof address === 'object' && address ? address.port : undefined;
+  }
+
+  async start(onFatal: (error: Error) => void): Promise<void> {
+    const { config, logger, adapters } = this;
+    const { partitions } = await ensureTopics(adapters.kafka, config.topics, logger);
+    this.kafkaHealthy = { ok: true, at: this.now() };
+
+    const writer = new TransactionalWriter({
+      kafka: adapters.kafka,
+      transactionalId: `${config.consumerGroup}.${config.workerId}`,
+      consumerGroupId: config.consumerGroup,
+      transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
+      logger,
+      onFatal,
+    });
+    await writer.connect();
+    this.writer = writer;
+
+    const store = new OrderStateStore({ kafka: adapters.kafka, topic: config.topics.state, workerId: config.workerId, writer, logger });
+    await store.start();
+    this.store = store;
+
+    const binding = adapters.binding(() => {
+      if (!this.host) throw new Error('order host not started');
+      return this.host;
+    });
+    const hostRef = new OrderHost({ store, writer, leases: adapters.leases, binding, topics: config.topics, logger, now: this.now });
+    this.host = hostRef;
+    adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
+
+    this.hintProducer = adapters.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    await this.hintProducer.connect();
+
+    const receiver = createWebhookReceiver({
+      ...adapters.webhooks,
+      logger,
+      now: this.now,
+      locate: (uniqueReference) => {
+        const orderId = store.orderIdByReference(uniqueReference);
+        const record = orderId ? store.get(orderId) : undefined;
+        return record ? { orderId: record.order_id, partition: record.partition } : undefined;
+      },
+      routeHint: async (hint) => {
+        await this.hintProducer?.send({
+          topic: config.topics.commands,
+          messages: [
+            {
+              key: hint.orderId,
+              partition: hint.partition,
+              value: JSON.stringify({
+                type: 'order.webhook_hint',
+                command_id: hint.commandId,
+                order_id: hint.orderId,
+                unique_reference: hint.uniqueReference,
+                status: hint.status,
+                received_at: hint.receivedAt,
+              }),
+            },
+          ],
+        });
+      },
+      publishKyc: async (event) => {
+        await this.hintProducer?.send({
+          topic: config.topics.events,
+          messages: [
+            {
+              key: event.orderId ?? event.uniqueReference ?? event.eventId,
+              value: JSON.stringify({
+                type: 'exchange.kyc_status_changed',
+                event_id: event.eventId,
+                order_id: event.orderId,
+                seq: 0,
+                occurred_at: new Date(this.now()).toISOString(),
+                unique_reference: event.uniqueReference,
+                payload: event.payload,
+              }),
+              headers: { 'event-type': 'exchange.kyc_status_changed' },
+            },
+          ],
+        });
+      },
+    });
+
+    const consumer = new CommandConsumer({ kafka: adapters.kafka, topic: config.topics.commands, groupId: config.consumerGroup, partitions, logger });
+    this.consumer = consumer;
+
+    this.server = createHttpServer({
+      logger,
+      handleWebhook: receiver.handle,
+      readiness: () => this.readiness(),
+      metrics: () => this.metricsText(receiver.counters),
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server?.once('error', reject);
+      this.server?.listen(config.httpPort, () => resolve());
+    });
+
+    await consumer.start(
+      {
+        onAssignment: async (_assigned, revoked, added) => {
+          await hostRef.onAssignment(revoked, added);
+        },
+        onMessage: async (message) => {
+          await hostRef.handleMessage(message);
+          this.applyBackpressure();
+        },
+      },
+      partitions,
+    );
+    this.backpressureTimer = setInterval(() => this.applyBackpressure(), 500);
+    this.backpressureTimer.unref();
+    logger.info({ port: this.listeningPort, partitions, topics: config.topics, workerId: config.workerId }, 'worker started');
+  }
+
+  private applyBackpressure(): void {
+    if (!this.consumer || !this.host || this.stopping) return;
+    const active = this.host.activeOrders;
+    if (active >= this.config.maxActiveOrders) this.consumer.pause();
+    else if (active < this.config.maxActiveOrders * 0.9) this.consumer.resume();
+  }
+
+  async readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> {
+    const checks: Record<string, { ok: boolean; detail?: string }> = {};
+    const timed = async (fn: () => Promise<boolean>): Promise<boolean> =>
+      Promise.race([fn().catch(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+    const [redis, exchange] = await Promise.all([timed(this.adapters.checks.redis), timed(this.adapters.checks.exchange)]);
+    checks['redis'] = { ok: redis };
+    checks['exchange'] = { ok: exchange };
+    if (this.now() - this.kafkaHealthy.at > 10_000) {
+      const admin = this.adapters.kafka.admin();
+      const ok = await timed(async () => {
+        await admin.connect();
+        try {
+          await admin.describeCluster();
+          return true;
+        } finally {
+          await admin.disconnect();
+        }
+      });
+      this.kafkaHealthy = { ok, at: this.now() };
+    }
+    checks['kafka'] = { ok: this.kafkaHealthy.ok };
+    const restored = Boolean(this.consumer && this.consumer.assigned.length > 0 && this.consumer.allRestored());
+    checks['partitions'] = { ok: restored, detail: `${this.consumer?.restoredPartitions.size ?? 0}/${this.consumer?.assigned.length ?? 0} restored` };
+    checks['stopping'] = { ok: !this.stopping };
+    return { ready: Object.values(checks).every((c) => c.ok), checks };
+  }
+
+  private metricsText(webhooks: object): string {
+    const lines: string[] = [];
+    const gauge = (name: string, help: string, value: number): void => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);
+    };
+    const host = this.host;
+    gauge('worker_active_orders', 'orders driven by this replica', host?.activeOrders ?? 0);
+    gauge('worker_known_orders', 'orders in the state store', this.store?.size() ?? 0);
+    gauge('worker_commands_total', 'commands consumed', host?.counters.commands ?? 0);
+    gauge('worker_commands_rejected_total', 'commands rejected', host?.counters.rejected ?? 0);
+    gauge('worker_events_published_total', 'order events written', host?.counters.events ?? 0);
+    gauge('worker_orders_restored_total', 'orders restored from the state topic', host?.counters.restored ?? 0);
+    gauge('worker_lease_lost_total', 'order leases lost', host?.counters.leaseLost ?? 0);
+    gauge('worker_kafka_transactions_total', 'Kafka transactions committed', this.writer?.committedTransactions ?? 0);
+    gauge('worker_consumer_paused', '1 while consumption is paused by backpressure', this.consumer?.isPaused ? 1 : 0);
+    gauge('worker_assigned_partitions', 'command partitions assigned', this.consumer?.assigned.length ?? 0);
+    for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>) gauge(`worker_webhooks_${name}_total`, `webhooks ${name}`, value);
+    return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
+  }
+
+  /** Graceful stop: no more commands, orders persisted, leases released, producers flushed. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    clearInterval(this.backpressureTimer);
+    const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
+      try {
+        await fn();
+      } catch (error) {
+        this.logger.warn({ step: what, err: { message: (error as Error).message } }, 'shutdown step failed');
+      }
+    };
+    await step('consumer', async () => this.consumer?.stop());
+    await step('orders', async () => this.host?.unloadAll());
+    await step('writer', async () => this.writer?.close());
+    await step('hint producer', async () => this.hintProducer?.disconnect());
+    await step('state store', async () => this.store?.stop());
+    await step('http', () => new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve())));
+    await step('adapters', async () => this.adapters.close());
+  }
+}

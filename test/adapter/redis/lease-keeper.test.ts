@@ -1,0 +1,174 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import type { WorkerError } from '../../../src/errors.ts';
+import { LeaseKeeper, type LeaseLossReason } from '../../../src/redis/lease-keeper.ts';
+import { leaseKey, OrderLease, type LeaseGrant } from '../../../src/redis/order-lease.ts';
+import type { RedisClient } from '../../../src/redis/connect.ts';
+import { eventually, reconnected, useOwnRedis } from './redis-fixture.ts';
+
+const redis = useOwnRedis();
+
+interface Harness {
+  client: RedisClient;
+  lease: OrderLease;
+  keeper: LeaseKeeper;
+  lost: Array<{ orderId: string; reason: LeaseLossReason }>;
+  renewErrors: WorkerError[];
+  acquire(orderId: string, ttlMs: number): Promise<LeaseGrant>;
+}
+
+async function harness(opts: { commandTimeoutMs?: number } = {}): Promise<Harness> {
+  const client = await redis.client(opts);
+  const lease = new OrderLease(client);
+  const lost: Harness['lost'] = [];
+  const renewErrors: WorkerError[] = [];
+  const keeper = new LeaseKeeper(lease, {
+    onLost: (orderId, reason) => lost.push({ orderId, reason }),
+    onRenewError: (_orderId, error) => renewErrors.push(error),
+  });
+  return {
+    client,
+    lease,
+    keeper,
+    lost,
+    renewErrors,
+    async acquire(orderId, ttlMs) {
+      const grant = await lease.acquire(orderId, 'replica-a', ttlMs);
+      if (!grant) throw new Error(`expected a grant for ${orderId}`);
+      return grant;
+    },
+  };
+}
+
+describe('LeaseKeeper', () => {
+  it('keeps a lease alive well past its ttl by renewing it', async () => {
+    const h = await harness();
+    const grant = await h.acquire('order-1', 300);
+    h.keeper.keep(grant);
+    await sleep(1_000);
+    expect(h.keeper.isValid('order-1')).toBe(true);
+    expect(h.keeper.grant('order-1')?.fence).toBe(grant.fence);
+    expect(await h.lease.holder('order-1')).toMatchObject({ owner: 'replica-a', fence: grant.fence });
+    expect(h.lost).toEqual([]);
+    await h.keeper.releaseAll();
+  });
+
+  it('reports the loss as soon as another owner holds the lease', async () => {
+    const h = await harness();
+    h.keeper.keep(await h.acquire('order-1', 600));
+    await h.client.del(leaseKey('order-1'));
+    const thief = await h.lease.acquire('order-1', 'replica-b', 10_000);
+    expect(thief).not.toBeNull();
+
+    await eventually('loss reported', () => h.lost.length > 0, 2_000);
+    expect(h.lost).toEqual([{ orderId: 'order-1', reason: 'not_held' }]);
+    expect(h.keeper.isValid('order-1')).toBe(false);
+    expect(h.keeper.orderIds()).toEqual([]);
+    // The thief keeps its lease: the loser does not touch it.
+    expect(await h.lease.holder('order-1')).toMatchObject({ owner: 'replica-b' });
+  });
+
+  it('reports the loss when the lease expired in Redis under it', async () => {
+    const h = await harness();
+    h.keeper.keep(await h.acquire('order-1', 600));
+    await h.client.pexpire(leaseKey('order-1'), 1);
+    await eventually('loss reported', () => h.lost.length > 0, 2_000);
+    expect(h.lost).toEqual([{ orderId: 'order-1', reason: 'not_held' }]);
+  });
+
+  it('reports the loss when Redis stays unreachable for longer than the ttl', async () => {
+    const h = await harness();
+    const ttlMs = 800;
+    h.keeper.keep(await h.acquire('order-1', ttlMs));
+    await redis.server().stop();
+    const stoppedAt = Date.now();
+
+    await eventually('loss reported', () => h.lost.length > 0, 3_000);
+    expect(h.lost).toEqual([{ orderId: 'order-1', reason: 'unreachable' }]);
+    expect(Date.now() - stoppedAt).toBeLessThanOrEqual(ttlMs + 100);
+    expect(h.keeper.isValid('order-1')).toBe(false);
+    expect(h.renewErrors.length).toBeGreaterThan(0);
+    expect(h.renewErrors[0]).toMatchObject({ code: 'redis_unavailable', retryable: true });
+
+    // Once Redis is back, the order is acquired afresh (and the lost one stays lost).
+    await redis.server().start();
+    await reconnected(h.client);
+    expect(await h.lease.acquire('order-1', 'replica-b', 10_000)).not.toBeNull();
+    expect(h.keeper.isValid('order-1')).toBe(false);
+  });
+
+  it('rides out a Redis stall shorter than the ttl', async () => {
+    const h = await harness({ commandTimeoutMs: 150 });
+    const grant = await h.acquire('order-1', 1_500);
+    h.keeper.keep(grant);
+    await sleep(100);
+    process.kill(redis.server().state.pid, 'SIGSTOP');
+    try {
+      await eventually('a renewal failed', () => h.renewErrors.length > 0, 2_000);
+    } finally {
+      process.kill(redis.server().state.pid, 'SIGCONT');
+    }
+    await sleep(800);
+    expect(h.lost).toEqual([]);
+    expect(h.keeper.isValid('order-1')).toBe(true);
+    expect(await h.lease.holder('order-1')).toMatchObject({ owner: 'replica-a', fence: grant.fence });
+    await h.keeper.releaseAll();
+  });
+
+  it('treats a process pause longer than the ttl as a lost lease at the next check', async () => {
+    const h = await harness();
+    h.keeper.keep(await h.acquire('order-1', 400));
+    expect(h.keeper.isValid('order-1')).toBe(true);
+    // Block the event loop like a long stop-the-world pause: no timer can renew meanwhile.
+    const until = Date.now() + 450;
+    while (Date.now() < until) {
+      /* paused */
+    }
+    expect(h.keeper.isValid('order-1')).toBe(false);
+    expect(h.lost).toEqual([{ orderId: 'order-1', reason: 'expired' }]);
+    expect(h.keeper.grant('order-1')).toBeUndefined();
+  });
+
+  it('stops trusting a lease a safety margin before its ttl runs out', async () => {
+    let now = 1_000_000;
+    const lease = new OrderLease(await redis.client(), { now: () => now });
+    const lost: string[] = [];
+    const keeper = new LeaseKeeper(lease, {
+      onLost: (orderId) => lost.push(orderId),
+      safetyMarginMs: 100,
+      now: () => now,
+    });
+    const grant = await lease.acquire('order-1', 'replica-a', 60_000);
+    if (!grant) throw new Error('expected a grant');
+    keeper.keep(grant);
+    now = grant.acquiredAt + 60_000 - 100;
+    expect(keeper.isValid('order-1')).toBe(true);
+    now += 1;
+    expect(keeper.isValid('order-1')).toBe(false);
+    expect(lost).toEqual(['order-1']);
+  });
+
+  it('releases a kept lease for the next owner and stops renewing it', async () => {
+    const h = await harness();
+    h.keeper.keep(await h.acquire('order-1', 300));
+    expect(await h.keeper.release('order-1')).toBe(true);
+    expect(await h.lease.holder('order-1')).toBeNull();
+    expect(h.keeper.isValid('order-1')).toBe(false);
+    const next = await h.lease.acquire('order-1', 'replica-b', 300);
+    await sleep(400);
+    // No stray renewal from the old keeper: the next owner's lease simply expired.
+    expect(await h.lease.holder('order-1')).toBeNull();
+    expect(next).not.toBeNull();
+    expect(h.lost).toEqual([]);
+  });
+
+  it('keeps many orders at once, each on its own schedule', async () => {
+    const h = await harness();
+    for (let i = 0; i < 20; i++) h.keeper.keep(await h.acquire(`order-${i}`, 300 + i * 20));
+    await sleep(900);
+    expect(h.keeper.orderIds()).toHaveLength(20);
+    expect(h.lost).toEqual([]);
+    await h.keeper.releaseAll();
+    for (let i = 0; i < 20; i++) expect(await h.lease.holder(`order-${i}`)).toBeNull();
+  });
+});

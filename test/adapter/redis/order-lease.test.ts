@@ -1,0 +1,152 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { WorkerError } from '../../../src/errors.ts';
+import { OrderLease } from '../../../src/redis/order-lease.ts';
+import { reconnected, useOwnRedis } from './redis-fixture.ts';
+
+const redis = useOwnRedis();
+
+describe('OrderLease', () => {
+  it('grants an order to one owner at a time', async () => {
+    const lease = new OrderLease(await redis.client());
+    const a = await lease.acquire('order-1', 'replica-a', 10_000);
+    expect(a).toMatchObject({ orderId: 'order-1', owner: 'replica-a', ttlMs: 10_000 });
+    expect(a?.fence).toBeGreaterThan(0);
+    expect(await lease.acquire('order-1', 'replica-b', 10_000)).toBeNull();
+    expect(await lease.acquire('order-1', 'replica-a', 10_000)).toBeNull();
+    expect(await lease.holder('order-1')).toMatchObject({ owner: 'replica-a', fence: a?.fence });
+  });
+
+  it('keeps orders independent of each other', async () => {
+    const lease = new OrderLease(await redis.client());
+    expect(await lease.acquire('order-1', 'replica-a', 10_000)).not.toBeNull();
+    expect(await lease.acquire('order-2', 'replica-b', 10_000)).not.toBeNull();
+  });
+
+  it('two replicas sharing a key prefix exclude each other', async () => {
+    const prefix = redis.prefix();
+    const replicaA = new OrderLease(await redis.client({ keyPrefix: prefix }));
+    const replicaB = new OrderLease(await redis.client({ keyPrefix: prefix }));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        (i % 2 ? replicaA : replicaB).acquire('order-x', `replica-${i}`, 10_000),
+      ),
+    );
+    expect(results.filter((grant) => grant !== null)).toHaveLength(1);
+  });
+
+  it('renews and releases only for the holder, refusing a wrong token', async () => {
+    const lease = new OrderLease(await redis.client());
+    const grant = await lease.acquire('order-1', 'replica-a', 2_000);
+    if (!grant) throw new Error('expected a grant');
+
+    expect(await lease.renew({ ...grant, owner: 'replica-b' })).toBe(false);
+    expect(await lease.renew({ ...grant, fence: grant.fence + 1 })).toBe(false);
+    expect(await lease.release({ ...grant, owner: 'replica-b' })).toBe(false);
+    expect(await lease.release({ ...grant, fence: grant.fence - 1 })).toBe(false);
+    expect(await lease.holder('order-1')).toMatchObject({ owner: 'replica-a' });
+
+    expect(await lease.renew({ ...grant, ttlMs: 30_000 })).toBe(true);
+    expect((await lease.holder('order-1'))?.remainingMs).toBeGreaterThan(20_000);
+
+    expect(await lease.release(grant)).toBe(true);
+    expect(await lease.holder('order-1')).toBeNull();
+    expect(await lease.release(grant)).toBe(false);
+    expect(await lease.renew(grant)).toBe(false);
+  });
+
+  it('lets another owner in with a higher fence once the lease expired, and refuses the old holder', async () => {
+    const lease = new OrderLease(await redis.client());
+    const first = await lease.acquire('order-1', 'replica-a', 150);
+    if (!first) throw new Error('expected a grant');
+    await sleep(250);
+    const second = await lease.acquire('order-1', 'replica-b', 10_000);
+    expect(second?.fence).toBeGreaterThan(first.fence);
+    expect(await lease.renew(first)).toBe(false);
+    expect(await lease.release(first)).toBe(false);
+    expect(await lease.holder('order-1')).toMatchObject({ owner: 'replica-b', fence: second?.fence });
+  });
+
+  it('hands out strictly increasing fences across acquire and release', async () => {
+    const lease = new OrderLease(await redis.client());
+    const fences: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const grant = await lease.acquire('order-1', `replica-${i}`, 10_000);
+      if (!grant) throw new Error('expected a grant');
+      fences.push(grant.fence);
+      await lease.release(grant);
+    }
+    expect(fences).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('starts above minFence when the counter is behind what Kafka recorded', async () => {
+    const lease = new OrderLease(await redis.client());
+    const grant = await lease.acquire('order-1', 'replica-a', 10_000, 41);
+    expect(grant?.fence).toBe(42);
+    if (grant) await lease.release(grant);
+    expect((await lease.acquire('order-1', 'replica-a', 10_000, 3))?.fence).toBe(43);
+  });
+
+  it('handles fences beyond 2^50 without losing precision', async () => {
+    const lease = new OrderLease(await redis.client());
+    const big = 2 ** 50 + 7;
+    const grant = await lease.acquire('order-1', 'replica-a', 10_000, big);
+    expect(grant?.fence).toBe(big + 1);
+    if (!grant) throw new Error('expected a grant');
+    expect(await lease.renew(grant)).toBe(true);
+    expect(await lease.release(grant)).toBe(true);
+    expect((await lease.acquire('order-1', 'replica-a', 10_000))?.fence).toBe(big + 2);
+  });
+
+  it('keeps the fence monotonic after Redis restarts empty, given the last recorded fence as minFence', async () => {
+    const client = await redis.client();
+    const lease = new OrderLease(client);
+    for (let i = 0; i < 3; i++) {
+      const grant = await lease.acquire('order-1', 'replica-a', 10_000);
+      if (grant) await lease.release(grant);
+    }
+    const held = await lease.acquire('order-1', 'replica-a', 10_000);
+    if (!held) throw new Error('expected a grant');
+    const last = held.fence;
+    expect(last).toBe(4);
+
+    await redis.server().restart();
+    await reconnected(client);
+
+    // The lease is gone with the data; the runtime passes the highest fence it recorded in Kafka.
+    expect(await lease.holder('order-1')).toBeNull();
+    expect(await lease.renew(held)).toBe(false);
+    const after = await lease.acquire('order-1', 'replica-b', 10_000, last);
+    expect(after?.fence).toBe(last + 1);
+    if (!after) throw new Error('expected a grant');
+    await lease.release(after);
+    expect((await lease.acquire('order-1', 'replica-c', 10_000, last))?.fence).toBe(last + 2);
+  });
+
+  it('fails fast with a retryable redis_unavailable error while Redis is down, and works again once it is back', async () => {
+    const client = await redis.client();
+    const lease = new OrderLease(client);
+    await redis.server().stop();
+    const started = Date.now();
+    const error: unknown = await lease.acquire('order-1', 'replica-a', 10_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WorkerError);
+    expect(error).toMatchObject({ code: 'redis_unavailable', retryable: true });
+    expect(Date.now() - started).toBeLessThan(2_000);
+
+    await redis.server().start();
+    await reconnected(client);
+    expect(await lease.acquire('order-1', 'replica-a', 10_000)).not.toBeNull();
+  });
+
+  it('rejects a non-positive ttl and a negative minFence as invalid arguments', async () => {
+    const lease = new OrderLease(await redis.client());
+    await expect(lease.acquire('order-1', 'replica-a', 0)).rejects.toMatchObject({
+      code: 'invalid_argument',
+      retryable: false,
+    });
+    await expect(lease.acquire('order-1', 'replica-a', 1000, -1)).rejects.toMatchObject({
+      code: 'invalid_argument',
+    });
+    await expect(lease.acquire('', 'replica-a', 1000)).rejects.toMatchObject({ code: 'invalid_argument' });
+  });
+});

@@ -1,0 +1,120 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import type { WorkerError } from '../../../src/errors.ts';
+import { normalizeDecimal, QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
+import { reconnected, useOwnRedis } from './redis-fixture.ts';
+
+const redis = useOwnRedis();
+
+/** Two replicas: separate clients and separate in-process memories, one shared key prefix. */
+async function twoReplicas(): Promise<[QuoteCooldown, QuoteCooldown]> {
+  const prefix = redis.prefix();
+  return [
+    new QuoteCooldown(await redis.client({ keyPrefix: prefix })),
+    new QuoteCooldown(await redis.client({ keyPrefix: prefix })),
+  ];
+}
+
+describe('QuoteCooldown', () => {
+  it('refuses the same pair and amount on another replica until the cooldown ends, with a sensible retryAt', async () => {
+    const [a, b] = await twoReplicas();
+    const now = Date.now();
+    expect(await a.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now)).toEqual({ granted: true });
+    const refused = await b.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now + 1_000);
+    expect(refused.granted).toBe(false);
+    if (refused.granted) return;
+    expect(refused.retryAt).toBeGreaterThan(now + 14_000 - 500);
+    expect(refused.retryAt).toBeLessThanOrEqual(now + 1_000 + 15_000);
+  });
+
+  it('grants a different amount, pair or mode right away', async () => {
+    const [a, b] = await twoReplicas();
+    expect((await a.tryAcquire('defi', 'ETHBTC', '1.5', 15_000)).granted).toBe(true);
+    expect((await b.tryAcquire('defi', 'ETHBTC', '1.6', 15_000)).granted).toBe(true);
+    expect((await b.tryAcquire('defi', 'LTCBTC', '1.5', 15_000)).granted).toBe(true);
+    expect((await b.tryAcquire('cefi', 'ETHBTC', '1.5', 15_000)).granted).toBe(true);
+  });
+
+  it('treats "1.5", "1.50", "01.5" and a lower-case pair as the same request', async () => {
+    const [a, b] = await twoReplicas();
+    expect((await a.tryAcquire('cefi', 'ethbtc', '1.50', 15_000)).granted).toBe(true);
+    expect((await b.tryAcquire('cefi', 'ETHBTC', '1.5', 15_000)).granted).toBe(false);
+    expect((await b.tryAcquire('cefi', 'ETHBTC', '01.5', 15_000)).granted).toBe(false);
+    expect((await b.tryAcquire('cefi', ' ETHBTC ', '1.500000', 15_000)).granted).toBe(false);
+  });
+
+  it('grants the same request again once the cooldown has passed', async () => {
+    const [a, b] = await twoReplicas();
+    expect((await a.tryAcquire('defi', 'ETHBTC', '2', 200)).granted).toBe(true);
+    expect((await b.tryAcquire('defi', 'ETHBTC', '2', 200)).granted).toBe(false);
+    await sleep(250);
+    expect((await b.tryAcquire('defi', 'ETHBTC', '2', 200)).granted).toBe(true);
+  });
+
+  it('lets exactly one of many concurrent identical requests through', async () => {
+    const [a, b] = await twoReplicas();
+    const decisions = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).tryAcquire('defi', 'ETHBTC', '3', 15_000)),
+    );
+    expect(decisions.filter((d) => d.granted)).toHaveLength(1);
+  });
+
+  it('still enforces the cooldown locally while Redis is down, and reports the degradation', async () => {
+    const degraded: WorkerError[] = [];
+    const client = await redis.client();
+    const cooldown = new QuoteCooldown(client, { onDegraded: (error) => degraded.push(error) });
+    await redis.server().stop();
+
+    const now = Date.now();
+    expect(await cooldown.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now)).toEqual({ granted: true });
+    expect(degraded[0]).toMatchObject({ code: 'redis_unavailable', retryable: true });
+    expect(degraded[0]?.message).not.toMatch(/password|@/i);
+    expect(await cooldown.tryAcquire('defi', 'ETHBTC', '1.50', 15_000, now + 2_000)).toEqual({
+      granted: false,
+      retryAt: now + 15_000,
+    });
+    expect((await cooldown.tryAcquire('defi', 'ETHBTC', '1.6', 15_000, now)).granted).toBe(true);
+    expect((await cooldown.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now + 15_001)).granted).toBe(true);
+
+    await redis.server().start();
+    await reconnected(client);
+    degraded.length = 0;
+    expect((await cooldown.tryAcquire('defi', 'LTCBTC', '1', 15_000)).granted).toBe(true);
+    expect(degraded).toEqual([]);
+  });
+
+  it('remembers its own requests across a Redis restart that lost the keys', async () => {
+    const client = await redis.client();
+    const cooldown = new QuoteCooldown(client);
+    expect((await cooldown.tryAcquire('defi', 'ETHBTC', '4', 15_000)).granted).toBe(true);
+    await redis.server().restart();
+    await reconnected(client);
+    expect((await cooldown.tryAcquire('defi', 'ETHBTC', '4', 15_000)).granted).toBe(false);
+    // Another replica only has Redis to go by, which restarted empty.
+    expect((await new QuoteCooldown(client).tryAcquire('defi', 'ETHBTC', '4', 15_000)).granted).toBe(true);
+  });
+
+  it('rejects amounts that are not plain decimals and a non-positive cooldown', async () => {
+    const cooldown = new QuoteCooldown(await redis.client());
+    for (const amount of ['', '.', '-1', '1e3', '1,5', 'abc', '1.2.3']) {
+      await expect(cooldown.tryAcquire('defi', 'ETHBTC', amount, 15_000)).rejects.toMatchObject({
+        code: 'invalid_argument',
+      });
+    }
+    await expect(cooldown.tryAcquire('defi', 'ETHBTC', '1', 0)).rejects.toMatchObject({
+      code: 'invalid_argument',
+    });
+  });
+});
+
+describe('normalizeDecimal', () => {
+  it('maps equal decimal strings to one spelling', () => {
+    expect(normalizeDecimal('1.50')).toBe('1.5');
+    expect(normalizeDecimal('001.500')).toBe('1.5');
+    expect(normalizeDecimal('+2.')).toBe('2');
+    expect(normalizeDecimal('.5')).toBe('0.5');
+    expect(normalizeDecimal('0.000')).toBe('0');
+    expect(normalizeDecimal(' 10 ')).toBe('10');
+    expect(normalizeDecimal('0.00000001')).toBe('0.00000001');
+  });
+});

@@ -1,0 +1,91 @@
+// Kafka helpers for integration tests: a producer of commands and a reader that collects every event of a topic
+// (read_committed, like any consumer of the worker's contract), grouped by order.
+import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { silenceKafkajsTimerWarning } from '../../src/kafka/kafka-client.ts';
+import { uniqueName } from './services.ts';
+
+export interface PublishedEvent {
+  type: string;
+  event_id: string;
+  order_id: string | null;
+  seq: number;
+  occurred_at: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  [field: string]: unknown;
+}
+
+export function testKafka(brokers: string[]): Kafka {
+  silenceKafkajsTimerWarning();
+  return new Kafka({ clientId: uniqueName('test'), brokers, logLevel: logLevel.NOTHING, retry: { retries: 20, initialRetryTime: 200 } });
+}
+
+export async function commandProducer(kafka: Kafka, topic: string): Promise<{ send: (command: Record<string, unknown>, opts?: { key?: string | null; raw?: string }) => Promise<void>; close: () => Promise<void> }> {
+  const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  return {
+    send: async (command, opts = {}) => {
+      const key = opts.key === undefined ? (typeof command['order_id'] === 'string' ? command['order_id'] : '') : opts.key;
+      await producer.send({ topic, messages: [{ key, value: opts.raw ?? JSON.stringify(command) }] });
+    },
+    close: () => producer.disconnect(),
+  };
+}
+
+export class EventCollector {
+  readonly events: PublishedEvent[] = [];
+  private consumer: Consumer | undefined;
+
+  static async start(kafka: Kafka, topic: string): Promise<EventCollector> {
+    const collector = new EventCollector();
+    const consumer = kafka.consumer({ groupId: uniqueName('collector'), readUncommitted: false, maxWaitTimeInMs: 100 });
+    collector.consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: ({ partition, message }) => {
+        const value = JSON.parse(message.value?.toString() ?? 'null') as PublishedEvent;
+        collector.events.push({ ...value, partition, offset: message.offset, key: message.key?.toString() ?? null });
+        return Promise.resolve();
+      },
+    });
+    return collector;
+  }
+
+  of(orderId: string): PublishedEvent[] {
+    return this.events.filter((e) => e.order_id === orderId).sort((a, b) => a.seq - b.seq);
+  }
+
+  async waitFor(predicate: (events: PublishedEvent[]) => boolean, what: string, timeoutMs = 120_000): Promise<PublishedEvent[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate(this.events)) {
+      if (Date.now() > deadline) {
+        const summary = this.events.slice(-30).map((e) => `${e.order_id}#${e.seq} ${e.type}${typeof e['status'] === 'string' ? ` ${e['status']}` : ''}${typeof e['reason'] === 'string' ? ` (${e['reason']})` : ''}`);
+        throw new Error(`timed out waiting for ${what}; last events:\n${summary.join('\n')}`);
+      }
+      await sleep(100);
+    }
+    return this.events;
+  }
+
+  async waitForOrderEvent(orderId: string, type: string, timeoutMs = 120_000): Promise<PublishedEvent> {
+    await this.waitFor((events) => events.some((e) => e.order_id === orderId && e.type === type), `${type} of ${orderId}`, timeoutMs);
+    return this.of(orderId).find((e) => e.type === type) as PublishedEvent;
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.disconnect();
+  }
+}
+
+/** Asserts seq of an order's events is 1..n with no gap and no repeat; returns the problems found. */
+export function seqProblems(events: PublishedEvent[]): string[] {
+  const problems: string[] = [];
+  const seqs = events.map((e) => e.seq).sort((a, b) => a - b);
+  seqs.forEach((seq, index) => {
+    if (seq !== index + 1) problems.push(`expected seq ${index + 1}, saw ${seq}`);
+  });
+  return problems;
+}

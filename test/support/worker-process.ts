@@ -1,0 +1,63 @@
+// Real worker processes for integration tests: `node src/main.ts` as a child process with its own environment,
+// its output in a log file, readiness through /readyz, and the ability to kill it (SIGTERM or SIGKILL).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../../dev/services/index.ts';
+
+const root = resolve(import.meta.dirname, '..', '..');
+export const logsDir = join(root, '.services', 'test-logs');
+
+export interface WorkerProcess {
+  readonly name: string;
+  readonly port: number;
+  readonly logFile: string;
+  readonly child: ChildProcess;
+  exited: Promise<number | null>;
+  ready(timeoutMs?: number): Promise<void>;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+  log(): string;
+}
+
+export async function startWorker(name: string, env: Record<string, string>): Promise<WorkerProcess> {
+  mkdirSync(logsDir, { recursive: true });
+  const port = await freePort();
+  const logFile = join(logsDir, `${name}-${Date.now()}.log`);
+  const out = createWriteStream(logFile);
+  const child = spawn(process.execPath, [join(root, 'src', 'main.ts')], {
+    cwd: root,
+    env: { PATH: process.env['PATH'] ?? '', HTTP_PORT: String(port), WORKER_ID: name, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.pipe(out);
+  child.stderr?.pipe(out);
+  const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)));
+  const handle: WorkerProcess = {
+    name,
+    port,
+    logFile,
+    child,
+    exited,
+    log: () => readFileSync(logFile, 'utf8'),
+    async ready(timeoutMs = 120_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`worker ${name} exited with ${child.exitCode}:\n${handle.log().slice(-3000)}`);
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+          if (res.status === 200) return;
+        } catch {
+          /* not listening yet */
+        }
+        if (Date.now() > deadline) throw new Error(`worker ${name} not ready after ${timeoutMs} ms:\n${handle.log().slice(-3000)}`);
+        await sleep(250);
+      }
+    },
+    async kill(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  return handle;
+}

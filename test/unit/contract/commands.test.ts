@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { parseCommand } from '../../../src/contract/commands.ts';
+
+const create = {
+  type: 'order.create',
+  command_id: 'c-1',
+  order_id: 'o-1',
+  mode: 'defi',
+  deposit_currency: 'USDT',
+  withdraw_currency: 'ETH',
+  deposit_amount: '100.5',
+  withdraw_address: '0x52908400098527886E0F7030069857D2E4169EE7',
+};
+
+const parse = (value: unknown, key: string | null = 'o-1') => parseCommand(Buffer.from(JSON.stringify(value)), key);
+
+describe('command parsing', () => {
+  it('accepts a complete order.create and keeps amounts as strings', () => {
+    const result = parse({ ...create, limit_order: undefined });
+    expect(result.ok).toBe(true);
+    if (result.ok && result.command.type === 'order.create') expect(result.command.deposit_amount).toBe('100.5');
+  });
+
+  it('rejects a value that is not JSON, naming the problem', () => {
+    const result = parseCommand(Buffer.from('{nope'), 'o-1');
+    expect(result).toMatchObject({ ok: false, reason: 'malformed', message: 'value is not valid JSON', orderId: 'o-1' });
+  });
+
+  it('rejects an unknown command type and lists the known ones', () => {
+    const result = parse({ type: 'order.explode', command_id: 'c', order_id: 'o-1' });
+    expect(result).toMatchObject({ ok: false, reason: 'unknown_type', commandId: 'c', orderId: 'o-1' });
+    if (!result.ok) expect(result.message).toContain('order.create');
+  });
+
+  it('rejects an amount given as a JSON number (amounts are decimal strings)', () => {
+    const result = parse({ ...create, deposit_amount: 100.5 });
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.message).toMatch(/deposit_amount/);
+  });
+
+  it('requires exactly one of deposit_amount and withdraw_amount', () => {
+    const both = parse({ ...create, withdraw_amount: '1' });
+    const none = parse({ ...create, deposit_amount: undefined });
+    for (const result of [both, none]) {
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.message).toContain('exactly one of deposit_amount or withdraw_amount');
+    }
+  });
+
+  it('rejects unknown fields instead of ignoring them', () => {
+    const result = parse({ ...create, deposit_amout: '1' });
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.message).toMatch(/deposit_amout/);
+  });
+
+  it('rejects a referral code off the exchange pattern and limit ttl under 600', () => {
+    const badCode = parse({ ...create, referral_code: 'has space' });
+    const shortTtl = parse({ ...create, mode: 'cefi', limit_order: { ttl_seconds: 599 } });
+    expect(badCode.ok || shortTtl.ok).toBe(false);
+    if (!badCode.ok) expect(badCode.message).toMatch(/referral_code/);
+    if (!shortTtl.ok) expect(shortTtl.message).toMatch(/600/);
+  });
+
+  it('allows limit orders in CeFi mode only', () => {
+    expect(parse({ ...create, mode: 'cefi', limit_order: { ttl_seconds: 600 } }).ok).toBe(true);
+    expect(parse({ ...create, limit_order: { ttl_seconds: 600 } }).ok).toBe(false);
+  });
+
+  it('rejects a message whose key differs from its order_id', () => {
+    const result = parse(create, 'o-2');
+    expect(result).toMatchObject({ ok: false, reason: 'malformed' });
+  });
+
+  it('parses submit_deposit and cancel', () => {
+    expect(parse({ type: 'order.submit_deposit', command_id: 'c-2', order_id: 'o-1', tx_hash: '0xabcdef0123456789' }).ok).toBe(true);
+    expect(parse({ type: 'order.cancel', command_id: 'c-3', order_id: 'o-1' }).ok).toBe(true);
+  });
+});
