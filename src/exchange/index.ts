@@ -51,9 +51,10 @@ export {
   defaultWebhookToleranceMs,
   signWebhook,
   verifyWebhookSignature,
+  webhookVerifier,
   webhookSignatureHeader,
   webhookTimestampHeader,
   type VerifyWebhookInput,
   type WebhookVerification,
 } from './webhook-signature.ts';
-export { parseOrderWebhook, webhookPayloadVersion, type OrderWebhook, type WebhookPayloadVersion } from './order-webhook.ts';
+export { parseOrderWebhook, readOrderWebhook, webhookPayloadVersion, type OrderWebhook, type WebhookPayloadVersion } from './order-webhook.ts';

@@ -25,6 +25,7 @@ export function webhookPayloadVersion(body: unknown): WebhookPayloadVersion {
   return 'v2';
 }
 
+/** Raw bytes (already verified) -> OrderWebhook. */
 export function parseOrderWebhook(rawBody: string | Uint8Array, expected?: WebhookPayloadVersion): OrderWebhook {
   let body: unknown;
   try {
@@ -32,6 +33,11 @@ export function parseOrderWebhook(rawBody: string | Uint8Array, expected?: Webho
   } catch {
     throw new WorkerError('invalid_webhook_payload', 'webhook body is not JSON');
   }
+  return readOrderWebhook(body, expected);
+}
+
+/** An already parsed order-status webhook body of either version -> OrderWebhook; errors name the field. */
+export function readOrderWebhook(body: unknown, expected?: WebhookPayloadVersion): OrderWebhook {
   const version = expected ?? webhookPayloadVersion(body);
   const fail = (error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): never => {
     const issue = error.issues[0];

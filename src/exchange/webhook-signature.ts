@@ -54,3 +54,23 @@ export function verifyWebhookSignature(input: VerifyWebhookInput): WebhookVerifi
     ? { ok: true, timestampSeconds }
     : { ok: false, reason: 'mismatch' };
 }
+
+/**
+ * A verifier bound to one signing secret, in the shape the webhook receiver takes: raw bytes and the request's
+ * headers (Node lower-cases their names).
+ */
+export function webhookVerifier(
+  secret: string,
+  options: { readonly toleranceMs?: number; readonly now?: () => number } = {},
+): (rawBody: Uint8Array, headers: Readonly<Record<string, string | string[] | undefined>>) => WebhookVerification {
+  const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+  return (rawBody, headers) =>
+    verifyWebhookSignature({
+      secret,
+      rawBody,
+      timestamp: first(headers[webhookTimestampHeader]),
+      signature: first(headers[webhookSignatureHeader]),
+      nowMs: (options.now ?? Date.now)(),
+      ...(options.toleranceMs === undefined ? {} : { toleranceMs: options.toleranceMs }),
+    });
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseOrderWebhook } from '../../../src/exchange/order-webhook.ts';
-import { signWebhook, verifyWebhookSignature } from '../../../src/exchange/webhook-signature.ts';
+import { signWebhook, verifyWebhookSignature, webhookVerifier } from '../../../src/exchange/webhook-signature.ts';
 import { v1OrderFixture } from '../../support/exchange/v1-fixtures.ts';
 
 const secret = 'whsec-SECRET-0005';
@@ -66,6 +66,14 @@ describe('webhook signature', () => {
     expect(at(nowSeconds - 299).ok).toBe(true);
     expect(at(nowSeconds - 301)).toEqual({ ok: false, reason: 'stale' });
     expect(at(nowSeconds + 301)).toEqual({ ok: false, reason: 'stale' });
+  });
+
+  it('binds a secret into the receiver\'s verify(rawBody, headers) shape', () => {
+    const raw = Buffer.from(v2Body());
+    const verify = webhookVerifier(secret, { now: () => now });
+    expect(verify(raw, signWebhook(secret, raw, nowSeconds)).ok).toBe(true);
+    expect(verify(raw, { ...signWebhook('other', raw, nowSeconds) })).toEqual({ ok: false, reason: 'mismatch' });
+    expect(verify(raw, {})).toEqual({ ok: false, reason: 'missing' });
   });
 
   it('rejects missing and malformed headers without comparing', () => {
