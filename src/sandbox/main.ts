@@ -1,0 +1,22 @@
+// CLI of the exchange sandbox (`npm run sandbox`): SANDBOX_PORT (default 8080), SANDBOX_HOST (default 0.0.0.0
+// so a container publishes it), SANDBOX_CONFIG (path to a JSON world; the built-in demo world otherwise),
+// SANDBOX_SEED. Logs one line with the URLs and the names of the demo keys; never logs configured secrets.
+import { demoKeys, loadSandboxConfigFile, startSandbox } from './index.ts';
+
+const port = Number(process.env['SANDBOX_PORT'] ?? 8080);
+const host = process.env['SANDBOX_HOST'] ?? '0.0.0.0';
+const configPath = process.env['SANDBOX_CONFIG'];
+const seed = process.env['SANDBOX_SEED'] === undefined ? undefined : Number(process.env['SANDBOX_SEED']);
+
+const config = configPath ? await loadSandboxConfigFile(configPath) : undefined;
+const handle = await startSandbox({ port, host, ...(config ? { config } : {}), ...(seed === undefined ? {} : { seed }) });
+const keyNote = configPath
+  ? `config ${configPath} (${handle.config.partners.length} partners)`
+  : `demo keys: ${Object.entries(demoKeys).map(([name, key]) => `${name}=${key}`).join(' ')}`;
+console.log(`exchange sandbox: v2 ${handle.url} v1 ${handle.v1Url} admin ${handle.adminUrl}; ${keyNote}`);
+
+const shutdown = (): void => {
+  void handle.close().then(() => process.exit(0));
+};
+process.once('SIGINT', shutdown);
+process.once('SIGTERM', shutdown);

@@ -1,0 +1,265 @@
+// Order creation shared by v2 POST /orders/ and v1 POST /orders/: every documented validation in the documented
+// order (limit-order rules, SELL for fiat only, cross-chain deposit_amount, per-currency address formats, quote
+// binding by mode, amount bounds as /rate/ reports them), DeFi fixed-rate quote production with its throttles and
+// delay, and idempotent reuse of a DeFi order created from the same rate_id (200 instead of 201).
+import { randomInt } from 'node:crypto';
+import { isValidAddress, mintAddress } from './address-formats.ts';
+import type { TradingMode } from './config.ts';
+import type { SandboxContext } from './context.ts';
+import { displayDecimal } from './decimal.ts';
+import type { HttpError} from './http-kit.ts';
+import { v2Error, validationError, type FieldErrorMap } from './http-kit.ts';
+import { messages } from './messages.ts';
+import type { Order, Side } from './order-store.ts';
+import type { PricingTerms } from './pricing-terms.ts';
+import { rateAfterMarkup, type Quote } from './quote-book.ts';
+import type { CurrencySelector } from './request-fields.ts';
+import { depositFor, withdrawFor, type PairRecord, type ReferralCodeRecord } from './world.ts';
+import type { CurrencyConfig } from './config.ts';
+
+export interface OrderRequest {
+  /** Route name for fault lookup, e.g. "POST /orders/" or "v1 POST /orders/". */
+  endpoint: string;
+  mode: TradingMode;
+  apiKey: string | undefined;
+  partnerId: string | undefined;
+  v1User: string | undefined;
+  pair: PairRecord;
+  side: Side;
+  depositAmount: bigint | undefined;
+  withdrawAmount: bigint | undefined;
+  withdrawAddress: string | undefined;
+  withdrawAddressExtraId: string | undefined;
+  refundAddress: string | undefined;
+  refundAddressExtraId: string | undefined;
+  rateId: string | undefined;
+  isLimitOrder: boolean;
+  limitTtl: number | undefined;
+  terms: PricingTerms;
+  referral: ReferralCodeRecord | undefined;
+}
+
+export interface OrderOutcome {
+  order: Order;
+  /** false when an existing DeFi order was reused idempotently. */
+  created: boolean;
+}
+
+const MIN_LIMIT_TTL = 600;
+
+export function resolveCurrency(ctx: SandboxContext, selector: CurrencySelector): CurrencyConfig | undefined {
+  if (selector.code !== undefined) {
+    const currency = ctx.world.currency(selector.code);
+    return currency && (selector.network === undefined || currency.network.toUpperCase() === selector.network.toUpperCase())
+      ? currency
+      : undefined;
+  }
+  if (selector.network === undefined) return undefined;
+  const address = (selector.contractAddress ?? '').toLowerCase();
+  return ctx.world
+    .currencies()
+    .find((c) => c.network.toUpperCase() === selector.network?.toUpperCase() && (c.contractAddress ?? '').toLowerCase() === address);
+}
+
+function describeSelector(selector: CurrencySelector): string {
+  return selector.code ?? `${selector.contractAddress ?? ''}@${selector.network ?? ''}`;
+}
+
+/** Finds the pair for two currency selectors, with the exchange's 400s for unknown currencies and pairs. */
+export function resolvePair(ctx: SandboxContext, deposit: CurrencySelector, withdraw: CurrencySelector): PairRecord {
+  const errors: FieldErrorMap = {};
+  const from = resolveCurrency(ctx, deposit);
+  const to = resolveCurrency(ctx, withdraw);
+  if (!from) errors['deposit_currency'] = [`Object with code=${describeSelector(deposit)} does not exist.`];
+  if (!to) errors['withdraw_currency'] = [`Object with code=${describeSelector(withdraw)} does not exist.`];
+  if (!from || !to) throw validationError(errors);
+  const pair = ctx.world.pairFor(from.code, to.code);
+  if (!pair) throw validationError({ non_field_errors: [`Pair ${to.code}${from.code} does not exist.`] });
+  return pair;
+}
+
+function checkStructure(request: OrderRequest): void {
+  const errors: FieldErrorMap = {};
+  const add = (field: string, message: string): void => {
+    (errors[field] ??= []).push(message);
+  };
+  const { pair } = request;
+  if (request.side === 'SELL' && !pair.isFiat) add('side', 'SELL is only available for fiat orders.');
+  if (request.isLimitOrder) {
+    if (request.mode === 'defi') add('is_limit_order', 'Limit orders are available for CeFi flows only.');
+    if (request.rateId !== undefined) add('rate_id', messages.rateIdWithLimitOrder);
+  }
+  if (request.limitTtl !== undefined && request.limitTtl < MIN_LIMIT_TTL) add('limit_ttl', messages.limitTtlTooShort);
+  if (request.mode === 'defi' && pair.chainKind === 'cross-chain' && request.depositAmount === undefined) {
+    add('deposit_amount', messages.crossChainDepositAmountRequired);
+  }
+  if (request.withdrawAddress === undefined) add('withdraw_address', messages.required);
+  else if (!isValidAddress(pair.to.addressFormat, request.withdrawAddress)) {
+    add('withdraw_address', messages.invalidAddress(request.withdrawAddress));
+  }
+  if (request.refundAddress !== undefined && !isValidAddress(pair.from.addressFormat, request.refundAddress)) {
+    add('refund_address', messages.invalidAddress(request.refundAddress));
+  }
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+}
+
+/** The documented rate_id failures, worded per mode (CeFi folds them into "Pair <name> is temporarily unavailable."). */
+function bindQuote(ctx: SandboxContext, request: OrderRequest, rateId: string): Quote {
+  const now = ctx.clock.now();
+  const isDefi = request.mode === 'defi';
+  const cefiUnavailable = (): HttpError => v2Error(400, messages.pairTemporarilyUnavailable(request.pair.name), {
+    rate_id: [messages.pairTemporarilyUnavailable(request.pair.name)],
+  });
+  const defiError = (message: string): HttpError => v2Error(400, message, { rate_id: [message] });
+
+  const quote = ctx.quotes.get(rateId);
+  if (!quote || quote.pair.name !== request.pair.name) {
+    throw isDefi ? defiError(messages.rateIdInvalidOrExpired(rateId)) : cefiUnavailable();
+  }
+  if (!isDefi && quote.mode === 'defi') throw defiError(messages.defiRateIdForCefiOrder);
+  if (isDefi && quote.mode !== 'defi') throw defiError(messages.rateIdNonActionable);
+  if (quote.expiresAt <= now || ctx.faults.take(request.endpoint, 'expired_rate_id')) {
+    throw isDefi ? defiError(messages.quoteExpired) : cefiUnavailable();
+  }
+  if (isDefi && (!quote.actionable || ctx.faults.take(request.endpoint, 'non_actionable_rate_id'))) {
+    throw defiError(messages.rateIdNonActionable);
+  }
+  const partner = request.partnerId ? ctx.world.partner(request.partnerId) : undefined;
+  const cap = Math.min(ctx.config.limits.markupCapBps, partner?.markupCapBps ?? Number.POSITIVE_INFINITY);
+  const promised = quote.markupBps ?? (quote.referralRate === undefined ? 0 : Number(quote.referralRate * 10_000n / 10n ** 18n));
+  const requested = request.terms.markupBps ?? (request.terms.referralRate === undefined ? undefined : Number(request.terms.referralRate * 10_000n / 10n ** 18n));
+  if (
+    promised > cap ||
+    (requested !== undefined && requested !== promised) ||
+    ctx.faults.take(request.endpoint, 'promised_rate_mismatch')
+  ) {
+    throw v2Error(400, messages.promisedReferralRateMismatch, { rate_id: [messages.promisedReferralRateMismatch] });
+  }
+  return quote;
+}
+
+/** Producing a DeFi fixed-rate quote at order time: throttled, fallible (faults), and slow (configured delay). */
+async function produceDefiQuote(ctx: SandboxContext, request: OrderRequest): Promise<Quote> {
+  const pair = request.pair;
+  const now = ctx.clock.now();
+  const verdict = ctx.throttles.fixedRate(pair.chainKind, request.apiKey ?? request.partnerId ?? '', now);
+  if (!verdict.allowed) throw fixedRateThrottled(ctx, pair.chainKind, verdict.retryAfterSeconds, false);
+  if (ctx.faults.take(request.endpoint, 'quote_fetch_failure')) {
+    const message = pair.chainKind === 'cross-chain' ? messages.crossChainQuoteFailed : messages.sameChainActionableQuoteFailed;
+    throw v2Error(400, message, { non_field_errors: [message] });
+  }
+  await ctx.sleep(ctx.config.quotes.actionableDelayMs);
+  return ctx.quotes.issue({
+    pair,
+    mode: 'defi',
+    actionable: true,
+    markupFraction: request.terms.markupFraction,
+    markupBps: request.terms.markupBps,
+    referralRate: request.terms.referralRate,
+    depositAmount: request.depositAmount,
+    partnerId: request.partnerId,
+    now: ctx.clock.now(),
+    ttlMs: ctx.config.quotes.ttlSeconds * 1000,
+  });
+}
+
+export function fixedRateThrottled(
+  ctx: SandboxContext,
+  kind: 'same-chain' | 'cross-chain',
+  seconds: number,
+  cooldown: boolean,
+): HttpError {
+  const message = cooldown
+    ? kind === 'same-chain'
+      ? messages.sameChainCooldown(seconds)
+      : messages.crossChainCooldown(seconds)
+    : kind === 'same-chain'
+      ? messages.sameChainThrottled(seconds)
+      : messages.crossChainThrottled(seconds);
+  const headers = ctx.config.limits.fixedRateThrottleRetryAfter ? { 'Retry-After': String(seconds) } : undefined;
+  return v2Error(429, message, undefined, headers);
+}
+
+function checkBounds(pair: PairRecord, provided: 'deposit' | 'withdraw', deposit: bigint, withdraw: bigint): void {
+  if (provided === 'deposit') {
+    if (deposit < pair.minDeposit) throw validationError({ deposit_amount: [messages.minValue(displayDecimal(pair.minDeposit))] });
+    if (deposit > pair.maxDeposit) throw validationError({ deposit_amount: [messages.maxValue(displayDecimal(pair.maxDeposit))] });
+  } else {
+    if (withdraw < pair.minWithdraw) throw validationError({ withdraw_amount: [messages.minValue(displayDecimal(pair.minWithdraw))] });
+    if (withdraw > pair.maxWithdraw) throw validationError({ withdraw_amount: [messages.maxValue(displayDecimal(pair.maxWithdraw))] });
+  }
+}
+
+export async function createOrder(ctx: SandboxContext, request: OrderRequest): Promise<OrderOutcome> {
+  const { pair } = request;
+  if (pair.disabled) throw v2Error(400, messages.pairTemporarilyUnavailable(pair.name));
+  checkStructure(request);
+
+  if (request.mode === 'defi' && ctx.faults.take(request.endpoint, 'quote_provider_unavailable')) {
+    throw v2Error(400, messages.quoteProviderUnavailable, { non_field_errors: [messages.quoteProviderUnavailable] });
+  }
+
+  let quote: Quote | undefined;
+  if (request.rateId !== undefined) {
+    quote = bindQuote(ctx, request, request.rateId);
+    if (request.mode === 'defi' && quote.orderReference !== undefined) {
+      const existing = ctx.orders.get(quote.orderReference);
+      if (existing && existing.withdrawAddress === request.withdrawAddress) return { order: existing, created: false };
+      throw v2Error(400, messages.rateIdInvalidOrExpired(request.rateId), { rate_id: [messages.rateIdInvalidOrExpired(request.rateId)] });
+    }
+  } else if (request.mode === 'defi') {
+    quote = await produceDefiQuote(ctx, request);
+  }
+
+  const rate = quote?.rate ?? rateAfterMarkup(pair, request.terms.markupFraction);
+  let provided: 'deposit' | 'withdraw';
+  let deposit: bigint;
+  let withdraw: bigint;
+  if (request.depositAmount !== undefined) {
+    provided = 'deposit';
+    deposit = request.depositAmount;
+    withdraw = withdrawFor(deposit, rate, pair.withdrawalFee);
+  } else if (request.withdrawAmount !== undefined) {
+    provided = 'withdraw';
+    withdraw = request.withdrawAmount;
+    deposit = depositFor(withdraw, rate, pair.withdrawalFee);
+  } else if (quote?.depositAmount !== undefined && quote.withdrawAmount !== undefined) {
+    provided = 'deposit';
+    deposit = quote.depositAmount;
+    withdraw = quote.withdrawAmount;
+  } else {
+    const message = 'Provide deposit_amount or withdraw_amount.';
+    throw validationError({ non_field_errors: [message] });
+  }
+  checkBounds(pair, provided, deposit, withdraw);
+
+  const now = ctx.clock.now();
+  const limitTtl = request.isLimitOrder ? (request.limitTtl ?? ctx.config.orders.defaultLimitTtlSeconds) : undefined;
+  const paymentWindowMinutes = limitTtl !== undefined ? Math.ceil(limitTtl / 60) : ctx.config.orders.paymentWindowMinutes;
+  const order = ctx.orders.create({
+    createdAt: now,
+    mode: request.mode,
+    partnerId: request.partnerId ?? request.referral?.partner.id,
+    v1User: request.v1User,
+    side: request.side,
+    pair,
+    depositAmount: deposit,
+    withdrawAmount: withdraw,
+    rate,
+    depositAddress: mintAddress(pair.from.addressFormat),
+    depositAddressExtraId: pair.from.hasExtraId ? String(randomInt(100_000_000, 999_999_999)) : '',
+    withdrawAddress: request.withdrawAddress ?? '',
+    withdrawAddressExtraId: request.withdrawAddressExtraId ?? '',
+    refundAddress: request.refundAddress ?? '',
+    refundAddressExtraId: request.refundAddressExtraId ?? '',
+    paymentWindowMinutes,
+    fixedRateDeadline: now + paymentWindowMinutes * 60_000,
+    referralCode: request.referral ? { code: request.referral.code, at: now } : undefined,
+    rateId: quote?.rateId,
+    isLimitOrder: request.isLimitOrder,
+    limitTtlSeconds: limitTtl,
+    userProvided: provided,
+  });
+  if (quote && request.mode === 'defi') quote.orderReference = order.uniqueReference;
+  return { order, created: true };
+}

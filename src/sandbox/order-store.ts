@@ -1,0 +1,222 @@
+// The one order store both API versions read and write. Status changes happen only through `moveTo`, which
+// refuses to go back, stamps the transaction hashes a real exchange would have by then, and tells listeners
+// (the webhook dispatcher) once per change. Time-driven moves (payment-window lapse, the automatic schedule)
+// are applied by `sweep(now)` in time order, so a clock jump replays every step that fell due.
+import { randomBytes } from 'node:crypto';
+import { mintTransactionHash } from './address-formats.ts';
+import type { TradingMode } from './config.ts';
+import {
+  cancelableStatuses,
+  pathBetween,
+  terminalStatuses,
+  type OrderStatus,
+} from './order-lifecycle.ts';
+import type { PairRecord } from './world.ts';
+
+export type Side = 'BUY' | 'SELL';
+
+export interface Order {
+  /** Creation sequence, the cursor key of the v2 list. */
+  seq: number;
+  uniqueReference: string;
+  createdAt: number;
+  modifiedAt: number;
+  mode: TradingMode;
+  partnerId: string | undefined;
+  v1User: string | undefined;
+  side: Side;
+  status: OrderStatus;
+  history: { status: OrderStatus; at: number }[];
+  pair: PairRecord;
+  depositAmount: bigint;
+  withdrawAmount: bigint;
+  rate: bigint;
+  depositAddress: string;
+  depositAddressExtraId: string;
+  withdrawAddress: string;
+  withdrawAddressExtraId: string;
+  refundAddress: string;
+  refundAddressExtraId: string;
+  paymentWindowMinutes: number;
+  fixedRateDeadline: number;
+  depositTransaction: string;
+  depositTransactionAt: number | undefined;
+  withdrawTransaction: string;
+  refundTransaction: string;
+  referralCode: { code: string; at: number } | undefined;
+  rateId: string | undefined;
+  isLimitOrder: boolean;
+  limitTtlSeconds: number | undefined;
+  userProvided: 'deposit' | 'withdraw';
+  /** Per-order override of the automatic schedule. */
+  schedule: AutoSchedule | undefined;
+}
+
+export interface AutoSchedule {
+  enabled: boolean;
+  stepMs: number;
+  outcome: 'completed' | 'refunded' | 'canceled';
+}
+
+export type NewOrder = Omit<
+  Order,
+  | 'seq'
+  | 'uniqueReference'
+  | 'modifiedAt'
+  | 'status'
+  | 'history'
+  | 'depositTransaction'
+  | 'depositTransactionAt'
+  | 'withdrawTransaction'
+  | 'refundTransaction'
+  | 'schedule'
+>;
+
+export type StatusListener = (order: Order, previous: OrderStatus) => void;
+
+export class TransitionRefused extends Error {
+  readonly from: OrderStatus;
+  readonly to: OrderStatus;
+  constructor(from: OrderStatus, to: OrderStatus) {
+    super(`order cannot move from ${from} to ${to}: a status never goes back`);
+    this.from = from;
+    this.to = to;
+  }
+}
+
+const REFERENCE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+
+function mintReference(): string {
+  return [...randomBytes(10)].map((b) => REFERENCE_ALPHABET[b % REFERENCE_ALPHABET.length]).join('');
+}
+
+export class OrderStore {
+  readonly #orders = new Map<string, Order>();
+  readonly #depositHashes = new Map<string, string>();
+  readonly #listeners: StatusListener[] = [];
+  #seq = 0;
+  #schedule: AutoSchedule;
+
+  constructor(schedule: AutoSchedule) {
+    this.#schedule = schedule;
+  }
+
+  onStatusChange(listener: StatusListener): void {
+    this.#listeners.push(listener);
+  }
+
+  create(input: NewOrder): Order {
+    let reference = mintReference();
+    while (this.#orders.has(reference)) reference = mintReference();
+    const order: Order = {
+      ...input,
+      seq: ++this.#seq,
+      uniqueReference: reference,
+      modifiedAt: input.createdAt,
+      status: 'INITIAL',
+      history: [{ status: 'INITIAL', at: input.createdAt }],
+      depositTransaction: '',
+      depositTransactionAt: undefined,
+      withdrawTransaction: '',
+      refundTransaction: '',
+      schedule: undefined,
+    };
+    this.#orders.set(reference, order);
+    return order;
+  }
+
+  get(reference: string): Order | undefined {
+    return this.#orders.get(reference);
+  }
+
+  all(): Order[] {
+    return [...this.#orders.values()];
+  }
+
+  /** Newest first, the exchange's list order. */
+  newestFirst(filter: (order: Order) => boolean): Order[] {
+    return this.all()
+      .filter(filter)
+      .sort((a, b) => b.seq - a.seq);
+  }
+
+  /** The order already holding this deposit hash, if any (hashes are unique across the exchange). */
+  depositHashOwner(hash: string): string | undefined {
+    return this.#depositHashes.get(hash.toLowerCase());
+  }
+
+  recordDepositTransaction(order: Order, hash: string, at: number): void {
+    order.depositTransaction = hash;
+    order.depositTransactionAt = at;
+    order.modifiedAt = at;
+    this.#depositHashes.set(hash.toLowerCase(), order.uniqueReference);
+  }
+
+  /** Walks the order forward to `target`, one status change (and one notification) per step. */
+  advance(order: Order, target: OrderStatus, at: number): OrderStatus[] {
+    const path = pathBetween(order.status, target);
+    if (!path) throw new TransitionRefused(order.status, target);
+    for (const status of path) this.#moveTo(order, status, at);
+    return path;
+  }
+
+  setDefaultSchedule(schedule: AutoSchedule): void {
+    this.#schedule = schedule;
+  }
+
+  defaultSchedule(): AutoSchedule {
+    return this.#schedule;
+  }
+
+  setOrderSchedule(order: Order, schedule: AutoSchedule | undefined): void {
+    order.schedule = schedule;
+  }
+
+  /** Applies every time-driven move due at `now`, in time order per order. */
+  sweep(now: number): void {
+    for (const order of this.#orders.values()) this.sweepOrder(order, now);
+  }
+
+  sweepOrder(order: Order, now: number): void {
+    for (let guard = 0; guard < 16; guard++) {
+      const due = this.#nextDue(order);
+      if (!due || due.at > now) return;
+      this.#moveTo(order, due.status, due.at);
+    }
+  }
+
+  #nextDue(order: Order): { at: number; status: OrderStatus } | undefined {
+    if (terminalStatuses.includes(order.status)) return undefined;
+    const lastChange = order.history[order.history.length - 1]?.at ?? order.createdAt;
+    const lapse = cancelableStatuses.includes(order.status)
+      ? { at: order.createdAt + order.paymentWindowMinutes * 60_000, status: 'CANCELED' as const }
+      : undefined;
+    const schedule = order.schedule ?? this.#schedule;
+    let step: { at: number; status: OrderStatus } | undefined;
+    if (schedule.enabled) {
+      const target = schedule.outcome === 'completed' ? 'COMPLETED' : schedule.outcome === 'refunded' ? 'REFUNDED' : 'CANCELED';
+      const next = pathBetween(order.status, target)?.[0];
+      if (next) step = { at: lastChange + schedule.stepMs, status: next };
+    }
+    if (step && lapse) return step.at < lapse.at ? step : lapse;
+    return step ?? lapse;
+  }
+
+  #moveTo(order: Order, status: OrderStatus, at: number): void {
+    const previous = order.status;
+    const format = order.pair.from.addressFormat;
+    if (status === 'UNCONFIRMED PAYMENT' && order.depositTransaction === '') {
+      this.recordDepositTransaction(order, mintTransactionHash(format), at);
+    }
+    if (status === 'RELEASED' && order.withdrawTransaction === '') {
+      order.withdrawTransaction = mintTransactionHash(order.pair.to.addressFormat);
+    }
+    if (status === 'REFUNDED' && order.refundTransaction === '') {
+      order.refundTransaction = mintTransactionHash(format);
+    }
+    order.status = status;
+    order.modifiedAt = at;
+    order.history.push({ status, at });
+    for (const listener of this.#listeners) listener(order, previous);
+  }
+}

@@ -1,0 +1,331 @@
+// Assembles one sandbox: builds the context, mounts three surfaces on one node:http server (v2 under its base
+// path, v1 under its own, the admin API under /_sandbox), and runs the v2 pipeline for every request:
+// route match -> transport faults (latency, timeout, 5xx, 429) -> ApiKey authentication -> global throttle ->
+// handler -> error envelope. Any unexpected error becomes a 500 with `detail`; nothing is left hanging except
+// on purpose (the timeout fault), and close() ends those too.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { adminRoutes } from './admin-routes.ts';
+import { authenticate } from './auth.ts';
+import type { Caller } from './caller.ts';
+import { createSandboxClock, type TimeSource } from './clock.ts';
+import { parseSandboxConfig, type SandboxConfig, type SandboxConfigInput } from './config.ts';
+import type { SandboxContext } from './context.ts';
+import { createControl, type SandboxControl } from './control.ts';
+import { FaultBoard } from './faults.ts';
+import {
+  HttpError,
+  headerValue,
+  matchRoute,
+  parseBody,
+  readRawBody,
+  sendReply,
+  v2Error,
+  type Reply,
+  type Route,
+  type SandboxRequest,
+} from './http-kit.ts';
+import { messages } from './messages.ts';
+import { OrderStore } from './order-store.ts';
+import { preScreeningV2, toPreScreeningEnvelope } from './pre-screening.ts';
+import { QuoteBook } from './quote-book.ts';
+import { createSeededRandom } from './seeded-random.ts';
+import { Throttles } from './throttles.ts';
+import { toV1ErrorReply, v1Routes } from './v1-routes.ts';
+import { v2MarketRoutes } from './v2-market-routes.ts';
+import { v2OrderRoutes } from './v2-order-routes.ts';
+import { WebhookDispatcher } from './webhook-dispatcher.ts';
+import { buildWorld } from './world.ts';
+
+export interface SandboxOptions {
+  /** 0 (default) picks a free port. */
+  port?: number;
+  host?: string;
+  /** Parsed or raw (defaults applied) config; the built-in demo world when omitted. */
+  config?: SandboxConfig | SandboxConfigInput;
+  v2BasePath?: string;
+  v1BasePath?: string;
+  adminBasePath?: string;
+  /** Base time source of the sandbox clock (default Date.now); advanceClock adds an offset on top. */
+  clock?: TimeSource;
+  /** Seed of the PRNG behind fault draws and /pair/random/ (default 1). */
+  seed?: number;
+}
+
+export interface StartedServer {
+  server: Server;
+  ctx: SandboxContext;
+  control: SandboxControl;
+  port: number;
+  host: string;
+  paths: { v2: string; v1: string; admin: string };
+  close(): Promise<void>;
+}
+
+function normalizeBase(path: string): string {
+  const trimmed = `/${path}`.replace(/\/+/g, '/').replace(/\/$/, '');
+  return trimmed === '' ? '' : trimmed;
+}
+
+/** Path below `base` (always "/.../"), or undefined when the request is not under it. */
+function below(base: string, pathname: string): string | undefined {
+  if (base !== '' && pathname !== base && !pathname.startsWith(`${base}/`)) return undefined;
+  const rest = pathname.slice(base.length) || '/';
+  return rest.endsWith('/') ? rest : `${rest}/`;
+}
+
+interface V2RouteMeta {
+  referralTokenAlone: boolean;
+  envelope: 'v2' | 'pre_screening';
+}
+
+export async function startSandboxServer(options: SandboxOptions, demo: SandboxConfigInput): Promise<StartedServer> {
+  const config = parseSandboxConfig(options.config ?? demo);
+  const world = buildWorld(config);
+  const clock = createSandboxClock(options.clock);
+  const random = createSeededRandom(options.seed ?? 1);
+  const faults = new FaultBoard(random);
+  const orders = new OrderStore({ ...config.schedule });
+  const webhooks = new WebhookDispatcher(world, clock, faults, config.webhooks);
+  orders.onStatusChange((order, previous) => webhooks.orderStatusChanged(order, previous));
+
+  const sleepers = new Set<() => void>();
+  let closing = false;
+  const sleep = (ms: number): Promise<void> =>
+    ms <= 0 || closing
+      ? Promise.resolve()
+      : new Promise((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            sleepers.delete(done);
+            resolve();
+          };
+          const timer = setTimeout(done, ms);
+          sleepers.add(done);
+        });
+
+  const ctx: SandboxContext = {
+    config,
+    world,
+    clock,
+    random,
+    quotes: new QuoteBook(),
+    orders,
+    throttles: new Throttles(config.limits),
+    faults,
+    webhooks,
+    sleep,
+  };
+  const paths = {
+    v2: normalizeBase(options.v2BasePath ?? '/api/v2'),
+    v1: normalizeBase(options.v1BasePath ?? '/api/v1'),
+    admin: normalizeBase(options.adminBasePath ?? '/_sandbox'),
+  };
+  const host = options.host ?? '127.0.0.1';
+  let port = 0;
+  const control = createControl(ctx, () => ({
+    v2: `http://${host}:${port}${paths.v2}`,
+    v1: `http://${host}:${port}${paths.v1}`,
+    admin: `http://${host}:${port}${paths.admin}`,
+    now: new Date(clock.now()).toISOString(),
+    schedule: orders.defaultSchedule(),
+  }));
+
+  const v2Meta = new Map<Route, V2RouteMeta>();
+  const v2: Route[] = [...v2MarketRoutes(ctx), ...v2OrderRoutes(ctx)];
+  for (const r of v2) v2Meta.set(r, { referralTokenAlone: r.template === '/rate/', envelope: 'v2' });
+  const preScreening: Route = { method: 'POST', template: '/pre_screening/', handler: (request) => preScreeningV2(ctx, request) };
+  v2.push(preScreening);
+  v2Meta.set(preScreening, { referralTokenAlone: false, envelope: 'pre_screening' });
+  const v1 = v1Routes(ctx, { tokens: new Map() });
+  const admin = adminRoutes(control);
+
+  /** Latency, timeout, 5xx and 429 faults armed for this endpoint; 'hang' means never answer. */
+  async function transportFaults(endpoint: string): Promise<Reply | 'hang' | undefined> {
+    const fired = faults.endpointFaults(endpoint, ['latency', 'timeout', 'http_error', 'throttle']);
+    for (const fault of fired) if (fault.kind === 'latency') await sleep(fault.latencyMs ?? 1_000);
+    for (const fault of fired) {
+      if (fault.kind === 'timeout') return 'hang';
+      if (fault.kind === 'http_error') {
+        const status = fault.status ?? 503;
+        return { status, body: { detail: status >= 500 ? 'A server error occurred.' : 'Injected error.' } };
+      }
+      if (fault.kind === 'throttle') {
+        const seconds = fault.retryAfterSeconds === undefined ? 30 : fault.retryAfterSeconds;
+        return seconds === null
+          ? { status: 429, body: { detail: messages.throttled(30) } }
+          : { status: 429, body: { detail: messages.throttled(seconds) }, headers: { 'Retry-After': String(seconds) } };
+      }
+    }
+    return undefined;
+  }
+
+  async function hang(response: ServerResponse, fault: number | undefined): Promise<void> {
+    await sleep(fault ?? 120_000);
+    response.destroy();
+  }
+
+  async function runV2(request: SandboxRequest, response: ServerResponse): Promise<void> {
+    const match = matchRoute(v2, request.method, request.path);
+    if (match.kind === 'not_found') return sendReply(response, { status: 404, body: { detail: messages.notFound } });
+    if (match.kind === 'method_not_allowed') {
+      return sendReply(response, { status: 405, body: { detail: messages.methodNotAllowed(request.method) } });
+    }
+    request.params = match.params;
+    const meta = v2Meta.get(match.route) ?? { referralTokenAlone: false, envelope: 'v2' };
+    const endpoint = `${match.route.method} ${match.route.template}`;
+    let reply: Reply;
+    try {
+      const fault = await transportFaults(endpoint);
+      if (fault === 'hang') {
+        const spec = faults.list().find((f) => f.spec.target === 'endpoint' && f.spec.kind === 'timeout');
+        return hang(response, spec?.spec.target === 'endpoint' ? spec.spec.latencyMs : undefined);
+      }
+      if (fault) {
+        reply = fault;
+      } else {
+        const caller = authenticate(request, world, { referralTokenAlone: meta.referralTokenAlone });
+        request.caller = caller;
+        const identity = caller.apiKey ? `key:${caller.apiKey.key}` : `ip:${caller.ip}`;
+        const verdict = ctx.throttles.global(identity, clock.now());
+        if (!verdict.allowed) {
+          throw v2Error(429, messages.throttled(verdict.retryAfterSeconds), undefined, {
+            'Retry-After': String(verdict.retryAfterSeconds),
+          });
+        }
+        reply = await match.route.handler(request);
+      }
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      reply = meta.envelope === 'pre_screening' ? toPreScreeningEnvelope(error) : error.reply;
+    }
+    sendReply(response, reply);
+  }
+
+  function v1Caller(request: SandboxRequest): Caller | undefined {
+    const authorization = headerValue(request.headers, 'authorization');
+    const token = headerValue(request.headers, 'x-referral-token');
+    const keyText = authorization ? /^ApiKey\s+(\S+)$/.exec(authorization)?.[1] : undefined;
+    const apiKey = keyText ? world.apiKey(keyText) : undefined;
+    if (keyText && !apiKey) throw new HttpError({ status: 401, body: { detail: messages.credentialsNotProvided } });
+    const tokenReferral = token ? world.referralToken(token) : undefined;
+    if (!apiKey && !tokenReferral) return undefined;
+    return { apiKey, tokenReferral, ip: request.ip };
+  }
+
+  async function runV1(request: SandboxRequest, response: ServerResponse): Promise<void> {
+    const match = matchRoute(v1, request.method, request.path);
+    if (match.kind === 'not_found') return sendReply(response, { status: 404, body: { detail: messages.notFound } });
+    if (match.kind === 'method_not_allowed') {
+      return sendReply(response, { status: 405, body: { detail: messages.methodNotAllowed(request.method) } });
+    }
+    request.params = match.params;
+    let reply: Reply;
+    try {
+      const fault = await transportFaults(`v1 ${match.route.method} ${match.route.template}`);
+      if (fault === 'hang') return hang(response, undefined);
+      if (fault) reply = fault;
+      else {
+        request.caller = v1Caller(request);
+        reply = await match.route.handler(request);
+      }
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      reply = toV1ErrorReply(error);
+    }
+    sendReply(response, reply);
+  }
+
+  async function runAdmin(request: SandboxRequest, response: ServerResponse): Promise<void> {
+    const match = matchRoute(admin, request.method, request.path);
+    if (match.kind !== 'found') {
+      return sendReply(response, { status: match.kind === 'not_found' ? 404 : 405, body: { detail: messages.notFound } });
+    }
+    request.params = match.params;
+    try {
+      sendReply(response, await match.route.handler(request));
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      sendReply(response, error.reply);
+    }
+  }
+
+  async function onRequest(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    const raw = await readRawBody(incoming);
+    const url = new URL(incoming.url ?? '/', `http://${incoming.headers.host ?? `${host}:${port}`}`);
+    let parsed: { value: unknown } | undefined;
+    const request: SandboxRequest = {
+      method: (incoming.method ?? 'GET').toUpperCase(),
+      path: '/',
+      params: {},
+      query: url.searchParams,
+      headers: incoming.headers,
+      ip: incoming.socket.remoteAddress ?? 'unknown',
+      rawBody: raw.text,
+      url,
+      caller: undefined,
+      body() {
+        parsed ??= { value: parseBody(raw.text, headerValue(incoming.headers, 'content-type')) };
+        return parsed.value;
+      },
+    };
+    if (raw.tooLarge) return sendReply(response, { status: 400, body: { detail: 'Request body is too large.' } });
+    // Longest base path first, so nested prefixes (e.g. /api and /api/v2) resolve to the most specific surface.
+    const surfaces = [
+      { base: paths.admin, run: runAdmin },
+      { base: paths.v2, run: runV2 },
+      { base: paths.v1, run: runV1 },
+    ].sort((a, b) => b.base.length - a.base.length);
+    for (const surface of surfaces) {
+      const path = below(surface.base, url.pathname);
+      if (path !== undefined) {
+        request.path = path;
+        return surface.run(request, response);
+      }
+    }
+    sendReply(response, { status: 404, body: { detail: messages.notFound } });
+  }
+
+  const server = createServer((incoming, response) => {
+    onRequest(incoming, response).catch((error: unknown) => {
+      process.emitWarning(`sandbox: unexpected error: ${(error as Error).stack ?? String(error)}`);
+      sendReply(response, { status: 500, body: { detail: 'A server error occurred.' } });
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+
+  const ticker = setInterval(() => {
+    orders.sweep(clock.now());
+    ctx.quotes.prune(clock.now());
+  }, 100);
+  ticker.unref();
+
+  return {
+    server,
+    ctx,
+    control,
+    port,
+    host,
+    paths,
+    async close() {
+      if (closing) return;
+      closing = true;
+      clearInterval(ticker);
+      for (const wake of [...sleepers]) wake();
+      webhooks.close();
+      await webhooks.idle();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,70 @@
+// Request budgets on the sandbox clock: the global per-key (or per-IP) limit of the document, the tighter
+// fixed-rate quote throttles (same-chain and cross-chain, per key), and the cooldown for identical actionable
+// quote requests. Sliding windows: a request counts for exactly 60 s after it was admitted.
+
+export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+class SlidingWindow {
+  readonly #hits = new Map<string, number[]>();
+  readonly #limit: number;
+  readonly #windowMs: number;
+
+  constructor(limit: number, windowMs: number) {
+    this.#limit = limit;
+    this.#windowMs = windowMs;
+  }
+
+  hit(identity: string, now: number): Verdict {
+    const hits = (this.#hits.get(identity) ?? []).filter((at) => at > now - this.#windowMs);
+    if (hits.length >= this.#limit) {
+      this.#hits.set(identity, hits);
+      const oldest = hits[0] ?? now;
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((oldest + this.#windowMs - now) / 1000)) };
+    }
+    hits.push(now);
+    this.#hits.set(identity, hits);
+    return { allowed: true };
+  }
+}
+
+export interface ThrottleLimits {
+  globalRequestsPerMinute: number;
+  sameChainFixedRateQuotesPerMinute: number;
+  crossChainFixedRateQuotesPerMinute: number;
+  actionableCooldownMs: number;
+}
+
+export class Throttles {
+  readonly #global: SlidingWindow;
+  readonly #sameChain: SlidingWindow;
+  readonly #crossChain: SlidingWindow;
+  readonly #cooldowns = new Map<string, number>();
+  readonly #cooldownMs: number;
+
+  constructor(limits: ThrottleLimits) {
+    this.#global = new SlidingWindow(limits.globalRequestsPerMinute, 60_000);
+    this.#sameChain = new SlidingWindow(limits.sameChainFixedRateQuotesPerMinute, 60_000);
+    this.#crossChain = new SlidingWindow(limits.crossChainFixedRateQuotesPerMinute, 60_000);
+    this.#cooldownMs = limits.actionableCooldownMs;
+  }
+
+  /** The document's global throttle: identity is the API key, or the client IP for unauthenticated access. */
+  global(identity: string, now: number): Verdict {
+    return this.#global.hit(identity, now);
+  }
+
+  fixedRate(kind: 'same-chain' | 'cross-chain', apiKey: string, now: number): Verdict {
+    return (kind === 'same-chain' ? this.#sameChain : this.#crossChain).hit(apiKey, now);
+  }
+
+  /** Identical actionable requests (same key, pair and amount) within the cooldown are refused. */
+  actionableCooldown(apiKey: string, pair: string, amount: string, now: number): Verdict {
+    const key = `${apiKey}|${pair}|${amount}`;
+    const last = this.#cooldowns.get(key);
+    if (last !== undefined && now - last < this.#cooldownMs) {
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((last + this.#cooldownMs - now) / 1000)) };
+    }
+    this.#cooldowns.set(key, now);
+    return { allowed: true };
+  }
+}
