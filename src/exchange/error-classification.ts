@@ -104,7 +104,7 @@ export function classifyHttpStatus(status: number): { code: string; action: Fail
   return { code, action: 'fatal', globalThrottle: false };
 }
 
-/** Every human-readable message of an error body: `detail`, `message`, `errors{field: [..]}` and DRF field lists. */
+/** Every human-readable message of an error body: `errors{field: [..]}`, DRF field lists, `detail`, `message`. */
 export function errorMessages(body: unknown): string[] {
   if (typeof body === 'string') return body.trim() === '' ? [] : [body];
   const parsed = errorBodySchema.safeParse(body);
@@ -116,11 +116,14 @@ export function errorMessages(body: unknown): string[] {
     else if (typeof value === 'object' && value !== null)
       for (const [key, inner] of Object.entries(value)) collect(inner, key);
   };
+  // Field errors first, so a matched message names its field ("withdraw_address: ... has invalid characters").
+  collect(parsed.data.errors);
   for (const [key, value] of Object.entries(parsed.data)) {
-    if (key === 'status') continue; // the pre-screening envelope's "failed"/"success"
-    if (key === 'detail' || key === 'message' || key === 'errors') collect(value);
-    else collect(value, key);
+    if (key === 'status' || key === 'detail' || key === 'message' || key === 'errors') continue;
+    collect(value, key);
   }
+  collect(parsed.data.detail);
+  collect(parsed.data.message);
   return out;
 }
 

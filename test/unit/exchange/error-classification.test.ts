@@ -85,7 +85,7 @@ describe('error bodies', () => {
   it('collects detail, field errors, DRF field lists and the pre-screening message', () => {
     expect(
       errorMessages({ detail: 'a', errors: { withdraw_address: ['b', 'c'] }, non_field_errors: ['d'], deposit_amount: ['e'] }),
-    ).toEqual(['a', 'withdraw_address: b', 'withdraw_address: c', 'd', 'deposit_amount: e']);
+    ).toEqual(['withdraw_address: b', 'withdraw_address: c', 'd', 'deposit_amount: e', 'a']);
     expect(errorMessages({ status: 'failed', message: 'm' })).toEqual(['m']);
     expect(errorMessages(null)).toEqual([]);
   });
