@@ -27,14 +27,13 @@ function invalid(what: string, error: z.ZodError): WorkerError {
 }
 
 /**
- * One v1 order in v2 terms. For BUY (the crypto swap case) amount_quote/pair.quote are what the user deposits and
- * amount_base/pair.base what they receive, as the renames table says; for SELL (fiat only) the sides swap, as in
- * nexchange's BaseUserOrder.deposit_amount/withdraw_amount.
+ * One v1 order in v2 terms, by the document's renames table, which is unconditional: amount_quote/pair.quote are
+ * what the user deposits, amount_base/pair.base what they receive, whatever the side. (nexchange's own model swaps
+ * the two for SELL; the document is the source of truth here, and SELL only exists for fiat orders.)
  */
 export function v1OrderToV2(order: WireV1Order): WireOrder {
   const side = order.order_type === v1OrderTypes.SELL ? 'SELL' : order.order_type === v1OrderTypes.BUY ? 'BUY' : undefined;
   if (side === undefined) throw new WorkerError('invalid_v1_payload', `v1 order: field "order_type": unknown value ${order.order_type}`);
-  const buy = side === 'BUY';
   const [code, name] = order.status_name[0] ?? [undefined, undefined];
   const knownName = Object.entries(exchangeStatusCodes).find(([, value]) => value === code)?.[0];
   return {
@@ -43,10 +42,10 @@ export function v1OrderToV2(order: WireV1Order): WireOrder {
     side,
     // status_name[0][1] is the v2 status; the code is the fallback when a name is missing
     status: name ?? knownName ?? String(code),
-    deposit_amount: buy ? order.amount_quote : order.amount_base,
-    withdraw_amount: buy ? order.amount_base : order.amount_quote,
-    deposit_currency: buy ? order.pair.quote.code : order.pair.base.code,
-    withdraw_currency: buy ? order.pair.base.code : order.pair.quote.code,
+    deposit_amount: order.amount_quote,
+    withdraw_amount: order.amount_base,
+    deposit_currency: order.pair.quote.code,
+    withdraw_currency: order.pair.base.code,
     deposit_address: order.deposit_address?.address ?? '',
     deposit_address_extra_id: order.deposit_extra_id ?? '',
     withdraw_address: order.withdraw_address?.address ?? '',

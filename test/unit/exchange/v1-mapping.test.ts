@@ -51,10 +51,11 @@ describe('v1 order -> v2 vocabulary', () => {
     expect(order).toMatchObject({
       side: 'SELL',
       status: 'COMPLETED',
-      depositAmount: '1.234567890000000000', // SELL deposits the base amount
-      withdrawAmount: '0.100000000000000000',
-      depositCurrency: 'ETH',
-      withdrawCurrency: 'BTC',
+      // the renames table holds for SELL too: amount_quote/pair.quote are deposited
+      depositAmount: '0.100000000000000000',
+      withdrawAmount: '1.234567890000000000',
+      depositCurrency: 'BTC',
+      withdrawCurrency: 'ETH',
       withdrawAddressExtraId: 'memo-1',
       refundAddress: 'bc1qrefund',
       refundAddressExtraId: 'memo-2',
