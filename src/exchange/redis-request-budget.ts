@@ -1,0 +1,164 @@
+// The request budget shared by every replica: admissions decided atomically in Redis by request-budget.lua (GCRA
+// with a tolerance per priority, on the Redis clock), a 429 penalty that holds the key for all replicas, and a
+// conservative in-process limit whenever Redis does not answer in time - never no limit at all.
+// Invariants: keys are API-key fingerprints; one Redis round trip per admission per process (local queue).
+import { readFileSync } from 'node:fs';
+import {
+  AdmissionQueue,
+  LocalLimiter,
+  budgetPolicy,
+  exchangeThrottle,
+  type Admission,
+  type BudgetPolicy,
+  type BudgetPolicyInput,
+  type RequestBudget,
+  type RequestPriority,
+} from './request-budget.ts';
+
+/** The Redis calls this budget makes (ioredis satisfies it); keep the port narrow. */
+export interface BudgetRedis {
+  defineCommand(name: string, definition: { lua: string; numberOfKeys: number }): void;
+}
+
+interface BudgetRedisWithScript {
+  requestBudget(tatKey: string, penaltyKey: string, ...args: (string | number)[]): Promise<unknown>;
+}
+
+/** Loaded once; the .lua file sits next to this module (run from src/, Node strips the types). */
+const requestBudgetLua = readFileSync(new URL('./request-budget.lua', import.meta.url), 'utf8');
+
+export interface RedisRequestBudgetOptions extends BudgetPolicyInput {
+  /** Prefer a connection with `enableOfflineQueue: false`, so an outage fails fast into the fallback. */
+  readonly redis: BudgetRedis;
+  /** Default "exchange:budget". */
+  readonly keyPrefix?: string;
+  /** Requests per window this replica allows itself while Redis is unreachable. Default: a tenth of the limit. */
+  readonly fallbackLimit?: number;
+  /** A Redis answer slower than this counts as unreachable. Default 250 ms. */
+  readonly redisTimeoutMs?: number;
+  /** After a failure, how long to stay on the fallback before asking Redis again. Default 1000 ms. */
+  readonly retryRedisAfterMs?: number;
+  readonly logger?: { warn(fields: Record<string, unknown>, message: string): void };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function readReply(reply: unknown): Admission {
+  if (!Array.isArray(reply) || reply.length !== 2) throw new Error('request-budget.lua: unexpected reply');
+  const [admitted, waitUs] = reply.map(Number) as [number, number];
+  return admitted === 1 ? { admitted: true } : { admitted: false, waitMs: waitUs / 1000 };
+}
+
+export class RedisRequestBudget implements RequestBudget {
+  readonly policy: BudgetPolicy;
+  readonly fallbackPolicy: BudgetPolicy;
+  readonly #redis: BudgetRedisWithScript;
+  readonly #prefix: string;
+  readonly #fallback: LocalLimiter;
+  readonly #redisTimeoutMs: number;
+  readonly #retryRedisAfterMs: number;
+  readonly #logger: RedisRequestBudgetOptions['logger'];
+  readonly #queues = new Map<string, AdmissionQueue>();
+  /** Redis failed and has not answered since; decisions come from the fallback. */
+  #down = false;
+  /** While down, the earliest time to try Redis again. */
+  #probeAt = 0;
+  #fallbackAdmissions = 0;
+
+  constructor(options: RedisRequestBudgetOptions) {
+    this.policy = budgetPolicy(options);
+    const limit = options.limit ?? exchangeThrottle.limit;
+    this.fallbackPolicy = budgetPolicy({
+      limit: options.fallbackLimit ?? Math.max(1, Math.floor(limit / 10)),
+      windowMs: this.policy.windowMs,
+    });
+    options.redis.defineCommand('requestBudget', { lua: requestBudgetLua, numberOfKeys: 2 });
+    this.#redis = options.redis as unknown as BudgetRedisWithScript;
+    this.#prefix = options.keyPrefix ?? 'exchange:budget';
+    this.#fallback = new LocalLimiter(this.fallbackPolicy);
+    this.#redisTimeoutMs = options.redisTimeoutMs ?? 250;
+    this.#retryRedisAfterMs = options.retryRedisAfterMs ?? 1_000;
+    this.#logger = options.logger;
+  }
+
+  /** True while decisions come from the local fallback. */
+  get degraded(): boolean {
+    return this.#down;
+  }
+
+  /** Admissions granted by the fallback since construction (for tests and metrics). */
+  get fallbackAdmissions(): number {
+    return this.#fallbackAdmissions;
+  }
+
+  acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void> {
+    let queue = this.#queues.get(key);
+    if (queue === undefined) {
+      queue = new AdmissionQueue((p) => this.#decide(key, p));
+      this.#queues.set(key, queue);
+    }
+    return queue.enter(priority, signal);
+  }
+
+  async penalize(key: string, retryAfterMs: number): Promise<void> {
+    const backOff = Math.max(1, Math.ceil(retryAfterMs));
+    this.#fallback.penalize(key, backOff);
+    if (!this.#redisWorthAsking()) return;
+    try {
+      await withTimeout(this.#redis.requestBudget(...this.#keys(key), 'penalize', backOff), this.#redisTimeoutMs);
+      this.#markUp();
+    } catch (err) {
+      this.#markDown(err);
+    }
+  }
+
+  #keys(key: string): [string, string] {
+    // One hash tag per API key keeps both keys in one slot on a Redis Cluster.
+    return [`${this.#prefix}:{${key}}:tat`, `${this.#prefix}:{${key}}:penalty`];
+  }
+
+  async #decide(key: string, priority: RequestPriority): Promise<Admission> {
+    if (this.#redisWorthAsking()) {
+      try {
+        const reply = await withTimeout(
+          this.#redis.requestBudget(...this.#keys(key), 'acquire', this.policy.intervalUs, this.policy.capacity[priority]),
+          this.#redisTimeoutMs,
+        );
+        this.#markUp();
+        return readReply(reply);
+      } catch (err) {
+        this.#markDown(err);
+      }
+    }
+    const admission = this.#fallback.tryAcquire(key, priority);
+    if (admission.admitted) this.#fallbackAdmissions += 1;
+    // While degraded, ask Redis again no later than when it may be back.
+    return admission.admitted ? admission : { admitted: false, waitMs: Math.min(admission.waitMs, this.#retryRedisAfterMs) };
+  }
+
+  #redisWorthAsking(): boolean {
+    return !this.#down || Date.now() >= this.#probeAt;
+  }
+
+  #markUp(): void {
+    if (!this.#down) return;
+    this.#down = false;
+    this.#logger?.warn({}, 'request budget: Redis reachable again, shared budget restored');
+  }
+
+  #markDown(err: unknown): void {
+    this.#probeAt = Date.now() + this.#retryRedisAfterMs;
+    if (this.#down) return;
+    this.#down = true;
+    this.#logger?.warn(
+      { error: err instanceof Error ? err.message : String(err), fallbackLimit: this.fallbackPolicy.limit },
+      'request budget: Redis unreachable, using the conservative local limit',
+    );
+  }
+}

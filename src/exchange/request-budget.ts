@@ -1,0 +1,249 @@
+// The request budget: at most `limit` requests per `windowMs` per API key (the exchange's global throttle is
+// 2500/min), admitted by GCRA with a tolerance per priority so money-moving calls overtake polling. Invariants:
+// the parameters keep every sliding window of `windowMs` under the limit with a safety margin; waiters of one
+// process queue locally by priority and only the head asks the limiter, so a backlog never floods Redis.
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const requestPriorities = ['high', 'normal', 'low'] as const;
+export type RequestPriority = (typeof requestPriorities)[number];
+
+/** The port the client depends on: wait for a slot of `key`'s budget; after a 429, hold every caller of `key`. */
+export interface RequestBudget {
+  acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void>;
+  penalize(key: string, retryAfterMs: number): Promise<void>;
+}
+
+/** The documented global throttle: 2500 requests per minute per API key. */
+export const exchangeThrottle = { limit: 2500, windowMs: 60_000 } as const;
+
+export interface BudgetPolicyInput {
+  /** Requests allowed per window by the exchange. Default 2500. */
+  readonly limit?: number;
+  /** Window length in ms. Default 60 000. */
+  readonly windowMs?: number;
+  /** Fraction of the limit kept free for clock and latency jitter between admission and arrival. Default 0.01. */
+  readonly safetyMargin?: number;
+  /** Requests a priority may take at once from an idle budget; high must be the largest. */
+  readonly burst?: Readonly<Record<RequestPriority, number>>;
+}
+
+/** GCRA parameters: one request per `intervalUs` sustained; `capacity[p]` back-to-back for priority p. */
+export interface BudgetPolicy {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly intervalUs: number;
+  readonly capacity: Readonly<Record<RequestPriority, number>>;
+  /** Requests the policy can admit in any window of `windowMs` (sustained rate plus the largest burst). */
+  readonly maxPerWindow: number;
+}
+
+const defaultBurst: Readonly<Record<RequestPriority, number>> = { high: 25, normal: 15, low: 5 };
+
+/**
+ * In any window W, GCRA admits at most W/T + capacity.high. With target = limit - margin, T is chosen so that
+ * W/T = target - capacity.high: the sliding-window count stays at or below target < limit.
+ */
+export function budgetPolicy(input: BudgetPolicyInput = {}): BudgetPolicy {
+  const limit = input.limit ?? exchangeThrottle.limit;
+  const windowMs = input.windowMs ?? exchangeThrottle.windowMs;
+  const requested = input.burst ?? defaultBurst;
+  const scale = Math.min(1, limit / 200); // small limits (tests, fallbacks) get proportionally small bursts
+  const capacity = {
+    high: Math.max(1, Math.floor(requested.high * scale)),
+    normal: Math.max(1, Math.floor(requested.normal * scale)),
+    low: Math.max(1, Math.floor(requested.low * scale)),
+  };
+  if (!(capacity.high >= capacity.normal && capacity.normal >= capacity.low))
+    throw new RangeError('request budget: burst must not grow as priority falls');
+  const margin = Math.ceil(limit * (input.safetyMargin ?? 0.01));
+  const sustained = limit - margin - capacity.high;
+  if (sustained < 1) throw new RangeError(`request budget: limit ${limit} too small for burst ${capacity.high}`);
+  const intervalUs = Math.ceil((windowMs * 1000) / sustained);
+  return { limit, windowMs, intervalUs, capacity, maxPerWindow: Math.floor((windowMs * 1000) / intervalUs) + capacity.high };
+}
+
+/** Budget keys are fingerprints: the API key itself never reaches Redis, logs or metrics. */
+export function apiKeyFingerprint(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex').slice(0, 16);
+}
+
+/** One decision of the limiter: admitted, or the wait until the head waiter may ask again. */
+export type Admission = { readonly admitted: true } | { readonly admitted: false; readonly waitMs: number };
+
+/** Pure GCRA step (the Lua script does the same against Redis time). Times in microseconds. */
+export function gcraStep(
+  tatUs: number,
+  nowUs: number,
+  intervalUs: number,
+  capacity: number,
+): { admitted: boolean; waitUs: number; tatUs: number } {
+  const newTat = Math.max(tatUs, nowUs) + intervalUs;
+  const allowAt = newTat - capacity * intervalUs;
+  if (allowAt > nowUs) return { admitted: false, waitUs: allowAt - nowUs, tatUs };
+  return { admitted: true, waitUs: 0, tatUs: newTat };
+}
+
+/** In-process GCRA limiter with a penalty box; the decision source of LocalRequestBudget and the Redis fallback. */
+export class LocalLimiter {
+  readonly #policy: BudgetPolicy;
+  readonly #tat = new Map<string, number>();
+  readonly #penaltyUntil = new Map<string, number>();
+  readonly #nowMs: () => number;
+
+  constructor(policy: BudgetPolicy, nowMs: () => number = () => performance.timeOrigin + performance.now()) {
+    this.#policy = policy;
+    this.#nowMs = nowMs;
+  }
+
+  tryAcquire(key: string, priority: RequestPriority): Admission {
+    const nowMs = this.#nowMs();
+    const penaltyUntil = this.#penaltyUntil.get(key) ?? 0;
+    if (penaltyUntil > nowMs) return { admitted: false, waitMs: penaltyUntil - nowMs };
+    const step = gcraStep(this.#tat.get(key) ?? 0, nowMs * 1000, this.#policy.intervalUs, this.#policy.capacity[priority]);
+    if (!step.admitted) return { admitted: false, waitMs: step.waitUs / 1000 };
+    this.#tat.set(key, step.tatUs);
+    return { admitted: true };
+  }
+
+  penalize(key: string, retryAfterMs: number): void {
+    const until = this.#nowMs() + retryAfterMs;
+    if (until > (this.#penaltyUntil.get(key) ?? 0)) this.#penaltyUntil.set(key, until);
+  }
+}
+
+interface Waiter {
+  readonly priority: RequestPriority;
+  readonly seq: number;
+  readonly resolve: () => void;
+  readonly reject: (reason: unknown) => void;
+  readonly signal: AbortSignal | undefined;
+  readonly onAbort: () => void;
+}
+
+const rank: Record<RequestPriority, number> = { high: 0, normal: 1, low: 2 };
+
+/**
+ * Local waiting room of one key: waiters ordered by priority then arrival; one pump asks the limiter for the head
+ * waiter, sleeps the wait it is told, and is woken early when a waiter of higher priority arrives.
+ */
+export class AdmissionQueue {
+  readonly #ask: (priority: RequestPriority) => Promise<Admission>;
+  readonly #waiters: Waiter[] = [];
+  #seq = 0;
+  #pumping = false;
+  #wake: AbortController | undefined;
+  #sleepingFor: RequestPriority | undefined;
+
+  constructor(ask: (priority: RequestPriority) => Promise<Admission>) {
+    this.#ask = ask;
+  }
+
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
+  enter(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        priority,
+        seq: this.#seq++,
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          const at = this.#waiters.indexOf(waiter);
+          if (at >= 0) this.#waiters.splice(at, 1);
+          reject(signal?.reason as Error);
+        },
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.#insert(waiter);
+      if (this.#sleepingFor !== undefined && rank[priority] < rank[this.#sleepingFor]) this.#wake?.abort();
+      if (!this.#pumping) void this.#pump();
+    });
+  }
+
+  #insert(waiter: Waiter): void {
+    let at = this.#waiters.length;
+    while (at > 0) {
+      const before = this.#waiters[at - 1];
+      if (before === undefined || rank[before.priority] <= rank[waiter.priority]) break;
+      at -= 1;
+    }
+    this.#waiters.splice(at, 0, waiter);
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      for (;;) {
+        const head = this.#waiters[0];
+        if (head === undefined) return;
+        let admission: Admission;
+        try {
+          admission = await this.#ask(head.priority);
+        } catch (err) {
+          // The limiter itself failed (no fallback left): fail the head rather than admit it unmetered.
+          this.#waiters.shift();
+          head.signal?.removeEventListener('abort', head.onAbort);
+          head.reject(err);
+          continue;
+        }
+        if (admission.admitted) {
+          const current = this.#waiters[0];
+          if (current === head) {
+            this.#waiters.shift();
+            head.signal?.removeEventListener('abort', head.onAbort);
+            head.resolve();
+          } else if (current !== undefined) {
+            // The head aborted or was overtaken while we asked: the slot goes to the new head.
+            this.#waiters.shift();
+            current.signal?.removeEventListener('abort', current.onAbort);
+            current.resolve();
+          }
+          continue;
+        }
+        this.#wake = new AbortController();
+        this.#sleepingFor = head.priority;
+        try {
+          await sleep(Math.max(1, Math.ceil(admission.waitMs)), undefined, { signal: this.#wake.signal });
+        } catch {
+          /* woken by a higher-priority arrival */
+        } finally {
+          this.#sleepingFor = undefined;
+          this.#wake = undefined;
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+}
+
+/** A budget for one process: the in-process limiter behind a priority waiting room per key. */
+export class LocalRequestBudget implements RequestBudget {
+  readonly policy: BudgetPolicy;
+  readonly #limiter: LocalLimiter;
+  readonly #queues = new Map<string, AdmissionQueue>();
+
+  constructor(policy: BudgetPolicyInput = {}) {
+    this.policy = budgetPolicy(policy);
+    this.#limiter = new LocalLimiter(this.policy);
+  }
+
+  acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void> {
+    let queue = this.#queues.get(key);
+    if (queue === undefined) {
+      queue = new AdmissionQueue((p) => Promise.resolve(this.#limiter.tryAcquire(key, p)));
+      this.#queues.set(key, queue);
+    }
+    return queue.enter(priority, signal);
+  }
+
+  penalize(key: string, retryAfterMs: number): Promise<void> {
+    this.#limiter.penalize(key, retryAfterMs);
+    return Promise.resolve();
+  }
+}
