@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { ConfigError, loadConfig, type WorkerConfig } from './config.ts';
-import { ExchangeClient, RedisRequestBudget, parseOrderWebhook, verifyWebhookSignature } from './exchange/index.ts';
+import { ExchangeClient, RedisRequestBudget, readOrderWebhook, webhookVerifier } from './exchange/index.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderLease } from './redis/order-lease.ts';
@@ -39,7 +39,7 @@ export function normalizeWebhook(body: unknown): NormalizedWebhook | { error: st
   const looksLikeOrder = 'status' in record || 'status_name' in record;
   if (looksLikeOrder) {
     try {
-      const parsed = parseOrderWebhook(JSON.stringify(body));
+      const parsed = readOrderWebhook(body);
       return { kind: 'order', uniqueReference: parsed.order.uniqueReference, status: parsed.order.status, payloadVersion: parsed.version };
     } catch (error) {
       return { error: (error as Error).message };
@@ -67,7 +67,7 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
   const leases = new RedisOrderLeases({ lease: new OrderLease(redis), owner: `${config.workerId}:${process.pid}:${randomUUID().slice(0, 8)}`, ttlMs: config.leaseTtlMs, logger });
   const cooldown = new QuoteCooldown(redis, { onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown degraded to local') });
   const dedupe = new WebhookDedupe(redis, { onDegraded: (error) => redisLog.warn({ code: error.code }, 'webhook dedupe degraded') });
-  const budget = new RedisRequestBudget({ redis, ratePerMinute: config.exchange.budgetPerMinute, logger: logger.child({ component: 'budget' }) });
+  const budget = new RedisRequestBudget({ redis, limit: config.exchange.budgetPerMinute, logger: logger.child({ component: 'budget' }) });
   const client = new ExchangeClient({
     baseUrl: config.exchange.baseUrl,
     credentials: Object.fromEntries(Object.entries(config.exchange.credentials).filter(([, v]) => v !== undefined)) as { defi?: string; cefi?: string; cefi_fixed?: string },
@@ -87,10 +87,13 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
       }),
     webhooks: {
       verify: config.webhookSecret
-        ? (raw, headers) => {
-            const verdict = verifyWebhookSignature({ secret: config.webhookSecret ?? '', rawBody: raw, headers });
-            return verdict.ok ? { ok: true } : { ok: false, reason: verdict.reason };
-          }
+        ? (() => {
+            const verifier = webhookVerifier(config.webhookSecret);
+            return (raw: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>) => {
+              const verdict = verifier(raw, headers);
+              return verdict.ok ? { ok: true as const } : { ok: false as const, reason: verdict.reason };
+            };
+          })()
         : undefined,
       normalize: normalizeWebhook,
       firstSeen: (reference, status) => dedupe.firstSeen(reference, status),
