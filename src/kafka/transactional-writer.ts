@@ -2,7 +2,7 @@
 // that caused them are written atomically. Whatever is queued while one transaction commits goes into the next,
 // so throughput does not depend on one round trip per transition. Order of records per key is preserved.
 // A record whose guard fails at commit time (its order's lease is no longer ours) is dropped, not written.
-import type { Kafka, Producer } from 'kafkajs';
+import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
@@ -58,6 +58,9 @@ export class TransactionalWriter {
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      // An idempotent producer must not give up on its own retries (kafkajs warns it breaks EoS otherwise).
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
     });
   }
 
