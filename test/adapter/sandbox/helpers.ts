@@ -128,3 +128,28 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   );
   return receiver;
 }
+
+export interface WebhookOptions {
+  id?: string;
+  payloadVersion?: 'v1' | 'v2';
+  secret?: string;
+  categories?: ('order_status' | 'kyc_status')[];
+}
+
+/** The demo partners, with the demo partner's webhooks replaced by the given configurations. */
+export function partnersWithWebhooks(hooks: (WebhookOptions & { url: string })[]): SandboxConfigInput['partners'] {
+  return demoConfig.partners.map((partner) =>
+    partner.id === 'demo'
+      ? {
+          ...partner,
+          webhooks: hooks.map((hook, i) => ({
+            id: hook.id ?? `hook-${i + 1}`,
+            url: hook.url,
+            ...(hook.payloadVersion ? { payloadVersion: hook.payloadVersion } : {}),
+            ...(hook.secret ? { secret: hook.secret } : {}),
+            ...(hook.categories ? { categories: hook.categories } : {}),
+          })),
+        }
+      : partner,
+  );
+}
