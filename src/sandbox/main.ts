@@ -9,10 +9,17 @@ const configPath = process.env['SANDBOX_CONFIG'];
 const seed = process.env['SANDBOX_SEED'] === undefined ? undefined : Number(process.env['SANDBOX_SEED']);
 
 const config = configPath ? await loadSandboxConfigFile(configPath) : undefined;
-const handle = await startSandbox({ port, host, ...(config ? { config } : {}), ...(seed === undefined ? {} : { seed }) });
+const handle = await startSandbox({
+  port,
+  host,
+  ...(config ? { config } : {}),
+  ...(seed === undefined ? {} : { seed }),
+});
 const keyNote = configPath
   ? `config ${configPath} (${handle.config.partners.length} partners)`
-  : `demo keys: ${Object.entries(demoKeys).map(([name, key]) => `${name}=${key}`).join(' ')}`;
+  : `demo keys: ${Object.entries(demoKeys)
+      .map(([name, key]) => `${name}=${key}`)
+      .join(' ')}`;
 console.log(`exchange sandbox: v2 ${handle.url} v1 ${handle.v1Url} admin ${handle.adminUrl}; ${keyNote}`);
 
 const shutdown = (): void => {

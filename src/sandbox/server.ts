@@ -79,7 +79,10 @@ interface V2RouteMeta {
   envelope: 'v2' | 'pre_screening';
 }
 
-export async function startSandboxServer(options: SandboxOptions, demo: SandboxConfigInput): Promise<StartedServer> {
+export async function startSandboxServer(
+  options: SandboxOptions,
+  demo: SandboxConfigInput,
+): Promise<StartedServer> {
   const config = parseSandboxConfig(options.config ?? demo);
   const world = buildWorld(config);
   const clock = createSandboxClock(options.clock);
@@ -134,7 +137,11 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
   const v2Meta = new Map<Route, V2RouteMeta>();
   const v2: Route[] = [...v2MarketRoutes(ctx), ...v2OrderRoutes(ctx)];
   for (const r of v2) v2Meta.set(r, { referralTokenAlone: r.template === '/rate/', envelope: 'v2' });
-  const preScreening: Route = { method: 'POST', template: '/pre_screening/', handler: (request) => preScreeningV2(ctx, request) };
+  const preScreening: Route = {
+    method: 'POST',
+    template: '/pre_screening/',
+    handler: (request) => preScreeningV2(ctx, request),
+  };
   v2.push(preScreening);
   v2Meta.set(preScreening, { referralTokenAlone: false, envelope: 'pre_screening' });
   const v1 = v1Routes(ctx, { tokens: new Map() });
@@ -154,7 +161,11 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
         const seconds = fault.retryAfterSeconds === undefined ? 30 : fault.retryAfterSeconds;
         return seconds === null
           ? { status: 429, body: { detail: messages.throttled(30) } }
-          : { status: 429, body: { detail: messages.throttled(seconds) }, headers: { 'Retry-After': String(seconds) } };
+          : {
+              status: 429,
+              body: { detail: messages.throttled(seconds) },
+              headers: { 'Retry-After': String(seconds) },
+            };
       }
     }
     return undefined;
@@ -167,9 +178,13 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
 
   async function runV2(request: SandboxRequest, response: ServerResponse): Promise<void> {
     const match = matchRoute(v2, request.method, request.path);
-    if (match.kind === 'not_found') return sendReply(response, { status: 404, body: { detail: messages.notFound } });
+    if (match.kind === 'not_found')
+      return sendReply(response, { status: 404, body: { detail: messages.notFound } });
     if (match.kind === 'method_not_allowed') {
-      return sendReply(response, { status: 405, body: { detail: messages.methodNotAllowed(request.method) } });
+      return sendReply(response, {
+        status: 405,
+        body: { detail: messages.methodNotAllowed(request.method) },
+      });
     }
     request.params = match.params;
     const meta = v2Meta.get(match.route) ?? { referralTokenAlone: false, envelope: 'v2' };
@@ -207,7 +222,8 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
     const token = headerValue(request.headers, 'x-referral-token');
     const keyText = authorization ? /^ApiKey\s+(\S+)$/.exec(authorization)?.[1] : undefined;
     const apiKey = keyText ? world.apiKey(keyText) : undefined;
-    if (keyText && !apiKey) throw new HttpError({ status: 401, body: { detail: messages.credentialsNotProvided } });
+    if (keyText && !apiKey)
+      throw new HttpError({ status: 401, body: { detail: messages.credentialsNotProvided } });
     const tokenReferral = token ? world.referralToken(token) : undefined;
     if (!apiKey && !tokenReferral) return undefined;
     return { apiKey, tokenReferral, ip: request.ip };
@@ -215,9 +231,13 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
 
   async function runV1(request: SandboxRequest, response: ServerResponse): Promise<void> {
     const match = matchRoute(v1, request.method, request.path);
-    if (match.kind === 'not_found') return sendReply(response, { status: 404, body: { detail: messages.notFound } });
+    if (match.kind === 'not_found')
+      return sendReply(response, { status: 404, body: { detail: messages.notFound } });
     if (match.kind === 'method_not_allowed') {
-      return sendReply(response, { status: 405, body: { detail: messages.methodNotAllowed(request.method) } });
+      return sendReply(response, {
+        status: 405,
+        body: { detail: messages.methodNotAllowed(request.method) },
+      });
     }
     request.params = match.params;
     let reply: Reply;
@@ -239,7 +259,10 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
   async function runAdmin(request: SandboxRequest, response: ServerResponse): Promise<void> {
     const match = matchRoute(admin, request.method, request.path);
     if (match.kind !== 'found') {
-      return sendReply(response, { status: match.kind === 'not_found' ? 404 : 405, body: { detail: messages.notFound } });
+      return sendReply(response, {
+        status: match.kind === 'not_found' ? 404 : 405,
+        body: { detail: messages.notFound },
+      });
     }
     request.params = match.params;
     try {
@@ -269,7 +292,8 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
         return parsed.value;
       },
     };
-    if (raw.tooLarge) return sendReply(response, { status: 400, body: { detail: 'Request body is too large.' } });
+    if (raw.tooLarge)
+      return sendReply(response, { status: 400, body: { detail: 'Request body is too large.' } });
     // Longest base path first, so nested prefixes (e.g. /api and /api/v2) resolve to the most specific surface.
     const surfaces = [
       { base: paths.admin, run: runAdmin },

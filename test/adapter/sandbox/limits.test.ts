@@ -1,8 +1,10 @@
 // Document section "Limits": the global throttle, the tighter fixed-rate quote throttles, the actionable cooldown.
+/* eslint-disable @typescript-eslint/no-unsafe-member-access -- conformance tests read the exchange's raw JSON and assert its shape instead of assuming it */
 import { describe, expect, it } from 'vitest';
 import { call, demoKeys, startTestSandbox } from './helpers.ts';
 
-const actionable = (pair: string, amount: string) => `/rate/?pairs=${pair}&deposit_amount=${amount}&actionable_quote=true`;
+const actionable = (pair: string, amount: string) =>
+  `/rate/?pairs=${pair}&deposit_amount=${amount}&actionable_quote=true`;
 
 describe('Limits', () => {
   it('throttles at the global limit per API key with 429, Retry-After and a seconds-to-wait detail', async () => {
@@ -70,7 +72,12 @@ describe('Limits', () => {
 
   it('counts DeFi order creation without rate_id against the fixed-rate throttle', async () => {
     const sandbox = await startTestSandbox({ limits: { sameChainFixedRateQuotesPerMinute: 1 } });
-    const body = { deposit_currency: 'ETH', withdraw_currency: 'USDT', deposit_amount: '1', withdraw_address: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed' };
+    const body = {
+      deposit_currency: 'ETH',
+      withdraw_currency: 'USDT',
+      deposit_amount: '1',
+      withdraw_address: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
+    };
     expect((await call(sandbox.url, '/orders/', { key: demoKeys.defi, body })).status).toBe(201);
     const second = await call(sandbox.url, '/orders/', { key: demoKeys.defi, body });
     expect(second.status).toBe(429);

@@ -1,8 +1,16 @@
 // Document section "Events": setup, delivery, payload, signature, auto-disable. Signatures are checked here by an
 // independent HMAC computation with node:crypto.
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-return -- conformance tests read the exchange's raw JSON and assert its shape instead of assuming it */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { call, createOrder, partnersWithWebhooks, startTestSandbox, startWebhookReceiver, type ReceivedWebhook } from './helpers.ts';
+import {
+  call,
+  createOrder,
+  partnersWithWebhooks,
+  startTestSandbox,
+  startWebhookReceiver,
+  type ReceivedWebhook,
+} from './helpers.ts';
 
 const SECRET = 'whsec-test-secret';
 
@@ -18,13 +26,21 @@ function verify(webhook: ReceivedWebhook, secret: string): boolean {
 describe('Webhooks', () => {
   it('POSTs one v2 payload per status change: the v2 Order plus a stable id, JSON content type', async () => {
     const receiver = await startWebhookReceiver();
-    const sandbox = await startTestSandbox({ partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2', secret: SECRET }]) });
+    const sandbox = await startTestSandbox({
+      partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2', secret: SECRET }]),
+    });
     const order = await createOrder(sandbox);
     sandbox.advanceOrder(order.unique_reference, 'completed');
     const received = await receiver.waitFor(5);
     await sandbox.webhooksIdle();
     expect(received).toHaveLength(5);
-    expect(received.map((w) => w.body.status)).toEqual(['UNCONFIRMED PAYMENT', 'PAID', 'PRE-RELEASE', 'RELEASED', 'COMPLETED']);
+    expect(received.map((w) => w.body.status)).toEqual([
+      'UNCONFIRMED PAYMENT',
+      'PAID',
+      'PRE-RELEASE',
+      'RELEASED',
+      'COMPLETED',
+    ]);
     expect(new Set(received.map((w) => w.body.id)).size).toBe(1);
     for (const webhook of received) {
       expect(webhook.headers['content-type']).toContain('application/json');
@@ -38,7 +54,9 @@ describe('Webhooks', () => {
 
   it('signs with sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>"> and a fresh Unix-seconds timestamp', async () => {
     const receiver = await startWebhookReceiver();
-    const sandbox = await startTestSandbox({ partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2', secret: SECRET }]) });
+    const sandbox = await startTestSandbox({
+      partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2', secret: SECRET }]),
+    });
     const order = await createOrder(sandbox);
     sandbox.advanceOrder(order.unique_reference, 'deposit_seen');
     const [webhook] = await receiver.waitFor(1);
@@ -49,7 +67,9 @@ describe('Webhooks', () => {
 
   it('sends no signature headers when no secret is configured', async () => {
     const receiver = await startWebhookReceiver();
-    const sandbox = await startTestSandbox({ partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2' }]) });
+    const sandbox = await startTestSandbox({
+      partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2' }]),
+    });
     const order = await createOrder(sandbox);
     sandbox.advanceOrder(order.unique_reference, 'deposit_seen');
     const [webhook] = await receiver.waitFor(1);
@@ -83,17 +103,25 @@ describe('Webhooks', () => {
     sandbox.advanceOrder(second.unique_reference, 'deposit_seen');
     await a.waitFor(3);
     await b.waitFor(3);
-    const idsA = a.received.filter((w) => w.body.unique_reference === first.unique_reference).map((w) => w.body.id);
-    const idsB = b.received.filter((w) => w.body.unique_reference === first.unique_reference).map((w) => w.body.id);
+    const idsA = a.received
+      .filter((w) => w.body.unique_reference === first.unique_reference)
+      .map((w) => w.body.id);
+    const idsB = b.received
+      .filter((w) => w.body.unique_reference === first.unique_reference)
+      .map((w) => w.body.id);
     expect(new Set(idsA).size).toBe(1);
     expect(idsA[0]).not.toBe(idsB[0]);
-    expect(a.received.find((w) => w.body.unique_reference === second.unique_reference)!.body.id).not.toBe(idsA[0]);
+    expect(a.received.find((w) => w.body.unique_reference === second.unique_reference)!.body.id).not.toBe(
+      idsA[0],
+    );
   });
 
   it('makes one attempt only: no retry after an error answer', async () => {
     const receiver = await startWebhookReceiver();
     receiver.respondWith = () => 500;
-    const sandbox = await startTestSandbox({ partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2' }]) });
+    const sandbox = await startTestSandbox({
+      partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2' }]),
+    });
     const order = await createOrder(sandbox);
     sandbox.advanceOrder(order.unique_reference, 'deposit_seen');
     await receiver.waitFor(1);
@@ -165,13 +193,18 @@ describe('Webhooks', () => {
 
   it('injects duplicated, dropped, delayed and reordered deliveries and bad signatures', async () => {
     const receiver = await startWebhookReceiver();
-    const sandbox = await startTestSandbox({ partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2', secret: SECRET }]) });
+    const sandbox = await startTestSandbox({
+      partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2', secret: SECRET }]),
+    });
     const order = await createOrder(sandbox);
 
     sandbox.injectFault({ target: 'webhook', kind: 'duplicate', times: 1 });
     sandbox.advanceOrder(order.unique_reference, 'deposit_seen');
     await sandbox.webhooksIdle();
-    expect(receiver.received.map((w) => w.body.status)).toEqual(['UNCONFIRMED PAYMENT', 'UNCONFIRMED PAYMENT']);
+    expect(receiver.received.map((w) => w.body.status)).toEqual([
+      'UNCONFIRMED PAYMENT',
+      'UNCONFIRMED PAYMENT',
+    ]);
     expect(receiver.received[0]!.body.id).toBe(receiver.received[1]!.body.id);
 
     sandbox.injectFault({ target: 'webhook', kind: 'drop', times: 1 });
