@@ -1,12 +1,18 @@
 // CLI of the exchange sandbox (`npm run sandbox`): SANDBOX_PORT (default 8080), SANDBOX_HOST (default 0.0.0.0
 // so a container publishes it), SANDBOX_CONFIG (path to a JSON world; the built-in demo world otherwise),
 // SANDBOX_SEED. Logs one line with the URLs and the names of the demo keys; never logs configured secrets.
+import { z } from 'zod';
 import { demoKeys, loadSandboxConfigFile, startSandbox } from './index.ts';
 
-const port = Number(process.env['SANDBOX_PORT'] ?? 8080);
-const host = process.env['SANDBOX_HOST'] ?? '0.0.0.0';
-const configPath = process.env['SANDBOX_CONFIG'];
-const seed = process.env['SANDBOX_SEED'] === undefined ? undefined : Number(process.env['SANDBOX_SEED']);
+const env = z
+  .object({
+    SANDBOX_PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
+    SANDBOX_HOST: z.string().min(1).default('0.0.0.0'),
+    SANDBOX_CONFIG: z.string().min(1).optional(),
+    SANDBOX_SEED: z.coerce.number().int().optional(),
+  })
+  .parse(process.env);
+const { SANDBOX_PORT: port, SANDBOX_HOST: host, SANDBOX_CONFIG: configPath, SANDBOX_SEED: seed } = env;
 
 const config = configPath ? await loadSandboxConfigFile(configPath) : undefined;
 const handle = await startSandbox({

@@ -131,6 +131,8 @@ function bindQuote(ctx: SandboxContext, request: OrderRequest, rateId: string): 
     throw isDefi ? defiError(messages.rateIdInvalidOrExpired(rateId)) : cefiUnavailable();
   }
   if (!isDefi && quote.mode === 'defi') throw defiError(messages.defiRateIdForCefiOrder);
+  // CeFi and CeFi fixed-rate keys do not share quotes; the exchange folds that into the pair message.
+  if (!isDefi && quote.mode !== request.mode) throw cefiUnavailable();
   if (isDefi && quote.mode !== 'defi') throw defiError(messages.rateIdNonActionable);
   if (quote.expiresAt <= now || ctx.faults.take(request.endpoint, 'expired_rate_id')) {
     throw isDefi ? defiError(messages.quoteExpired) : cefiUnavailable();

@@ -147,12 +147,12 @@ export async function startSandboxServer(
   const v1 = v1Routes(ctx, { tokens: new Map() });
   const admin = adminRoutes(control);
 
-  /** Latency, timeout, 5xx and 429 faults armed for this endpoint; 'hang' means never answer. */
-  async function transportFaults(endpoint: string): Promise<Reply | 'hang' | undefined> {
+  /** Latency, timeout, 5xx and 429 faults armed for this endpoint; `hang` means hold the request that long. */
+  async function transportFaults(endpoint: string): Promise<Reply | { hangMs: number } | undefined> {
     const fired = faults.endpointFaults(endpoint, ['latency', 'timeout', 'http_error', 'throttle']);
     for (const fault of fired) if (fault.kind === 'latency') await sleep(fault.latencyMs ?? 1_000);
     for (const fault of fired) {
-      if (fault.kind === 'timeout') return 'hang';
+      if (fault.kind === 'timeout') return { hangMs: fault.latencyMs ?? 120_000 };
       if (fault.kind === 'http_error') {
         const status = fault.status ?? 503;
         return { status, body: { detail: status >= 500 ? 'A server error occurred.' : 'Injected error.' } };
@@ -171,8 +171,8 @@ export async function startSandboxServer(
     return undefined;
   }
 
-  async function hang(response: ServerResponse, fault: number | undefined): Promise<void> {
-    await sleep(fault ?? 120_000);
+  async function hang(response: ServerResponse, ms: number): Promise<void> {
+    await sleep(ms);
     response.destroy();
   }
 
@@ -192,10 +192,7 @@ export async function startSandboxServer(
     let reply: Reply;
     try {
       const fault = await transportFaults(endpoint);
-      if (fault === 'hang') {
-        const spec = faults.list().find((f) => f.spec.target === 'endpoint' && f.spec.kind === 'timeout');
-        return hang(response, spec?.spec.target === 'endpoint' ? spec.spec.latencyMs : undefined);
-      }
+      if (fault && 'hangMs' in fault) return hang(response, fault.hangMs);
       if (fault) {
         reply = fault;
       } else {
@@ -243,7 +240,7 @@ export async function startSandboxServer(
     let reply: Reply;
     try {
       const fault = await transportFaults(`v1 ${match.route.method} ${match.route.template}`);
-      if (fault === 'hang') return hang(response, undefined);
+      if (fault && 'hangMs' in fault) return hang(response, fault.hangMs);
       if (fault) reply = fault;
       else {
         request.caller = v1Caller(request);

@@ -234,6 +234,33 @@ describe('POST /orders/', () => {
     expect(expired.text).toContain('Pair ETHBTC is temporarily unavailable.');
   });
 
+  it('accepts JSON numbers for amounts without float noise', async () => {
+    const sandbox = await startTestSandbox();
+    const order = await createOrder(sandbox, { deposit_amount: 0.1 });
+    expect(order.deposit_amount).toBe('0.10000000');
+    expect(order.withdraw_amount).toBe('2.99500000');
+  });
+
+  it('does not let a CeFi fixed-rate key use a rate_id quoted for a floating CeFi key', async () => {
+    const sandbox = await startTestSandbox();
+    const rateId = (await call(sandbox.url, '/rate/?pairs=ETHBTC')).body[0].rate_id;
+    const response = await call(sandbox.url, '/orders/', {
+      key: demoKeys.cefiFixed,
+      body: btcToEthOrder({ rate_id: rateId }),
+    });
+    expect(response.status).toBe(400);
+    expect(response.text).toContain('Pair ETHBTC is temporarily unavailable.');
+    const own = (await call(sandbox.url, '/rate/?pairs=ETHBTC', { key: demoKeys.cefiFixed })).body[0].rate_id;
+    expect(
+      (
+        await call(sandbox.url, '/orders/', {
+          key: demoKeys.cefiFixed,
+          body: btcToEthOrder({ rate_id: own }),
+        })
+      ).status,
+    ).toBe(201);
+  });
+
   it('refuses a rate_id whose promised markup no longer matches', async () => {
     const sandbox = await startTestSandbox();
     const rateId = (await call(sandbox.url, '/rate/?pairs=ETHBTC&markup=50')).body[0].rate_id;
