@@ -11,10 +11,19 @@ const env = z
     SANDBOX_CONFIG: z.string().min(1).optional(),
     SANDBOX_SEED: z.coerce.number().int().optional(),
   })
-  .parse(process.env);
-const { SANDBOX_PORT: port, SANDBOX_HOST: host, SANDBOX_CONFIG: configPath, SANDBOX_SEED: seed } = env;
+  .safeParse(process.env);
+if (!env.success) {
+  console.error(`exchange sandbox: bad environment\n${z.prettifyError(env.error)}`);
+  process.exit(1);
+}
+const { SANDBOX_PORT: port, SANDBOX_HOST: host, SANDBOX_CONFIG: configPath, SANDBOX_SEED: seed } = env.data;
 
-const config = configPath ? await loadSandboxConfigFile(configPath) : undefined;
+const config = configPath
+  ? await loadSandboxConfigFile(configPath).catch((error: unknown) => {
+      console.error(`exchange sandbox: ${(error as Error).message}`);
+      process.exit(1);
+    })
+  : undefined;
 const handle = await startSandbox({
   port,
   host,
