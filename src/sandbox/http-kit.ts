@@ -84,7 +84,11 @@ function matchTemplate(template: string, path: string): Record<string, string> |
     const g = got[i] ?? '';
     if (w.startsWith('{') && w.endsWith('}')) {
       if (g === '') return undefined;
-      params[w.slice(1, -1)] = decodeURIComponent(g);
+      try {
+        params[w.slice(1, -1)] = decodeURIComponent(g);
+      } catch {
+        return undefined; // malformed percent-encoding names nothing: 404, not a crash
+      }
     } else if (w !== g) {
       return undefined;
     }

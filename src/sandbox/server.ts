@@ -270,9 +270,18 @@ export async function startSandboxServer(
     }
   }
 
+  /** The URL as the client addressed it; a malformed Host header falls back to the listen address. */
+  function requestUrl(target: string, hostHeader: string | undefined): URL {
+    try {
+      return new URL(target, `http://${hostHeader ?? `${host}:${port}`}`);
+    } catch {
+      return new URL(target.startsWith('/') ? target : '/', `http://${host}:${port}`);
+    }
+  }
+
   async function onRequest(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     const raw = await readRawBody(incoming);
-    const url = new URL(incoming.url ?? '/', `http://${incoming.headers.host ?? `${host}:${port}`}`);
+    const url = requestUrl(incoming.url ?? '/', incoming.headers.host);
     let parsed: { value: unknown } | undefined;
     const request: SandboxRequest = {
       method: (incoming.method ?? 'GET').toUpperCase(),
