@@ -60,7 +60,9 @@ export function isValidAddress(format: AddressFormat, address: string): boolean 
     case 'bitcoin':
       return isBase58Address(address, [0x00, 0x05]) || decodeSegwitAddress('bc', address) !== undefined;
     case 'litecoin':
-      return isBase58Address(address, [0x30, 0x32, 0x05]) || decodeSegwitAddress('ltc', address) !== undefined;
+      return (
+        isBase58Address(address, [0x30, 0x32, 0x05]) || decodeSegwitAddress('ltc', address) !== undefined
+      );
     case 'dogecoin':
       return isBase58Address(address, [0x1e, 0x16]);
     case 'tron':

@@ -57,7 +57,9 @@ export function adminRoutes(control: SandboxControl): Route[] {
     route('GET', '/schedule/', () => ({ status: 200, body: control.getAutoSchedule() })),
     route('POST', '/schedule/', (request) => {
       const { uniqueReference, ...given } = parse(scheduleSchema, request);
-      const schedule = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<AutoSchedule>;
+      const schedule = Object.fromEntries(
+        Object.entries(given).filter(([, v]) => v !== undefined),
+      ) as Partial<AutoSchedule>;
       const result = guard(() => control.setAutoSchedule(schedule, uniqueReference));
       return { status: 200, body: result };
     }),

@@ -13,7 +13,11 @@ export function unauthorized(): never {
   throw v2Error(401, messages.credentialsNotProvided);
 }
 
-export function authenticate(request: SandboxRequest, world: World, options: { referralTokenAlone: boolean }): Caller {
+export function authenticate(
+  request: SandboxRequest,
+  world: World,
+  options: { referralTokenAlone: boolean },
+): Caller {
   const authorization = headerValue(request.headers, 'authorization');
   const token = headerValue(request.headers, 'x-referral-token');
   const tokenReferral = token ? world.referralToken(token.trim()) : undefined;
@@ -36,7 +40,11 @@ export function authenticate(request: SandboxRequest, world: World, options: { r
  * The referral code an order or quote is attributed to: body field, then `ref`, then the token header. Every code
  * supplied must exist and, when an API key authenticates the request, belong to the key's partner (401 otherwise).
  */
-export function resolveReferral(caller: Caller, world: World, supplied: readonly (string | undefined)[]): ReferralCodeRecord | undefined {
+export function resolveReferral(
+  caller: Caller,
+  world: World,
+  supplied: readonly (string | undefined)[],
+): ReferralCodeRecord | undefined {
   const records: ReferralCodeRecord[] = [];
   for (const code of supplied) {
     if (code === undefined) continue;

@@ -71,7 +71,8 @@ export function decodeSegwitAddress(hrp: string, address: string): SegwitAddress
   if (version === undefined || version > 16) return undefined;
   const program = convertBits(data.slice(1, -6), 5, 8, false);
   if (!program || program.length < 2 || program.length > 40) return undefined;
-  if (version === 0 && (encoding !== 'bech32' || (program.length !== 20 && program.length !== 32))) return undefined;
+  if (version === 0 && (encoding !== 'bech32' || (program.length !== 20 && program.length !== 32)))
+    return undefined;
   if (version !== 0 && encoding !== 'bech32m') return undefined;
   return { version, program: Uint8Array.from(program) };
 }

@@ -18,7 +18,8 @@ export function createSandboxClock(source: TimeSource = Date.now): SandboxClock 
   return {
     now: () => source() + offset,
     advance(ms) {
-      if (!Number.isFinite(ms) || ms < 0) throw new RangeError('advanceClock takes a non-negative number of ms');
+      if (!Number.isFinite(ms) || ms < 0)
+        throw new RangeError('advanceClock takes a non-negative number of ms');
       offset += ms;
       return source() + offset;
     },

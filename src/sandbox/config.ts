@@ -8,7 +8,10 @@ import { parseDecimal } from './decimal.ts';
 
 const decimalString = z
   .string()
-  .refine((value) => parseDecimal(value) !== undefined && !value.startsWith('-'), 'must be a non-negative decimal');
+  .refine(
+    (value) => parseDecimal(value) !== undefined && !value.startsWith('-'),
+    'must be a non-negative decimal',
+  );
 
 export const tradingModeSchema = z.enum(['cefi', 'cefi_fixed', 'defi']);
 export type TradingMode = z.infer<typeof tradingModeSchema>;
@@ -21,7 +24,10 @@ const apiKeySchema = z.object({
 });
 
 const referralCodeSchema = z.object({
-  code: z.string().max(20).regex(/^[A-Za-z0-9_-]+$/),
+  code: z
+    .string()
+    .max(20)
+    .regex(/^[A-Za-z0-9_-]+$/),
   /** The value of the x-referral-token header that stands for this code. */
   token: z.string().min(8).optional(),
   /** Pre-screening access: `trusted` may call /pre_screening/, `refused` gets 403, absent gets 404. */
@@ -33,7 +39,10 @@ const referralCodeSchema = z.object({
 export const webhookConfigSchema = z.object({
   id: z.string().min(1),
   url: z.url(),
-  categories: z.array(z.enum(['order_status', 'kyc_status'])).min(1).default(['order_status']),
+  categories: z
+    .array(z.enum(['order_status', 'kyc_status']))
+    .min(1)
+    .default(['order_status']),
   /** Legacy configurations default to v1, as documented. */
   payloadVersion: z.enum(['v1', 'v2']).default('v1'),
   secret: z.string().min(1).optional(),
@@ -153,7 +162,9 @@ export const sandboxConfigSchema = z
       .prefault({}),
     randomPairAttempts: z.int().positive().default(10),
     v1Users: z
-      .array(z.object({ username: z.string().min(1), password: z.string().min(1), email: z.string().default('') }))
+      .array(
+        z.object({ username: z.string().min(1), password: z.string().min(1), email: z.string().default('') }),
+      )
       .default([]),
   })
   .superRefine((config, ctx) => {
@@ -161,16 +172,21 @@ export const sandboxConfigSchema = z
     const networks = new Set(config.networks.map((n) => n.name));
     for (const currency of config.currencies) {
       if (!networks.has(currency.network)) {
-        ctx.addIssue({ code: 'custom', message: `currency ${currency.code}: unknown network ${currency.network}` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `currency ${currency.code}: unknown network ${currency.network}`,
+        });
       }
     }
     for (const pair of config.pairs) {
       for (const code of [pair.from, pair.to]) {
-        if (!codes.has(code)) ctx.addIssue({ code: 'custom', message: `pair ${pair.to}${pair.from}: unknown ${code}` });
+        if (!codes.has(code))
+          ctx.addIssue({ code: 'custom', message: `pair ${pair.to}${pair.from}: unknown ${code}` });
       }
     }
     const keys = config.partners.flatMap((p) => p.apiKeys.map((k) => k.key));
-    if (new Set(keys).size !== keys.length) ctx.addIssue({ code: 'custom', message: 'API keys must be unique' });
+    if (new Set(keys).size !== keys.length)
+      ctx.addIssue({ code: 'custom', message: 'API keys must be unique' });
     const refCodes = config.partners.flatMap((p) => p.referralCodes.map((r) => r.code));
     if (new Set(refCodes).size !== refCodes.length) {
       ctx.addIssue({ code: 'custom', message: 'referral codes must be unique' });

@@ -60,7 +60,11 @@ export function createControl(ctx: SandboxContext, describe: () => Record<string
   };
   return {
     describe,
-    clockView: () => ({ now: ctx.clock.now(), iso: new Date(ctx.clock.now()).toISOString(), offsetMs: ctx.clock.offsetMs() }),
+    clockView: () => ({
+      now: ctx.clock.now(),
+      iso: new Date(ctx.clock.now()).toISOString(),
+      offsetMs: ctx.clock.offsetMs(),
+    }),
     advanceClock(ms) {
       const now = ctx.clock.advance(ms);
       ctx.orders.sweep(now);
@@ -99,7 +103,8 @@ export function createControl(ctx: SandboxContext, describe: () => Record<string
     listWebhookDeliveries: () => ctx.webhooks.deliveries(),
     webhookStates: () => ctx.webhooks.states(),
     setWebhookEnabled(webhookId, enabled) {
-      if (!ctx.webhooks.setEnabled(webhookId, enabled)) throw new NotFound(`no webhook configuration ${webhookId}`);
+      if (!ctx.webhooks.setEnabled(webhookId, enabled))
+        throw new NotFound(`no webhook configuration ${webhookId}`);
     },
   };
 }

@@ -9,7 +9,9 @@ export function parseDecimal(input: unknown): bigint | undefined {
   let text: string;
   if (typeof input === 'number') {
     if (!Number.isFinite(input)) return undefined;
-    text = input.toFixed(18).replace(/0+$/, '');
+    // String() gives the shortest round-trip form (0.1 -> "0.1"); only exponent forms need expanding.
+    const shortest = String(input);
+    text = /e/i.test(shortest) ? input.toFixed(18) : shortest;
   } else if (typeof input === 'string') {
     text = input.trim();
   } else {

@@ -18,7 +18,14 @@ export const endpointFaultKinds = [
 ] as const;
 export type EndpointFaultKind = (typeof endpointFaultKinds)[number];
 
-export const webhookFaultKinds = ['drop', 'duplicate', 'delay', 'reorder', 'bad_signature', 'stale_timestamp'] as const;
+export const webhookFaultKinds = [
+  'drop',
+  'duplicate',
+  'delay',
+  'reorder',
+  'bad_signature',
+  'stale_timestamp',
+] as const;
 export type WebhookFaultKind = (typeof webhookFaultKinds)[number];
 
 const firing = {

@@ -22,7 +22,12 @@ export class HttpError extends Error {
 export type FieldErrorMap = Record<string, string[]>;
 
 /** The v2 error envelope `{detail, errors}`; either or both keys may be present. */
-export function v2Error(status: number, detail?: string, errors?: FieldErrorMap, headers?: Record<string, string>): HttpError {
+export function v2Error(
+  status: number,
+  detail?: string,
+  errors?: FieldErrorMap,
+  headers?: Record<string, string>,
+): HttpError {
   const body: { detail?: string; errors?: FieldErrorMap } = {};
   if (detail !== undefined) body.detail = detail;
   if (errors !== undefined) body.errors = errors;
@@ -79,7 +84,11 @@ function matchTemplate(template: string, path: string): Record<string, string> |
     const g = got[i] ?? '';
     if (w.startsWith('{') && w.endsWith('}')) {
       if (g === '') return undefined;
-      params[w.slice(1, -1)] = decodeURIComponent(g);
+      try {
+        params[w.slice(1, -1)] = decodeURIComponent(g);
+      } catch {
+        return undefined; // malformed percent-encoding names nothing: 404, not a crash
+      }
     } else if (w !== g) {
       return undefined;
     }

@@ -35,12 +35,14 @@ export const messages = {
     'Provide either markup (basis points, preferred) or the legacy referral_rate (decimal fraction), not both.',
   markupCap: (cap: number) => `Must not exceed ${cap} basis points (absolute cap on dynamic referral rates).`,
   referralRateNotAllowed: 'referral_rate is not allowed for this referral code',
-  rateIdWithLimitOrder: 'rate_id is not supported for limit orders. Remove rate_id when is_limit_order is true.',
+  rateIdWithLimitOrder:
+    'rate_id is not supported for limit orders. Remove rate_id when is_limit_order is true.',
   limitTtlTooShort: 'limit_ttl must be at least 600 seconds (10 minutes).',
   crossChainDepositAmountRequired: 'Deposit amount (amount_quote) is required for cross-chain fixed-rate',
   invalidAddress: (value: string) => `${value} has invalid characters for a valid value`,
   preScreeningOneAmount: 'Only one of deposit_amount or withdraw_amount can be provided',
-  depositTransactionExists: (hash: string) => `External deposit notification with tx_id ${hash}already exists`,
+  depositTransactionExists: (hash: string) =>
+    `External deposit notification with tx_id ${hash}already exists`,
 
   // Generic DRF field messages (the exchange is a Django REST framework service).
   required: 'This field is required.',

@@ -7,7 +7,7 @@ import { isValidAddress, mintAddress } from './address-formats.ts';
 import type { TradingMode } from './config.ts';
 import type { SandboxContext } from './context.ts';
 import { displayDecimal } from './decimal.ts';
-import type { HttpError} from './http-kit.ts';
+import type { HttpError } from './http-kit.ts';
 import { v2Error, validationError, type FieldErrorMap } from './http-kit.ts';
 import { messages } from './messages.ts';
 import type { Order, Side } from './order-store.ts';
@@ -50,7 +50,8 @@ const MIN_LIMIT_TTL = 600;
 export function resolveCurrency(ctx: SandboxContext, selector: CurrencySelector): CurrencyConfig | undefined {
   if (selector.code !== undefined) {
     const currency = ctx.world.currency(selector.code);
-    return currency && (selector.network === undefined || currency.network.toUpperCase() === selector.network.toUpperCase())
+    return currency &&
+      (selector.network === undefined || currency.network.toUpperCase() === selector.network.toUpperCase())
       ? currency
       : undefined;
   }
@@ -58,7 +59,11 @@ export function resolveCurrency(ctx: SandboxContext, selector: CurrencySelector)
   const address = (selector.contractAddress ?? '').toLowerCase();
   return ctx.world
     .currencies()
-    .find((c) => c.network.toUpperCase() === selector.network?.toUpperCase() && (c.contractAddress ?? '').toLowerCase() === address);
+    .find(
+      (c) =>
+        c.network.toUpperCase() === selector.network?.toUpperCase() &&
+        (c.contractAddress ?? '').toLowerCase() === address,
+    );
 }
 
 function describeSelector(selector: CurrencySelector): string {
@@ -66,7 +71,11 @@ function describeSelector(selector: CurrencySelector): string {
 }
 
 /** Finds the pair for two currency selectors, with the exchange's 400s for unknown currencies and pairs. */
-export function resolvePair(ctx: SandboxContext, deposit: CurrencySelector, withdraw: CurrencySelector): PairRecord {
+export function resolvePair(
+  ctx: SandboxContext,
+  deposit: CurrencySelector,
+  withdraw: CurrencySelector,
+): PairRecord {
   const errors: FieldErrorMap = {};
   const from = resolveCurrency(ctx, deposit);
   const to = resolveCurrency(ctx, withdraw);
@@ -89,7 +98,8 @@ function checkStructure(request: OrderRequest): void {
     if (request.mode === 'defi') add('is_limit_order', 'Limit orders are available for CeFi flows only.');
     if (request.rateId !== undefined) add('rate_id', messages.rateIdWithLimitOrder);
   }
-  if (request.limitTtl !== undefined && request.limitTtl < MIN_LIMIT_TTL) add('limit_ttl', messages.limitTtlTooShort);
+  if (request.limitTtl !== undefined && request.limitTtl < MIN_LIMIT_TTL)
+    add('limit_ttl', messages.limitTtlTooShort);
   if (request.mode === 'defi' && pair.chainKind === 'cross-chain' && request.depositAmount === undefined) {
     add('deposit_amount', messages.crossChainDepositAmountRequired);
   }
@@ -97,7 +107,10 @@ function checkStructure(request: OrderRequest): void {
   else if (!isValidAddress(pair.to.addressFormat, request.withdrawAddress)) {
     add('withdraw_address', messages.invalidAddress(request.withdrawAddress));
   }
-  if (request.refundAddress !== undefined && !isValidAddress(pair.from.addressFormat, request.refundAddress)) {
+  if (
+    request.refundAddress !== undefined &&
+    !isValidAddress(pair.from.addressFormat, request.refundAddress)
+  ) {
     add('refund_address', messages.invalidAddress(request.refundAddress));
   }
   if (Object.keys(errors).length > 0) throw validationError(errors);
@@ -107,9 +120,10 @@ function checkStructure(request: OrderRequest): void {
 function bindQuote(ctx: SandboxContext, request: OrderRequest, rateId: string): Quote {
   const now = ctx.clock.now();
   const isDefi = request.mode === 'defi';
-  const cefiUnavailable = (): HttpError => v2Error(400, messages.pairTemporarilyUnavailable(request.pair.name), {
-    rate_id: [messages.pairTemporarilyUnavailable(request.pair.name)],
-  });
+  const cefiUnavailable = (): HttpError =>
+    v2Error(400, messages.pairTemporarilyUnavailable(request.pair.name), {
+      rate_id: [messages.pairTemporarilyUnavailable(request.pair.name)],
+    });
   const defiError = (message: string): HttpError => v2Error(400, message, { rate_id: [message] });
 
   const quote = ctx.quotes.get(rateId);
@@ -117,6 +131,8 @@ function bindQuote(ctx: SandboxContext, request: OrderRequest, rateId: string): 
     throw isDefi ? defiError(messages.rateIdInvalidOrExpired(rateId)) : cefiUnavailable();
   }
   if (!isDefi && quote.mode === 'defi') throw defiError(messages.defiRateIdForCefiOrder);
+  // CeFi and CeFi fixed-rate keys do not share quotes; the exchange folds that into the pair message.
+  if (!isDefi && quote.mode !== request.mode) throw cefiUnavailable();
   if (isDefi && quote.mode !== 'defi') throw defiError(messages.rateIdNonActionable);
   if (quote.expiresAt <= now || ctx.faults.take(request.endpoint, 'expired_rate_id')) {
     throw isDefi ? defiError(messages.quoteExpired) : cefiUnavailable();
@@ -126,14 +142,22 @@ function bindQuote(ctx: SandboxContext, request: OrderRequest, rateId: string): 
   }
   const partner = request.partnerId ? ctx.world.partner(request.partnerId) : undefined;
   const cap = Math.min(ctx.config.limits.markupCapBps, partner?.markupCapBps ?? Number.POSITIVE_INFINITY);
-  const promised = quote.markupBps ?? (quote.referralRate === undefined ? 0 : Number(quote.referralRate * 10_000n / 10n ** 18n));
-  const requested = request.terms.markupBps ?? (request.terms.referralRate === undefined ? undefined : Number(request.terms.referralRate * 10_000n / 10n ** 18n));
+  const promised =
+    quote.markupBps ??
+    (quote.referralRate === undefined ? 0 : Number((quote.referralRate * 10_000n) / 10n ** 18n));
+  const requested =
+    request.terms.markupBps ??
+    (request.terms.referralRate === undefined
+      ? undefined
+      : Number((request.terms.referralRate * 10_000n) / 10n ** 18n));
   if (
     promised > cap ||
     (requested !== undefined && requested !== promised) ||
     ctx.faults.take(request.endpoint, 'promised_rate_mismatch')
   ) {
-    throw v2Error(400, messages.promisedReferralRateMismatch, { rate_id: [messages.promisedReferralRateMismatch] });
+    throw v2Error(400, messages.promisedReferralRateMismatch, {
+      rate_id: [messages.promisedReferralRateMismatch],
+    });
   }
   return quote;
 }
@@ -145,7 +169,10 @@ async function produceDefiQuote(ctx: SandboxContext, request: OrderRequest): Pro
   const verdict = ctx.throttles.fixedRate(pair.chainKind, request.apiKey ?? request.partnerId ?? '', now);
   if (!verdict.allowed) throw fixedRateThrottled(ctx, pair.chainKind, verdict.retryAfterSeconds, false);
   if (ctx.faults.take(request.endpoint, 'quote_fetch_failure')) {
-    const message = pair.chainKind === 'cross-chain' ? messages.crossChainQuoteFailed : messages.sameChainActionableQuoteFailed;
+    const message =
+      pair.chainKind === 'cross-chain'
+        ? messages.crossChainQuoteFailed
+        : messages.sameChainActionableQuoteFailed;
     throw v2Error(400, message, { non_field_errors: [message] });
   }
   await ctx.sleep(ctx.config.quotes.actionableDelayMs);
@@ -176,17 +203,28 @@ export function fixedRateThrottled(
     : kind === 'same-chain'
       ? messages.sameChainThrottled(seconds)
       : messages.crossChainThrottled(seconds);
-  const headers = ctx.config.limits.fixedRateThrottleRetryAfter ? { 'Retry-After': String(seconds) } : undefined;
+  const headers = ctx.config.limits.fixedRateThrottleRetryAfter
+    ? { 'Retry-After': String(seconds) }
+    : undefined;
   return v2Error(429, message, undefined, headers);
 }
 
-function checkBounds(pair: PairRecord, provided: 'deposit' | 'withdraw', deposit: bigint, withdraw: bigint): void {
+function checkBounds(
+  pair: PairRecord,
+  provided: 'deposit' | 'withdraw',
+  deposit: bigint,
+  withdraw: bigint,
+): void {
   if (provided === 'deposit') {
-    if (deposit < pair.minDeposit) throw validationError({ deposit_amount: [messages.minValue(displayDecimal(pair.minDeposit))] });
-    if (deposit > pair.maxDeposit) throw validationError({ deposit_amount: [messages.maxValue(displayDecimal(pair.maxDeposit))] });
+    if (deposit < pair.minDeposit)
+      throw validationError({ deposit_amount: [messages.minValue(displayDecimal(pair.minDeposit))] });
+    if (deposit > pair.maxDeposit)
+      throw validationError({ deposit_amount: [messages.maxValue(displayDecimal(pair.maxDeposit))] });
   } else {
-    if (withdraw < pair.minWithdraw) throw validationError({ withdraw_amount: [messages.minValue(displayDecimal(pair.minWithdraw))] });
-    if (withdraw > pair.maxWithdraw) throw validationError({ withdraw_amount: [messages.maxValue(displayDecimal(pair.maxWithdraw))] });
+    if (withdraw < pair.minWithdraw)
+      throw validationError({ withdraw_amount: [messages.minValue(displayDecimal(pair.minWithdraw))] });
+    if (withdraw > pair.maxWithdraw)
+      throw validationError({ withdraw_amount: [messages.maxValue(displayDecimal(pair.maxWithdraw))] });
   }
 }
 
@@ -196,7 +234,9 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
   checkStructure(request);
 
   if (request.mode === 'defi' && ctx.faults.take(request.endpoint, 'quote_provider_unavailable')) {
-    throw v2Error(400, messages.quoteProviderUnavailable, { non_field_errors: [messages.quoteProviderUnavailable] });
+    throw v2Error(400, messages.quoteProviderUnavailable, {
+      non_field_errors: [messages.quoteProviderUnavailable],
+    });
   }
 
   let quote: Quote | undefined;
@@ -204,8 +244,11 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
     quote = bindQuote(ctx, request, request.rateId);
     if (request.mode === 'defi' && quote.orderReference !== undefined) {
       const existing = ctx.orders.get(quote.orderReference);
-      if (existing && existing.withdrawAddress === request.withdrawAddress) return { order: existing, created: false };
-      throw v2Error(400, messages.rateIdInvalidOrExpired(request.rateId), { rate_id: [messages.rateIdInvalidOrExpired(request.rateId)] });
+      if (existing && existing.withdrawAddress === request.withdrawAddress)
+        return { order: existing, created: false };
+      throw v2Error(400, messages.rateIdInvalidOrExpired(request.rateId), {
+        rate_id: [messages.rateIdInvalidOrExpired(request.rateId)],
+      });
     }
   } else if (request.mode === 'defi') {
     quote = await produceDefiQuote(ctx, request);
@@ -234,8 +277,11 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
   checkBounds(pair, provided, deposit, withdraw);
 
   const now = ctx.clock.now();
-  const limitTtl = request.isLimitOrder ? (request.limitTtl ?? ctx.config.orders.defaultLimitTtlSeconds) : undefined;
-  const paymentWindowMinutes = limitTtl !== undefined ? Math.ceil(limitTtl / 60) : ctx.config.orders.paymentWindowMinutes;
+  const limitTtl = request.isLimitOrder
+    ? (request.limitTtl ?? ctx.config.orders.defaultLimitTtlSeconds)
+    : undefined;
+  const paymentWindowMinutes =
+    limitTtl !== undefined ? Math.ceil(limitTtl / 60) : ctx.config.orders.paymentWindowMinutes;
   const order = ctx.orders.create({
     createdAt: now,
     mode: request.mode,

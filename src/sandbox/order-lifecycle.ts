@@ -48,7 +48,9 @@ export function statusByCode(code: number): OrderStatus | undefined {
 export function resolveAdvanceTarget(target: string): OrderStatus | undefined {
   if (target in advanceTargets) return advanceTargets[target as keyof typeof advanceTargets];
   const upper = target.toUpperCase().replace(/_/g, ' ');
-  return (Object.keys(statusCodes) as OrderStatus[]).find((s) => s === upper || s.replace('-', ' ') === upper);
+  return (Object.keys(statusCodes) as OrderStatus[]).find(
+    (s) => s === upper || s.replace('-', ' ') === upper,
+  );
 }
 
 /**
@@ -62,7 +64,8 @@ export function pathBetween(from: OrderStatus, to: OrderStatus): OrderStatus[] |
   if (to === 'CANCELED') return cancelableStatuses.includes(from) ? ['CANCELED'] : undefined;
   if (to === 'REFUNDED') {
     if (refundableStatuses.includes(from)) return ['REFUNDED'];
-    if (cancelableStatuses.includes(from)) return [...forwardPath.slice(fromIndex + 1, forwardPath.indexOf('PAID') + 1), 'REFUNDED'];
+    if (cancelableStatuses.includes(from))
+      return [...forwardPath.slice(fromIndex + 1, forwardPath.indexOf('PAID') + 1), 'REFUNDED'];
     return undefined;
   }
   const toIndex = forwardPath.indexOf(to);

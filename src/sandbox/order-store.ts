@@ -5,12 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mintTransactionHash } from './address-formats.ts';
 import type { TradingMode } from './config.ts';
-import {
-  cancelableStatuses,
-  pathBetween,
-  terminalStatuses,
-  type OrderStatus,
-} from './order-lifecycle.ts';
+import { cancelableStatuses, pathBetween, terminalStatuses, type OrderStatus } from './order-lifecycle.ts';
 import type { PairRecord } from './world.ts';
 
 export type Side = 'BUY' | 'SELL';
@@ -194,7 +189,12 @@ export class OrderStore {
     const schedule = order.schedule ?? this.#schedule;
     let step: { at: number; status: OrderStatus } | undefined;
     if (schedule.enabled) {
-      const target = schedule.outcome === 'completed' ? 'COMPLETED' : schedule.outcome === 'refunded' ? 'REFUNDED' : 'CANCELED';
+      const target =
+        schedule.outcome === 'completed'
+          ? 'COMPLETED'
+          : schedule.outcome === 'refunded'
+            ? 'REFUNDED'
+            : 'CANCELED';
       const next = pathBetween(order.status, target)?.[0];
       if (next) step = { at: lastChange + schedule.stepMs, status: next };
     }

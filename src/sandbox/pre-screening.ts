@@ -4,7 +4,7 @@
 import { isIP } from 'node:net';
 import type { SandboxContext } from './context.ts';
 import { parseDecimal } from './decimal.ts';
-import type { HttpError} from './http-kit.ts';
+import type { HttpError } from './http-kit.ts';
 import { bodyObject, type Reply, type SandboxRequest } from './http-kit.ts';
 import { messages } from './messages.ts';
 
@@ -27,18 +27,27 @@ export function screen(ctx: SandboxContext, request: SandboxRequest, input: Scre
   const token = request.caller?.tokenReferral;
   if (!token || token.preScreening === undefined) return NOT_TRUSTED;
   if (token.preScreening === 'refused') return { kind: 'refused' };
-  if (typeof input.ip !== 'string' || input.ip.trim() === '') return { kind: 'invalid', message: `ip: ${messages.required}` };
-  if (isIP(input.ip.trim()) === 0) return { kind: 'invalid', message: 'ip: Enter a valid IPv4 or IPv6 address.' };
-  if (typeof input.pair !== 'string' || input.pair.trim() === '') return { kind: 'invalid', message: `pair: ${messages.required}` };
+  if (typeof input.ip !== 'string' || input.ip.trim() === '')
+    return { kind: 'invalid', message: `ip: ${messages.required}` };
+  if (isIP(input.ip.trim()) === 0)
+    return { kind: 'invalid', message: 'ip: Enter a valid IPv4 or IPv6 address.' };
+  if (typeof input.pair !== 'string' || input.pair.trim() === '')
+    return { kind: 'invalid', message: `pair: ${messages.required}` };
   const pair = ctx.world.pair(input.pair.trim());
   if (!pair) return { kind: 'invalid', message: `pair: Object with name=${input.pair} does not exist.` };
   const supplied = input.amounts.filter((a) => a.value !== undefined && a.value !== null && a.value !== '');
   if (supplied.length > 1) return { kind: 'invalid', message: messages.preScreeningOneAmount };
   const amount = supplied[0];
-  if (!amount) return { kind: 'invalid', message: `One of ${input.amounts.map((a) => a.name).join(' or ')} is required` };
+  if (!amount)
+    return {
+      kind: 'invalid',
+      message: `One of ${input.amounts.map((a) => a.name).join(' or ')} is required`,
+    };
   const value = parseDecimal(amount.value);
-  if (value === undefined || value <= 0n) return { kind: 'invalid', message: `${amount.name}: ${messages.invalidNumber}` };
-  if (ctx.config.preScreening.riskyIps.includes(input.ip.trim())) return { kind: 'failed', message: "User's IP has risk." };
+  if (value === undefined || value <= 0n)
+    return { kind: 'invalid', message: `${amount.name}: ${messages.invalidNumber}` };
+  if (ctx.config.preScreening.riskyIps.includes(input.ip.trim()))
+    return { kind: 'failed', message: "User's IP has risk." };
   return { kind: 'success', message: 'Pre-screening passed.' };
 }
 
@@ -74,7 +83,11 @@ export function toPreScreeningEnvelope(error: HttpError): Reply {
 
 export function preScreeningV1(ctx: SandboxContext, request: SandboxRequest): Reply {
   const body = bodyObject(request);
-  const result = screen(ctx, request, { ip: body['ip'], pair: body['pair'], amounts: [{ name: 'amount_quote', value: body['amount_quote'] }] });
+  const result = screen(ctx, request, {
+    ip: body['ip'],
+    pair: body['pair'],
+    amounts: [{ name: 'amount_quote', value: body['amount_quote'] }],
+  });
   switch (result.kind) {
     case 'not_found':
       return { status: 404, body: { detail: messages.notFound } };

@@ -20,7 +20,9 @@ export function resolvePricingTerms(input: {
 }): PricingTerms {
   const { markup, referralRate, capBps } = input;
   if (markup !== undefined && referralRate !== undefined) {
-    throw v2Error(400, messages.markupAndReferralRate, { non_field_errors: [messages.markupAndReferralRate] });
+    throw v2Error(400, messages.markupAndReferralRate, {
+      non_field_errors: [messages.markupAndReferralRate],
+    });
   }
   if (markup !== undefined) {
     if (markup < 0) throw validationError({ markup: [messages.minValue('0')] });
@@ -28,7 +30,8 @@ export function resolvePricingTerms(input: {
     return { markupFraction: fromBasisPoints(markup), markupBps: markup, referralRate: undefined };
   }
   if (referralRate !== undefined) {
-    if (!input.referral?.allowReferralRate) throw validationError({ referral_rate: [messages.referralRateNotAllowed] });
+    if (!input.referral?.allowReferralRate)
+      throw validationError({ referral_rate: [messages.referralRateNotAllowed] });
     if (referralRate < 0n) throw validationError({ referral_rate: [messages.minValue('0')] });
     if (referralRate * 10_000n > BigInt(capBps) * SCALE) {
       throw validationError({ referral_rate: [messages.markupCap(capBps)] });

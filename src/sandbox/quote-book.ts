@@ -57,7 +57,9 @@ export class QuoteBook {
       referralRate: request.referralRate,
       depositAmount: request.depositAmount,
       withdrawAmount:
-        request.depositAmount === undefined ? undefined : withdrawFor(request.depositAmount, rate, request.pair.withdrawalFee),
+        request.depositAmount === undefined
+          ? undefined
+          : withdrawFor(request.depositAmount, rate, request.pair.withdrawalFee),
       issuedAt: request.now,
       expiresAt: request.now + request.ttlMs,
       partnerId: request.partnerId,

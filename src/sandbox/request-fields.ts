@@ -17,55 +17,78 @@ function fail(ctx: z.RefinementCtx, message: string): typeof z.NEVER {
   return z.NEVER;
 }
 
-export function stringField(options: Presence & { maxLength?: number; pattern?: RegExp; patternMessage?: string } = {}) {
-  return z.unknown().optional().transform((value, ctx): string | undefined => {
-    if (absent(value)) return options.required ? fail(ctx, value === null ? messages.mayNotBeNull : messages.required) : undefined;
-    if (typeof value !== 'string' && typeof value !== 'number') return fail(ctx, messages.notAString);
-    const text = String(value).trim();
-    if (text === '') return options.required ? fail(ctx, messages.mayNotBeBlank) : undefined;
-    if (options.maxLength !== undefined && text.length > options.maxLength) return fail(ctx, messages.maxLength(options.maxLength));
-    if (options.pattern && !options.pattern.test(text)) {
-      return fail(ctx, options.patternMessage ?? 'This value does not match the required pattern.');
-    }
-    return text;
-  });
+export function stringField(
+  options: Presence & { maxLength?: number; pattern?: RegExp; patternMessage?: string } = {},
+) {
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): string | undefined => {
+      if (absent(value))
+        return options.required
+          ? fail(ctx, value === null ? messages.mayNotBeNull : messages.required)
+          : undefined;
+      if (typeof value !== 'string' && typeof value !== 'number') return fail(ctx, messages.notAString);
+      const text = String(value).trim();
+      if (text === '') return options.required ? fail(ctx, messages.mayNotBeBlank) : undefined;
+      if (options.maxLength !== undefined && text.length > options.maxLength)
+        return fail(ctx, messages.maxLength(options.maxLength));
+      if (options.pattern && !options.pattern.test(text)) {
+        return fail(ctx, options.patternMessage ?? 'This value does not match the required pattern.');
+      }
+      return text;
+    });
 }
 
 export function decimalField(options: Presence = {}) {
-  return z.unknown().optional().transform((value, ctx): bigint | undefined => {
-    if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-    const parsed = parseDecimal(value);
-    return parsed === undefined ? fail(ctx, messages.invalidNumber) : parsed;
-  });
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): bigint | undefined => {
+      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
+      const parsed = parseDecimal(value);
+      return parsed === undefined ? fail(ctx, messages.invalidNumber) : parsed;
+    });
 }
 
 export function integerField(options: Presence = {}) {
-  return z.unknown().optional().transform((value, ctx): number | undefined => {
-    if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-    const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
-    return typeof number === 'number' && Number.isSafeInteger(number) ? number : fail(ctx, messages.invalidInteger);
-  });
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): number | undefined => {
+      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
+      const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
+      return typeof number === 'number' && Number.isSafeInteger(number)
+        ? number
+        : fail(ctx, messages.invalidInteger);
+    });
 }
 
 const TRUE = new Set<unknown>([true, 'true', 'True', 'TRUE', 1, '1', 'yes', 'on']);
 const FALSE = new Set<unknown>([false, 'false', 'False', 'FALSE', 0, '0', 'no', 'off']);
 
 export function booleanField() {
-  return z.unknown().optional().transform((value, ctx): boolean | undefined => {
-    if (absent(value)) return undefined;
-    if (TRUE.has(value)) return true;
-    if (FALSE.has(value)) return false;
-    return fail(ctx, messages.invalidBoolean);
-  });
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): boolean | undefined => {
+      if (absent(value)) return undefined;
+      if (TRUE.has(value)) return true;
+      if (FALSE.has(value)) return false;
+      return fail(ctx, messages.invalidBoolean);
+    });
 }
 
 export function choiceField<const T extends string>(choices: readonly T[], options: Presence = {}) {
-  return z.unknown().optional().transform((value, ctx): T | undefined => {
-    if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-    const text = typeof value === 'string' ? value.toUpperCase() : String(value);
-    const found = choices.find((c) => c.toUpperCase() === text);
-    return found ?? fail(ctx, messages.invalidChoice(String(value)));
-  });
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): T | undefined => {
+      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
+      const text = typeof value === 'string' ? value.toUpperCase() : String(value);
+      const found = choices.find((c) => c.toUpperCase() === text);
+      return found ?? fail(ctx, messages.invalidChoice(String(value)));
+    });
 }
 
 /** Currency given as a code string, or as the object forms real v2 clients send ({code|contract_address, network}). */
@@ -76,20 +99,24 @@ export interface CurrencySelector {
 }
 
 export function currencyField(options: Presence = {}) {
-  return z.unknown().optional().transform((value, ctx): CurrencySelector | undefined => {
-    if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-    if (typeof value === 'string') return { code: value.trim() };
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      const record = value as Record<string, unknown>;
-      const network = typeof record['network'] === 'string' ? record['network'] : undefined;
-      if (typeof record['code'] === 'string') return network ? { code: record['code'], network } : { code: record['code'] };
-      if ('contract_address' in record && network) {
-        const address = record['contract_address'];
-        if (address === null || typeof address === 'string') return { contractAddress: address, network };
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): CurrencySelector | undefined => {
+      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
+      if (typeof value === 'string') return { code: value.trim() };
+      if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+        const record = value as Record<string, unknown>;
+        const network = typeof record['network'] === 'string' ? record['network'] : undefined;
+        if (typeof record['code'] === 'string')
+          return network ? { code: record['code'], network } : { code: record['code'] };
+        if ('contract_address' in record && network) {
+          const address = record['contract_address'];
+          if (address === null || typeof address === 'string') return { contractAddress: address, network };
+        }
       }
-    }
-    return fail(ctx, messages.notAString);
-  });
+      return fail(ctx, messages.notAString);
+    });
 }
 
 /** Validates `body` against a schema built from the fields above; throws the exchange's 400 on any issue. */

@@ -79,7 +79,10 @@ interface V2RouteMeta {
   envelope: 'v2' | 'pre_screening';
 }
 
-export async function startSandboxServer(options: SandboxOptions, demo: SandboxConfigInput): Promise<StartedServer> {
+export async function startSandboxServer(
+  options: SandboxOptions,
+  demo: SandboxConfigInput,
+): Promise<StartedServer> {
   const config = parseSandboxConfig(options.config ?? demo);
   const world = buildWorld(config);
   const clock = createSandboxClock(options.clock);
@@ -134,18 +137,22 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
   const v2Meta = new Map<Route, V2RouteMeta>();
   const v2: Route[] = [...v2MarketRoutes(ctx), ...v2OrderRoutes(ctx)];
   for (const r of v2) v2Meta.set(r, { referralTokenAlone: r.template === '/rate/', envelope: 'v2' });
-  const preScreening: Route = { method: 'POST', template: '/pre_screening/', handler: (request) => preScreeningV2(ctx, request) };
+  const preScreening: Route = {
+    method: 'POST',
+    template: '/pre_screening/',
+    handler: (request) => preScreeningV2(ctx, request),
+  };
   v2.push(preScreening);
   v2Meta.set(preScreening, { referralTokenAlone: false, envelope: 'pre_screening' });
   const v1 = v1Routes(ctx, { tokens: new Map() });
   const admin = adminRoutes(control);
 
-  /** Latency, timeout, 5xx and 429 faults armed for this endpoint; 'hang' means never answer. */
-  async function transportFaults(endpoint: string): Promise<Reply | 'hang' | undefined> {
+  /** Latency, timeout, 5xx and 429 faults armed for this endpoint; `hang` means hold the request that long. */
+  async function transportFaults(endpoint: string): Promise<Reply | { hangMs: number } | undefined> {
     const fired = faults.endpointFaults(endpoint, ['latency', 'timeout', 'http_error', 'throttle']);
     for (const fault of fired) if (fault.kind === 'latency') await sleep(fault.latencyMs ?? 1_000);
     for (const fault of fired) {
-      if (fault.kind === 'timeout') return 'hang';
+      if (fault.kind === 'timeout') return { hangMs: fault.latencyMs ?? 120_000 };
       if (fault.kind === 'http_error') {
         const status = fault.status ?? 503;
         return { status, body: { detail: status >= 500 ? 'A server error occurred.' : 'Injected error.' } };
@@ -154,22 +161,30 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
         const seconds = fault.retryAfterSeconds === undefined ? 30 : fault.retryAfterSeconds;
         return seconds === null
           ? { status: 429, body: { detail: messages.throttled(30) } }
-          : { status: 429, body: { detail: messages.throttled(seconds) }, headers: { 'Retry-After': String(seconds) } };
+          : {
+              status: 429,
+              body: { detail: messages.throttled(seconds) },
+              headers: { 'Retry-After': String(seconds) },
+            };
       }
     }
     return undefined;
   }
 
-  async function hang(response: ServerResponse, fault: number | undefined): Promise<void> {
-    await sleep(fault ?? 120_000);
+  async function hang(response: ServerResponse, ms: number): Promise<void> {
+    await sleep(ms);
     response.destroy();
   }
 
   async function runV2(request: SandboxRequest, response: ServerResponse): Promise<void> {
     const match = matchRoute(v2, request.method, request.path);
-    if (match.kind === 'not_found') return sendReply(response, { status: 404, body: { detail: messages.notFound } });
+    if (match.kind === 'not_found')
+      return sendReply(response, { status: 404, body: { detail: messages.notFound } });
     if (match.kind === 'method_not_allowed') {
-      return sendReply(response, { status: 405, body: { detail: messages.methodNotAllowed(request.method) } });
+      return sendReply(response, {
+        status: 405,
+        body: { detail: messages.methodNotAllowed(request.method) },
+      });
     }
     request.params = match.params;
     const meta = v2Meta.get(match.route) ?? { referralTokenAlone: false, envelope: 'v2' };
@@ -177,10 +192,7 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
     let reply: Reply;
     try {
       const fault = await transportFaults(endpoint);
-      if (fault === 'hang') {
-        const spec = faults.list().find((f) => f.spec.target === 'endpoint' && f.spec.kind === 'timeout');
-        return hang(response, spec?.spec.target === 'endpoint' ? spec.spec.latencyMs : undefined);
-      }
+      if (fault && 'hangMs' in fault) return hang(response, fault.hangMs);
       if (fault) {
         reply = fault;
       } else {
@@ -207,7 +219,8 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
     const token = headerValue(request.headers, 'x-referral-token');
     const keyText = authorization ? /^ApiKey\s+(\S+)$/.exec(authorization)?.[1] : undefined;
     const apiKey = keyText ? world.apiKey(keyText) : undefined;
-    if (keyText && !apiKey) throw new HttpError({ status: 401, body: { detail: messages.credentialsNotProvided } });
+    if (keyText && !apiKey)
+      throw new HttpError({ status: 401, body: { detail: messages.credentialsNotProvided } });
     const tokenReferral = token ? world.referralToken(token) : undefined;
     if (!apiKey && !tokenReferral) return undefined;
     return { apiKey, tokenReferral, ip: request.ip };
@@ -215,15 +228,19 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
 
   async function runV1(request: SandboxRequest, response: ServerResponse): Promise<void> {
     const match = matchRoute(v1, request.method, request.path);
-    if (match.kind === 'not_found') return sendReply(response, { status: 404, body: { detail: messages.notFound } });
+    if (match.kind === 'not_found')
+      return sendReply(response, { status: 404, body: { detail: messages.notFound } });
     if (match.kind === 'method_not_allowed') {
-      return sendReply(response, { status: 405, body: { detail: messages.methodNotAllowed(request.method) } });
+      return sendReply(response, {
+        status: 405,
+        body: { detail: messages.methodNotAllowed(request.method) },
+      });
     }
     request.params = match.params;
     let reply: Reply;
     try {
       const fault = await transportFaults(`v1 ${match.route.method} ${match.route.template}`);
-      if (fault === 'hang') return hang(response, undefined);
+      if (fault && 'hangMs' in fault) return hang(response, fault.hangMs);
       if (fault) reply = fault;
       else {
         request.caller = v1Caller(request);
@@ -239,7 +256,10 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
   async function runAdmin(request: SandboxRequest, response: ServerResponse): Promise<void> {
     const match = matchRoute(admin, request.method, request.path);
     if (match.kind !== 'found') {
-      return sendReply(response, { status: match.kind === 'not_found' ? 404 : 405, body: { detail: messages.notFound } });
+      return sendReply(response, {
+        status: match.kind === 'not_found' ? 404 : 405,
+        body: { detail: messages.notFound },
+      });
     }
     request.params = match.params;
     try {
@@ -250,9 +270,18 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
     }
   }
 
+  /** The URL as the client addressed it; a malformed Host header falls back to the listen address. */
+  function requestUrl(target: string, hostHeader: string | undefined): URL {
+    try {
+      return new URL(target, `http://${hostHeader ?? `${host}:${port}`}`);
+    } catch {
+      return new URL(target.startsWith('/') ? target : '/', `http://${host}:${port}`);
+    }
+  }
+
   async function onRequest(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     const raw = await readRawBody(incoming);
-    const url = new URL(incoming.url ?? '/', `http://${incoming.headers.host ?? `${host}:${port}`}`);
+    const url = requestUrl(incoming.url ?? '/', incoming.headers.host);
     let parsed: { value: unknown } | undefined;
     const request: SandboxRequest = {
       method: (incoming.method ?? 'GET').toUpperCase(),
@@ -269,7 +298,8 @@ export async function startSandboxServer(options: SandboxOptions, demo: SandboxC
         return parsed.value;
       },
     };
-    if (raw.tooLarge) return sendReply(response, { status: 400, body: { detail: 'Request body is too large.' } });
+    if (raw.tooLarge)
+      return sendReply(response, { status: 400, body: { detail: 'Request body is too large.' } });
     // Longest base path first, so nested prefixes (e.g. /api and /api/v2) resolve to the most specific surface.
     const surfaces = [
       { base: paths.admin, run: runAdmin },

@@ -19,7 +19,10 @@ class SlidingWindow {
     if (hits.length >= this.#limit) {
       this.#hits.set(identity, hits);
       const oldest = hits[0] ?? now;
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((oldest + this.#windowMs - now) / 1000)) };
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil((oldest + this.#windowMs - now) / 1000)),
+      };
     }
     hits.push(now);
     this.#hits.set(identity, hits);
@@ -62,7 +65,10 @@ export class Throttles {
     const key = `${apiKey}|${pair}|${amount}`;
     const last = this.#cooldowns.get(key);
     if (last !== undefined && now - last < this.#cooldownMs) {
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((last + this.#cooldownMs - now) / 1000)) };
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil((last + this.#cooldownMs - now) / 1000)),
+      };
     }
     this.#cooldowns.set(key, now);
     return { allowed: true };

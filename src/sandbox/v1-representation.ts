@@ -34,7 +34,11 @@ export function toV1Pair(pair: PairRecord): Record<string, unknown> {
   };
 }
 
-function address(type: 'W' | 'D' | 'R', value: string, currency: CurrencyConfig): Record<string, unknown> | null {
+function address(
+  type: 'W' | 'D' | 'R',
+  value: string,
+  currency: CurrencyConfig,
+): Record<string, unknown> | null {
   if (value === '') return null;
   return { type, name: '', address: value, currency_code: currency.code };
 }
@@ -42,7 +46,8 @@ function address(type: 'W' | 'D' | 'R', value: string, currency: CurrencyConfig)
 function transactions(order: Order): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   const confirmedStatuses = ['PAID', 'PRE-RELEASE', 'RELEASED', 'COMPLETED', 'REFUNDED'];
-  const at = (status: string): number => order.history.find((h) => h.status === status)?.at ?? order.modifiedAt;
+  const at = (status: string): number =>
+    order.history.find((h) => h.status === status)?.at ?? order.modifiedAt;
   if (order.depositTransaction !== '') {
     const confirmed = confirmedStatuses.includes(order.status);
     out.push({
@@ -119,10 +124,21 @@ export function toV1Order(order: Order): Record<string, unknown> {
     status_name: [[statusCodes[order.status], order.status]],
     transactions: transactions(order),
     referral_code: order.referralCode
-      ? [{ code: order.referralCode.code, created_on: iso(order.referralCode.at), modified_on: iso(order.referralCode.at) }]
+      ? [
+          {
+            code: order.referralCode.code,
+            created_on: iso(order.referralCode.at),
+            modified_on: iso(order.referralCode.at),
+          },
+        ]
       : [],
     withdrawal_fee: Number(formatDecimal(order.pair.withdrawalFee, 8)),
-    withdrawal_fee_quote: Number(formatDecimal(order.pair.rate === 0n ? 0n : (order.pair.withdrawalFee * 10n ** 18n) / order.pair.rate, 8)),
+    withdrawal_fee_quote: Number(
+      formatDecimal(
+        order.pair.rate === 0n ? 0n : (order.pair.withdrawalFee * 10n ** 18n) / order.pair.rate,
+        8,
+      ),
+    ),
     user_provided_amount: order.userProvided === 'withdraw' ? 1 : 0,
   };
 }

@@ -7,7 +7,15 @@ import { z } from 'zod';
 import type { Caller } from './caller.ts';
 import type { SandboxContext } from './context.ts';
 import { displayDecimal, formatDecimal, parseDecimal } from './decimal.ts';
-import { bodyObject, headerValue, HttpError, route, type Reply, type Route, type SandboxRequest } from './http-kit.ts';
+import {
+  bodyObject,
+  headerValue,
+  HttpError,
+  route,
+  type Reply,
+  type Route,
+  type SandboxRequest,
+} from './http-kit.ts';
 import { messages } from './messages.ts';
 import { createOrder } from './order-creation.ts';
 import { preScreeningV1 } from './pre-screening.ts';
@@ -16,7 +24,10 @@ import { toV1Currency, toV1Order, toV1Pair, toV1Rate } from './v1-representation
 import { findOrder, referralCodeField } from './v2-order-routes.ts';
 import { depositFor, withdrawFor } from './world.ts';
 
-const v1FieldNames: Record<string, string> = { deposit_amount: 'amount_quote', withdraw_amount: 'amount_base' };
+const v1FieldNames: Record<string, string> = {
+  deposit_amount: 'amount_quote',
+  withdraw_amount: 'amount_base',
+};
 
 /** v2 `{detail, errors}` -> v1 body: field errors at the top level (v1 names), else `{detail}`. */
 export function toV1ErrorReply(error: HttpError): Reply {
@@ -58,10 +69,19 @@ function bearerUser(request: SandboxRequest, state: V1State): string | undefined
 }
 
 function requireUser(request: SandboxRequest, state: V1State): string {
-  return bearerUser(request, state) ?? (() => { throw v1Error(401, messages.credentialsNotProvided); })();
+  return (
+    bearerUser(request, state) ??
+    (() => {
+      throw v1Error(401, messages.credentialsNotProvided);
+    })()
+  );
 }
 
-function pageOf(ctx: SandboxContext, request: SandboxRequest, filter: (o: ReturnType<SandboxContext['orders']['all']>[number]) => boolean): Reply {
+function pageOf(
+  ctx: SandboxContext,
+  request: SandboxRequest,
+  filter: (o: ReturnType<SandboxContext['orders']['all']>[number]) => boolean,
+): Reply {
   const pageText = request.query.get('page') ?? '1';
   const page = /^\d+$/.test(pageText) ? Number(pageText) : NaN;
   ctx.orders.sweep(ctx.clock.now());
@@ -90,7 +110,11 @@ async function postV1Order(ctx: SandboxContext, request: SandboxRequest, state: 
   const caller: Caller | undefined = request.caller;
   const fields = parseFields(createV1OrderSchema, bodyObject(request));
   const pair = ctx.world.pair(fields.pair_name ?? '');
-  if (!pair) throw new HttpError({ status: 400, body: { pair_name: [`Object with name=${fields.pair_name} does not exist.`] } });
+  if (!pair)
+    throw new HttpError({
+      status: 400,
+      body: { pair_name: [`Object with name=${fields.pair_name} does not exist.`] },
+    });
   const referralCode = fields.referral_code ?? request.query.get('ref') ?? undefined;
   const referral = referralCode ? ctx.world.referralCode(referralCode) : caller?.tokenReferral;
   if (referralCode && (!referral || (caller?.apiKey && referral.partner.id !== caller.apiKey.partner.id))) {
@@ -127,7 +151,8 @@ function getPrice(ctx: SandboxContext, request: SandboxRequest): Reply {
   const parse = (name: string, text: string | null): bigint | undefined => {
     if (text === null || text === '') return undefined;
     const value = parseDecimal(text);
-    if (value === undefined || value < 0n) throw new HttpError({ status: 400, body: { [name]: [messages.invalidNumber] } });
+    if (value === undefined || value < 0n)
+      throw new HttpError({ status: 400, body: { [name]: [messages.invalidNumber] } });
     return value;
   };
   const base = parse('amount_base', baseText);
@@ -155,13 +180,22 @@ function oauthToken(ctx: SandboxContext, request: SandboxRequest, state: V1State
   if (body['grant_type'] !== 'password') {
     return { status: 400, body: { error: 'unsupported_grant_type' } };
   }
-  const user = ctx.config.v1Users.find((u) => u.username === body['username'] && u.password === body['password']);
-  if (!user) return { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid credentials given.' } };
+  const user = ctx.config.v1Users.find(
+    (u) => u.username === body['username'] && u.password === body['password'],
+  );
+  if (!user)
+    return { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid credentials given.' } };
   const token = randomBytes(20).toString('hex');
   state.tokens.set(token, user.username);
   return {
     status: 200,
-    body: { access_token: token, token_type: 'Bearer', expires_in: 36_000, scope: 'read write', refresh_token: randomBytes(20).toString('hex') },
+    body: {
+      access_token: token,
+      token_type: 'Bearer',
+      expires_in: 36_000,
+      scope: 'read write',
+      refresh_token: randomBytes(20).toString('hex'),
+    },
   };
 }
 
@@ -170,7 +204,9 @@ export function v1Routes(ctx: SandboxContext, state: V1State): Route[] {
     route('GET', '/orders/', (request) => {
       const user = bearerUser(request, state);
       const partnerId = request.caller?.apiKey?.partner.id;
-      return pageOf(ctx, request, (o) => (user ? o.v1User === user : partnerId ? o.partnerId === partnerId : true));
+      return pageOf(ctx, request, (o) =>
+        user ? o.v1User === user : partnerId ? o.partnerId === partnerId : true,
+      );
     }),
     route('POST', '/orders/', (request) => postV1Order(ctx, request, state)),
     route('GET', '/orders/{unique_reference}/', (request) => {

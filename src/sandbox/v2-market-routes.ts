@@ -4,7 +4,16 @@
 import type { SandboxContext } from './context.ts';
 import type { Caller } from './caller.ts';
 import { formatDecimal, parseDecimal } from './decimal.ts';
-import { queryBoolean, route, v2Error, validationError, type FieldErrorMap, type Reply, type Route, type SandboxRequest } from './http-kit.ts';
+import {
+  queryBoolean,
+  route,
+  v2Error,
+  validationError,
+  type FieldErrorMap,
+  type Reply,
+  type Route,
+  type SandboxRequest,
+} from './http-kit.ts';
 import { messages } from './messages.ts';
 import { fixedRateThrottled, resolveCurrency } from './order-creation.ts';
 import { resolvePricingTerms } from './pricing-terms.ts';
@@ -35,7 +44,10 @@ function randomPair(ctx: SandboxContext, endpoint: string): Reply {
     }
   }
   // 417 body is not shown in the document: a `detail` like every other v2 error.
-  return { status: 417, body: { detail: `Could not find an enabled random pair after ${attempts} attempts.` } };
+  return {
+    status: 417,
+    body: { detail: `Could not find an enabled random pair after ${attempts} attempts.` },
+  };
 }
 
 interface RateQuery {
@@ -89,14 +101,21 @@ function selectPairs(ctx: SandboxContext, query: URLSearchParams, parsed: RateQu
   let pairs = ctx.world.pairs().filter((p) => !p.disabled);
   const names = query.get('pairs');
   if (names !== null && names.trim() !== '') {
-    const wanted = new Set(names.split(',').map((n) => n.trim().toUpperCase()).filter((n) => n !== ''));
+    const wanted = new Set(
+      names
+        .split(',')
+        .map((n) => n.trim().toUpperCase())
+        .filter((n) => n !== ''),
+    );
     pairs = pairs.filter((p) => wanted.has(p.name.toUpperCase()));
   }
   for (const side of ['from', 'to'] as const) {
     const network = query.get(`${side}_network`);
     const contract = query.get(`${side}_contract_address`);
     if (network === null && contract === null) continue;
-    const currency = network ? resolveCurrency(ctx, { network, contractAddress: contract === '' ? null : contract }) : undefined;
+    const currency = network
+      ? resolveCurrency(ctx, { network, contractAddress: contract === '' ? null : contract })
+      : undefined;
     pairs = currency ? pairs.filter((p) => p[side].code === currency.code) : [];
   }
   if (parsed.fiatOnly) pairs = pairs.filter((p) => p.isFiat);
@@ -120,19 +139,32 @@ async function getRates(ctx: SandboxContext, request: SandboxRequest): Promise<R
   const mode = caller.apiKey?.mode ?? 'cefi';
   let actionable = false;
   if (parsed.actionable) {
-    if (mode !== 'defi') throw validationError({ actionable_quote: ['Actionable quotes require a DeFi API key.'] });
+    if (mode !== 'defi')
+      throw validationError({ actionable_quote: ['Actionable quotes require a DeFi API key.'] });
     const pair = pairs[0];
-    if (pairs.length !== 1 || !pair) throw validationError({ pairs: ['Actionable quotes take exactly one pair.'] });
+    if (pairs.length !== 1 || !pair)
+      throw validationError({ pairs: ['Actionable quotes take exactly one pair.'] });
     if (parsed.depositAmount === undefined) throw validationError({ deposit_amount: [messages.required] });
     const key = caller.apiKey?.key ?? caller.ip;
     const now = ctx.clock.now();
-    const cooldown = ctx.throttles.actionableCooldown(key, pair.name, formatDecimal(parsed.depositAmount, 18), now);
+    const cooldown = ctx.throttles.actionableCooldown(
+      key,
+      pair.name,
+      formatDecimal(parsed.depositAmount, 18),
+      now,
+    );
     if (!cooldown.allowed) throw fixedRateThrottled(ctx, pair.chainKind, cooldown.retryAfterSeconds, true);
     const verdict = ctx.throttles.fixedRate(pair.chainKind, key, now);
     if (!verdict.allowed) throw fixedRateThrottled(ctx, pair.chainKind, verdict.retryAfterSeconds, false);
-    if (ctx.faults.take(RATE_ENDPOINT, 'quote_provider_unavailable')) throw v2Error(400, messages.quoteProviderUnavailable);
+    if (ctx.faults.take(RATE_ENDPOINT, 'quote_provider_unavailable'))
+      throw v2Error(400, messages.quoteProviderUnavailable);
     if (ctx.faults.take(RATE_ENDPOINT, 'quote_fetch_failure')) {
-      throw v2Error(400, pair.chainKind === 'same-chain' ? messages.sameChainActionableQuoteFailed : messages.crossChainQuoteFailed);
+      throw v2Error(
+        400,
+        pair.chainKind === 'same-chain'
+          ? messages.sameChainActionableQuoteFailed
+          : messages.crossChainQuoteFailed,
+      );
     }
     await ctx.sleep(ctx.config.quotes.actionableDelayMs);
     actionable = !ctx.faults.take(RATE_ENDPOINT, 'non_actionable_rate_id');

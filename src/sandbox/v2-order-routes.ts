@@ -4,7 +4,15 @@
 import { z } from 'zod';
 import { resolveReferral } from './auth.ts';
 import type { SandboxContext } from './context.ts';
-import { bodyObject, route, v2Error, validationError, type Reply, type Route, type SandboxRequest } from './http-kit.ts';
+import {
+  bodyObject,
+  route,
+  v2Error,
+  validationError,
+  type Reply,
+  type Route,
+  type SandboxRequest,
+} from './http-kit.ts';
 import { messages } from './messages.ts';
 import { createOrder, resolvePair } from './order-creation.ts';
 import { cancelableStatuses, statusByCode, statusCodes, type OrderStatus } from './order-lifecycle.ts';
@@ -62,7 +70,10 @@ async function postOrder(ctx: SandboxContext, request: SandboxRequest): Promise<
   const apiKey = caller.apiKey;
   if (!apiKey) throw v2Error(401, messages.credentialsNotProvided);
   const fields = parseFields(createOrderSchema, bodyObject(request));
-  const referral = resolveReferral(caller, ctx.world, [fields.referral_code, request.query.get('ref') ?? undefined]);
+  const referral = resolveReferral(caller, ctx.world, [
+    fields.referral_code,
+    request.query.get('ref') ?? undefined,
+  ]);
   const terms = resolvePricingTerms({
     markup: fields.markup,
     referralRate: fields.referral_rate,
@@ -108,7 +119,8 @@ function encodeCursor(cursor: Cursor): string {
 function decodeCursor(text: string): Cursor {
   try {
     const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<Cursor>;
-    if (typeof value.s === 'number' && (value.d === 'n' || value.d === 'p')) return { s: value.s, d: value.d };
+    if (typeof value.s === 'number' && (value.d === 'n' || value.d === 'p'))
+      return { s: value.s, d: value.d };
   } catch {
     // fall through to the exchange's answer for a bad cursor
   }
@@ -122,7 +134,9 @@ function parseStatusFilter(text: string | null): Set<OrderStatus> | undefined {
     const trimmed = part.trim();
     const status = /^\d+$/.test(trimmed) ? statusByCode(Number(trimmed)) : undefined;
     if (!status) {
-      throw validationError({ status: [`Select a valid choice. ${trimmed} is not one of the available choices.`] });
+      throw validationError({
+        status: [`Select a valid choice. ${trimmed} is not one of the available choices.`],
+      });
     }
     statuses.add(status);
   }
@@ -182,7 +196,9 @@ function patchOrder(ctx: SandboxContext, request: SandboxRequest): Reply {
     }
     if (!cancelableStatuses.includes(order.status)) {
       throw validationError({
-        deposit_transaction: [`Order ${order.uniqueReference} is not awaiting a deposit (status ${order.status}).`],
+        deposit_transaction: [
+          `Order ${order.uniqueReference} is not awaiting a deposit (status ${order.status}).`,
+        ],
       });
     }
     ctx.orders.recordDepositTransaction(order, hash, now);

@@ -89,7 +89,10 @@ export function toV2Currency(currency: CurrencyConfig): Record<string, unknown> 
 }
 
 /** Assumed shape (the document does not show it). */
-export function toV2Network(network: SandboxConfig['networks'][number], config: SandboxConfig): Record<string, unknown> {
+export function toV2Network(
+  network: SandboxConfig['networks'][number],
+  config: SandboxConfig,
+): Record<string, unknown> {
   return {
     name: network.name,
     display_name: network.displayName,

@@ -125,7 +125,10 @@ export class WebhookDispatcher {
     for (const record of this.#configsFor(order.partnerId, 'order_status')) {
       const eventId = webhookEventId(record.config.id, order.uniqueReference);
       const representation = record.config.payloadVersion === 'v2' ? toV2Order(order) : toV1Order(order);
-      this.#queue(record, 'order_status', order.uniqueReference, order.status, eventId, { ...representation, id: eventId });
+      this.#queue(record, 'order_status', order.uniqueReference, order.status, eventId, {
+        ...representation,
+        id: eventId,
+      });
     }
   }
 
@@ -133,7 +136,12 @@ export class WebhookDispatcher {
   kycStatusChanged(order: Order, kycStatus: string): void {
     for (const record of this.#configsFor(order.partnerId, 'kyc_status')) {
       const eventId = webhookEventId(record.config.id, order.uniqueReference);
-      const body = { id: eventId, event: 'kyc_status_changed', unique_reference: order.uniqueReference, kyc_status: kycStatus };
+      const body = {
+        id: eventId,
+        event: 'kyc_status_changed',
+        unique_reference: order.uniqueReference,
+        kyc_status: kycStatus,
+      };
       this.#queue(record, 'kyc_status', order.uniqueReference, kycStatus, eventId, body);
     }
   }
@@ -211,11 +219,16 @@ export class WebhookDispatcher {
       delivery.finishedAt = this.#clock.now();
       return;
     }
-    const headers: Record<string, string> = { 'Content-Type': 'application/json', 'User-Agent': 'exchange-sandbox-webhooks' };
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json',
+      'User-Agent': 'exchange-sandbox-webhooks',
+    };
     if (record.config.secret) {
       const wall = Math.floor(Date.now() / 1000);
       const timestamp = String(faults.some((f) => f.kind === 'stale_timestamp') ? wall - 600 : wall);
-      const signingSecret = faults.some((f) => f.kind === 'bad_signature') ? `${record.config.secret}-wrong` : record.config.secret;
+      const signingSecret = faults.some((f) => f.kind === 'bad_signature')
+        ? `${record.config.secret}-wrong`
+        : record.config.secret;
       headers['X-Webhook-Timestamp'] = timestamp;
       headers['X-Webhook-Signature'] = signWebhook(signingSecret, timestamp, delivery.body);
     }
@@ -225,7 +238,12 @@ export class WebhookDispatcher {
     const timer = setTimeout(() => controller.abort(new Error('timeout')), this.#settings.timeoutMs);
     let ok = false;
     try {
-      const response = await fetch(record.config.url, { method: 'POST', headers, body: delivery.body, signal: controller.signal });
+      const response = await fetch(record.config.url, {
+        method: 'POST',
+        headers,
+        body: delivery.body,
+        signal: controller.signal,
+      });
       await response.arrayBuffer().catch(() => undefined);
       delivery.httpStatus = response.status;
       ok = response.status >= 200 && response.status < 300;
@@ -233,7 +251,9 @@ export class WebhookDispatcher {
     } catch (error) {
       const timedOut = controller.signal.aborted && !this.#closed;
       delivery.outcome = timedOut ? 'timeout' : 'failed';
-      delivery.error = timedOut ? `no answer within ${this.#settings.timeoutMs} ms` : (error as Error).message;
+      delivery.error = timedOut
+        ? `no answer within ${this.#settings.timeoutMs} ms`
+        : (error as Error).message;
     } finally {
       clearTimeout(timer);
       this.#controllers.delete(controller);
@@ -244,7 +264,9 @@ export class WebhookDispatcher {
 
   #recordOutcome(webhookId: string, ok: boolean): void {
     const now = this.#clock.now();
-    const window = (this.#outcomes.get(webhookId) ?? []).filter((o) => o.at > now - this.#settings.errorWindowMs);
+    const window = (this.#outcomes.get(webhookId) ?? []).filter(
+      (o) => o.at > now - this.#settings.errorWindowMs,
+    );
     window.push({ at: now, ok });
     this.#outcomes.set(webhookId, window);
     const errors = window.filter((o) => !o.ok).length;

@@ -1,6 +1,13 @@
 // Read-only indexes over the validated config: who owns which key, code and token; currencies, networks and
 // pairs by name. Pair names are `<to><from>` (v1 base then quote), e.g. ETHBTC sends BTC and receives ETH.
-import type { CurrencyConfig, PairConfig, PartnerConfig, SandboxConfig, TradingMode, WebhookConfig } from './config.ts';
+import type {
+  CurrencyConfig,
+  PairConfig,
+  PartnerConfig,
+  SandboxConfig,
+  TradingMode,
+  WebhookConfig,
+} from './config.ts';
 import { decimal, divide, multiply } from './decimal.ts';
 
 export interface ApiKeyRecord {
@@ -110,7 +117,9 @@ export function buildWorld(config: SandboxConfig): World {
       config: pair,
     });
   }
-  const webhooks = config.partners.flatMap((partner) => partner.webhooks.map((w) => ({ config: w, partner })));
+  const webhooks = config.partners.flatMap((partner) =>
+    partner.webhooks.map((w) => ({ config: w, partner })),
+  );
   return {
     config,
     apiKey: (key) => apiKeys.get(key),

@@ -1,4 +1,5 @@
 // Document section "Authentication".
+/* eslint-disable @typescript-eslint/no-unsafe-member-access -- conformance tests read the exchange's raw JSON and assert its shape instead of assuming it */
 import { describe, expect, it } from 'vitest';
 import { btcToEthOrder, call, demoKeys, demoReferral, startTestSandbox } from './helpers.ts';
 
@@ -7,7 +8,17 @@ const NOT_PROVIDED = 'Authentication credentials were not provided.';
 describe('Authentication', () => {
   it('requires an API key on every v2 endpoint, market data included', async () => {
     const sandbox = await startTestSandbox();
-    for (const path of ['/currency/', '/currency/BTC/', '/network/', '/network/ETH/', '/pair/', '/pair/ETHBTC/', '/pair/random/', '/rate/', '/orders/']) {
+    for (const path of [
+      '/currency/',
+      '/currency/BTC/',
+      '/network/',
+      '/network/ETH/',
+      '/pair/',
+      '/pair/ETHBTC/',
+      '/pair/random/',
+      '/rate/',
+      '/orders/',
+    ]) {
       const response = await call(sandbox.url, path, { key: null });
       expect(response.status, path).toBe(401);
       expect(response.body.detail).toBe(NOT_PROVIDED);
@@ -19,7 +30,10 @@ describe('Authentication', () => {
   it('accepts the ApiKey scheme and refuses Bearer with the credentials-not-provided 401', async () => {
     const sandbox = await startTestSandbox();
     expect((await call(sandbox.url, '/pair/')).status).toBe(200);
-    const bearer = await call(sandbox.url, '/pair/', { key: null, headers: { Authorization: `Bearer ${demoKeys.cefi}` } });
+    const bearer = await call(sandbox.url, '/pair/', {
+      key: null,
+      headers: { Authorization: `Bearer ${demoKeys.cefi}` },
+    });
     expect(bearer.status).toBe(401);
     expect(bearer.body).toEqual({ detail: NOT_PROVIDED });
   });
@@ -40,16 +54,22 @@ describe('Authentication', () => {
 
   it('rejects a referral token owned by another partner than the key owner with 401', async () => {
     const sandbox = await startTestSandbox();
-    const response = await call(sandbox.url, '/rate/?pairs=ETHBTC', { headers: { 'x-referral-token': demoReferral.otherPartnerToken } });
+    const response = await call(sandbox.url, '/rate/?pairs=ETHBTC', {
+      headers: { 'x-referral-token': demoReferral.otherPartnerToken },
+    });
     expect(response.status).toBe(401);
     expect(response.body.detail).toMatch(/referral code/i);
   });
 
   it('applies the ownership rule to the ref query parameter and the referral_code body field', async () => {
     const sandbox = await startTestSandbox();
-    const viaRef = await call(sandbox.url, `/orders/?ref=${demoReferral.otherPartnerCode}`, { body: btcToEthOrder() });
+    const viaRef = await call(sandbox.url, `/orders/?ref=${demoReferral.otherPartnerCode}`, {
+      body: btcToEthOrder(),
+    });
     expect(viaRef.status).toBe(401);
-    const viaBody = await call(sandbox.url, '/orders/', { body: btcToEthOrder({ referral_code: demoReferral.otherPartnerCode }) });
+    const viaBody = await call(sandbox.url, '/orders/', {
+      body: btcToEthOrder({ referral_code: demoReferral.otherPartnerCode }),
+    });
     expect(viaBody.status).toBe(401);
     const owned = await call(sandbox.url, `/orders/?ref=${demoReferral.code}`, {
       body: btcToEthOrder(),
@@ -60,7 +80,10 @@ describe('Authentication', () => {
 
   it('accepts X-User-Timezone, and never fails a request for it', async () => {
     const sandbox = await startTestSandbox();
-    const good = await call(sandbox.url, '/orders/', { body: btcToEthOrder(), headers: { 'X-User-Timezone': 'GMT +02:00 (Europe/Berlin)' } });
+    const good = await call(sandbox.url, '/orders/', {
+      body: btcToEthOrder(),
+      headers: { 'X-User-Timezone': 'GMT +02:00 (Europe/Berlin)' },
+    });
     expect(good.status).toBe(201);
     const odd = await call(sandbox.url, '/pair/', { headers: { 'X-User-Timezone': 'garbage' } });
     expect(odd.status).toBe(200);
@@ -68,10 +91,16 @@ describe('Authentication', () => {
 
   it('scopes keys to a trading mode: a DeFi rate_id cannot create a CeFi order', async () => {
     const sandbox = await startTestSandbox();
-    const quote = await call(sandbox.url, '/rate/?pairs=ETHBTC&deposit_amount=0.1&actionable_quote=true', { key: demoKeys.defi });
+    const quote = await call(sandbox.url, '/rate/?pairs=ETHBTC&deposit_amount=0.1&actionable_quote=true', {
+      key: demoKeys.defi,
+    });
     expect(quote.status).toBe(200);
-    const order = await call(sandbox.url, '/orders/', { body: btcToEthOrder({ rate_id: quote.body[0].rate_id }) });
+    const order = await call(sandbox.url, '/orders/', {
+      body: btcToEthOrder({ rate_id: quote.body[0].rate_id }),
+    });
     expect(order.status).toBe(400);
-    expect(order.text).toContain('This rate_id was issued for a DeFi quote and cannot be used to create a standard (CeFi) order.');
+    expect(order.text).toContain(
+      'This rate_id was issued for a DeFi quote and cannot be used to create a standard (CeFi) order.',
+    );
   });
 });

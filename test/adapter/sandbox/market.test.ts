@@ -1,4 +1,5 @@
 // Document sections "Endpoints" (currency, network, pair, pair/random) and "Resources and their fields" (v2 Pair).
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call -- conformance tests read the exchange's raw JSON and assert its shape instead of assuming it */
 import { describe, expect, it } from 'vitest';
 import { call, startTestSandbox } from './helpers.ts';
 
@@ -9,7 +10,11 @@ describe('Market data endpoints', () => {
     expect(list.status).toBe(200);
     expect(list.body.map((c: { code: string }) => c.code)).toContain('BTC');
     const one = await call(sandbox.url, '/currency/USDT/');
-    expect(one.body).toMatchObject({ code: 'USDT', network: 'ETH', contract_address: '0xdAC17F958D2ee523a2206206994597C13D831ec7' });
+    expect(one.body).toMatchObject({
+      code: 'USDT',
+      network: 'ETH',
+      contract_address: '0xdAC17F958D2ee523a2206206994597C13D831ec7',
+    });
     const missing = await call(sandbox.url, '/currency/NOPE/');
     expect(missing.status).toBe(404);
     expect(missing.body.detail).toBeTypeOf('string');
@@ -29,7 +34,12 @@ describe('Market data endpoints', () => {
     const list = await call(sandbox.url, '/pair/');
     expect(list.body).toContainEqual({ name: 'ETHBTC', to: 'ETH', from: 'BTC', disabled: false });
     expect(list.body).toContainEqual({ name: 'DOGEBTC', to: 'DOGE', from: 'BTC', disabled: true });
-    expect((await call(sandbox.url, '/pair/ETHBTC/')).body).toEqual({ name: 'ETHBTC', to: 'ETH', from: 'BTC', disabled: false });
+    expect((await call(sandbox.url, '/pair/ETHBTC/')).body).toEqual({
+      name: 'ETHBTC',
+      to: 'ETH',
+      from: 'BTC',
+      disabled: false,
+    });
     expect((await call(sandbox.url, '/pair/NOPE/')).status).toBe(404);
   });
 
@@ -48,7 +58,16 @@ describe('Market data endpoints', () => {
 
   it('answers 417 when /pair/random/ exhausts its attempts', async () => {
     const sandbox = await startTestSandbox({
-      pairs: [{ from: 'BTC', to: 'ETH', rate: '30', minDepositAmount: '0.001', maxDepositAmount: '5', disabled: true }],
+      pairs: [
+        {
+          from: 'BTC',
+          to: 'ETH',
+          rate: '30',
+          minDepositAmount: '0.001',
+          maxDepositAmount: '5',
+          disabled: true,
+        },
+      ],
     });
     const response = await call(sandbox.url, '/pair/random/');
     expect(response.status).toBe(417);

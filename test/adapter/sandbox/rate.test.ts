@@ -1,4 +1,5 @@
 // Document sections "GET /rate/", "v2 Rate (quote)" and the quote errors of GET /rate/.
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call -- conformance tests read the exchange's raw JSON and assert its shape instead of assuming it */
 import { describe, expect, it } from 'vitest';
 import { call, demoKeys, demoReferral, startTestSandbox } from './helpers.ts';
 
@@ -11,11 +12,26 @@ describe('GET /rate/', () => {
     const rate = response.body[0];
     expect(Object.keys(rate).sort()).toEqual(
       [
-        'pair', 'from', 'to', 'withdrawal_fee', 'rate', 'rate_id', 'max_withdraw_amount', 'min_withdraw_amount',
-        'max_deposit_amount', 'min_deposit_amount', 'expiration_time_unix',
+        'pair',
+        'from',
+        'to',
+        'withdrawal_fee',
+        'rate',
+        'rate_id',
+        'max_withdraw_amount',
+        'min_withdraw_amount',
+        'max_deposit_amount',
+        'min_deposit_amount',
+        'expiration_time_unix',
       ].sort(),
     );
-    expect(rate).toMatchObject({ pair: 'ETHBTC', from: 'BTC', to: 'ETH', rate: '30.00000000', min_deposit_amount: '0.00100000' });
+    expect(rate).toMatchObject({
+      pair: 'ETHBTC',
+      from: 'BTC',
+      to: 'ETH',
+      rate: '30.00000000',
+      min_deposit_amount: '0.00100000',
+    });
     expect(rate.expiration_time_unix).toMatch(/^\d+$/);
     expect(Number(rate.expiration_time_unix)).toBeGreaterThan(sandbox.now() / 1000);
   });
@@ -72,7 +88,9 @@ describe('GET /rate/', () => {
     const sandbox = await startTestSandbox({ limits: { markupCapBps: 250 } });
     const response = await call(sandbox.url, '/rate/?pairs=ETHBTC&markup=251');
     expect(response.status).toBe(400);
-    expect(response.body.errors.markup).toEqual(['Must not exceed 250 basis points (absolute cap on dynamic referral rates).']);
+    expect(response.body.errors.markup).toEqual([
+      'Must not exceed 250 basis points (absolute cap on dynamic referral rates).',
+    ]);
   });
 
   it('allows referral_rate only for referral codes allowed to use it', async () => {
@@ -93,13 +111,18 @@ describe('GET /rate/', () => {
     const sandbox = await startTestSandbox();
     const response = await call(sandbox.url, '/rate/?pairs=ETHBTC&deposit_amount=abc&markup=x');
     expect(response.status).toBe(400);
-    expect(response.body.errors).toMatchObject({ deposit_amount: ['A valid number is required.'], markup: ['A valid integer is required.'] });
+    expect(response.body.errors).toMatchObject({
+      deposit_amount: ['A valid number is required.'],
+      markup: ['A valid integer is required.'],
+    });
   });
 
   it('produces actionable DeFi quotes only after the configured production delay', async () => {
     const sandbox = await startTestSandbox({ quotes: { actionableDelayMs: 300 } });
     const started = Date.now();
-    const response = await call(sandbox.url, '/rate/?pairs=USDTETH&deposit_amount=1&actionable_quote=true', { key: demoKeys.defi });
+    const response = await call(sandbox.url, '/rate/?pairs=USDTETH&deposit_amount=1&actionable_quote=true', {
+      key: demoKeys.defi,
+    });
     expect(response.status).toBe(200);
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     expect(response.body[0].withdraw_amount).toBe('2995.00000000');
@@ -107,16 +130,27 @@ describe('GET /rate/', () => {
 
   it('refuses actionable quotes for non-DeFi keys and without deposit_amount', async () => {
     const sandbox = await startTestSandbox();
-    expect((await call(sandbox.url, '/rate/?pairs=USDTETH&deposit_amount=1&actionable_quote=true')).status).toBe(400);
-    const noAmount = await call(sandbox.url, '/rate/?pairs=USDTETH&actionable_quote=true', { key: demoKeys.defi });
+    expect(
+      (await call(sandbox.url, '/rate/?pairs=USDTETH&deposit_amount=1&actionable_quote=true')).status,
+    ).toBe(400);
+    const noAmount = await call(sandbox.url, '/rate/?pairs=USDTETH&actionable_quote=true', {
+      key: demoKeys.defi,
+    });
     expect(noAmount.status).toBe(400);
     expect(noAmount.body.errors.deposit_amount).toEqual(['This field is required.']);
   });
 
   it('answers a failing actionable same-chain quote with the documented retry message', async () => {
     const sandbox = await startTestSandbox();
-    sandbox.injectFault({ target: 'endpoint', endpoint: 'GET /rate/', kind: 'quote_fetch_failure', times: 1 });
-    const response = await call(sandbox.url, '/rate/?pairs=USDTETH&deposit_amount=1&actionable_quote=true', { key: demoKeys.defi });
+    sandbox.injectFault({
+      target: 'endpoint',
+      endpoint: 'GET /rate/',
+      kind: 'quote_fetch_failure',
+      times: 1,
+    });
+    const response = await call(sandbox.url, '/rate/?pairs=USDTETH&deposit_amount=1&actionable_quote=true', {
+      key: demoKeys.defi,
+    });
     expect(response.status).toBe(400);
     expect(response.body.detail).toBe(
       'Unable to fetch actionable same-chain DeFi fixed-rate quote for the provided deposit_amount. Please retry.',

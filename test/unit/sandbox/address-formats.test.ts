@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { isValidAddress, isValidIban, mintAddress, toChecksumAddress } from '../../../src/sandbox/address-formats.ts';
+import {
+  isValidAddress,
+  isValidIban,
+  mintAddress,
+  toChecksumAddress,
+} from '../../../src/sandbox/address-formats.ts';
 import { base58CheckDecode } from '../../../src/sandbox/base58.ts';
 import { decodeSegwitAddress } from '../../../src/sandbox/bech32.ts';
 import { keccak256Hex } from '../../../src/sandbox/keccak.ts';
@@ -48,7 +53,9 @@ describe('base58check and bech32', () => {
   });
   it('validates BIP-173 and BIP-350 segwit vectors', () => {
     expect(decodeSegwitAddress('bc', 'BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4')).toBeDefined();
-    expect(decodeSegwitAddress('bc', 'bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqzk5jj0')?.version).toBe(1);
+    expect(
+      decodeSegwitAddress('bc', 'bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqzk5jj0')?.version,
+    ).toBe(1);
     expect(decodeSegwitAddress('bc', 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5')).toBeUndefined();
     expect(decodeSegwitAddress('bc', 'bc1QW508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4')).toBeUndefined();
   });
@@ -61,7 +68,10 @@ describe('base58check and bech32', () => {
     expect(isValidIban('GB82WEST12345698765432')).toBe(true);
     expect(isValidIban('DE89370400440532013001')).toBe(false);
   });
-  it.each(['evm', 'bitcoin', 'litecoin', 'dogecoin', 'tron', 'iban'] as const)('mints %s addresses its own validator accepts', (format) => {
-    expect(isValidAddress(format, mintAddress(format))).toBe(true);
-  });
+  it.each(['evm', 'bitcoin', 'litecoin', 'dogecoin', 'tron', 'iban'] as const)(
+    'mints %s addresses its own validator accepts',
+    (format) => {
+      expect(isValidAddress(format, mintAddress(format))).toBe(true);
+    },
+  );
 });
