@@ -7,10 +7,10 @@
 //   node bench/request-budget.ts --limit 600 --duration-ms 20000 --window-ms 20000
 //
 // A shorter window needs a judge that counts over it, so it uses the bench's own minimal throttle (`--judge
-// builtin`, also the fallback when no sandbox is present); the sandbox always judges a 60 s window.
+// builtin`); the sandbox (the default judge) always counts a 60 s window.
 import { fork } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -20,6 +20,7 @@ import { ExchangeClient } from '../src/exchange/client.ts';
 import { ExchangeError } from '../src/exchange/errors.ts';
 import { RedisRequestBudget } from '../src/exchange/redis-request-budget.ts';
 import type { RequestPriority } from '../src/exchange/request-budget.ts';
+import { demoConfig, demoKeys, startSandbox } from '../src/sandbox/index.ts';
 
 interface ReplicaReport {
   offered: number;
@@ -31,7 +32,7 @@ interface ReplicaReport {
   waitMs: Record<RequestPriority, number[]>;
 }
 
-const apiKey = 'bench-cefi-key-000000000001';
+const builtinKey = 'bench-cefi-key-000000000001';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Replica: offers `offerPerWindow` requests per window, open loop, for `durationMs`; 20% high priority.
@@ -70,7 +71,7 @@ async function runReplica(): Promise<void> {
   };
   const measured = new ExchangeClient({
     baseUrl: env('BENCH_URL'),
-    credentials: { cefi: apiKey },
+    credentials: { cefi: env('BENCH_KEY') },
     budget: counted,
     retry: { maxAttempts: 1 }, // count every 429 the exchange sends, none hidden by a retry
   });
@@ -123,13 +124,13 @@ interface Judge {
 }
 
 /** The bench's own minimal exchange: GET /pair/ behind the document's global throttle, a sliding window. */
-async function builtinJudge(limit: number, windowMs: number): Promise<Judge> {
+async function builtinJudge(limit: number, windowMs: number): Promise<Judge & { key: string }> {
   const hits: number[] = [];
   let accepted = 0;
   let throttled = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const now = Date.now();
-    if (req.headers.authorization !== `ApiKey ${apiKey}`) {
+    if (req.headers.authorization !== `ApiKey ${builtinKey}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"detail":"Authentication credentials were not provided."}');
       return;
     }
@@ -151,39 +152,22 @@ async function builtinJudge(limit: number, windowMs: number): Promise<Judge> {
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   return {
     url: `http://127.0.0.1:${port}/api/v2`,
+    key: builtinKey,
     counts: () => Promise.resolve({ accepted, throttled }),
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
-/** The sandbox (feat/sandbox), configured with one CeFi key and the given global limit per minute. */
-async function sandboxJudge(limitPerMinute: number): Promise<Judge | undefined> {
-  const entry = new URL('../src/sandbox/index.ts', import.meta.url);
-  if (!existsSync(entry)) return undefined;
-  const sandbox = (await import(entry.href)) as {
-    startSandbox(options: unknown): Promise<{ url: string; close?(): Promise<void>; stop?(): Promise<void> }>;
-  };
-  const handle = await sandbox.startSandbox({
-    config: {
-      partners: [{ id: 'bench', name: 'Bench', apiKeys: [{ key: apiKey, mode: 'cefi' }] }],
-      networks: [
-        { name: 'BTC', displayName: 'Bitcoin', nativeCurrency: 'BTC' },
-        { name: 'ETH', displayName: 'Ethereum', nativeCurrency: 'ETH', isEvm: true },
-      ],
-      currencies: [
-        { code: 'BTC', name: 'Bitcoin', network: 'BTC', addressFormat: 'bitcoin' },
-        { code: 'ETH', name: 'Ether', network: 'ETH', addressFormat: 'evm' },
-      ],
-      pairs: [{ from: 'BTC', to: 'ETH', rate: '20', minDepositAmount: '0.001', maxDepositAmount: '10' }],
-      limits: { globalRequestsPerMinute: limitPerMinute },
-    },
+/** The sandbox's demo world with its global throttle at `limitPerMinute`; its demo CeFi key is the bench key. */
+async function sandboxJudge(limitPerMinute: number): Promise<Judge & { key: string }> {
+  const handle = await startSandbox({
+    config: { ...demoConfig, limits: { ...demoConfig.limits, globalRequestsPerMinute: limitPerMinute } },
   });
   return {
     url: handle.url,
+    key: demoKeys.cefi,
     counts: () => Promise.resolve(undefined),
-    stop: async () => {
-      await (handle.close ?? handle.stop)?.call(handle);
-    },
+    stop: () => handle.close(),
   };
 }
 
@@ -208,7 +192,7 @@ async function main(): Promise<void> {
   const limit = Number(values.limit);
   const windowMs = Number(values['window-ms']);
   const durationMs = Number(values['duration-ms'] ?? windowMs);
-  let judge: Judge | undefined;
+  let judge: (Judge & { key: string }) | undefined;
   let judgeName = values.judge;
   if (judgeName === 'sandbox' && windowMs === 60_000) judge = await sandboxJudge(limit);
   if (judge === undefined) {
@@ -234,6 +218,7 @@ async function main(): Promise<void> {
     ...process.env,
     REDIS_URL: redisUrl,
     BENCH_URL: judge.url,
+    BENCH_KEY: judge.key,
     BENCH_LIMIT: String(limit),
     BENCH_WINDOW_MS: String(windowMs),
     BENCH_DURATION_MS: String(durationMs),
