@@ -157,7 +157,13 @@ export const createOrderRequestSchema = z.object({
   withdraw_amount: decimalString.optional(),
   deposit_amount: decimalString.optional(),
   withdraw_address: z.string().min(1).optional(),
+  /**
+   * Not in the document's request table, but the order representation carries both extra ids; a careful client
+   * sends them under the same names (dropping a memo/destination tag silently would lose the user's funds).
+   */
+  withdraw_address_extra_id: z.string().optional(),
   refund_address: z.string().optional(),
+  refund_address_extra_id: z.string().optional(),
   side: z.enum(orderSides).optional(),
   rate_id: z.string().min(1).optional(),
   is_limit_order: z.boolean().optional(),

@@ -126,7 +126,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
 
     createOrder: (input) =>
       guarded(input.orderId, async () => {
-        const body: CreateOrderRequest & Record<string, unknown> = {
+        const body: CreateOrderRequest = {
           deposit_currency: input.depositCurrency,
           withdraw_currency: input.withdrawCurrency,
           withdraw_address: input.withdrawAddress,
