@@ -4,8 +4,20 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const ioModules = [
-  'node:*', 'fs', 'net', 'http', 'https', 'child_process', 'crypto', 'os', 'path',
-  'kafkajs', 'ioredis', 'undici', 'pino', '@opentelemetry/*',
+  'node:*',
+  'fs',
+  'net',
+  'http',
+  'https',
+  'child_process',
+  'crypto',
+  'os',
+  'path',
+  'kafkajs',
+  'ioredis',
+  'undici',
+  'pino',
+  '@opentelemetry/*',
 ];
 
 export default tseslint.config(
@@ -20,18 +32,38 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      '@typescript-eslint/restrict-template-expressions': [
+        'error',
+        { allowNumber: true, allowBoolean: true },
+      ],
     },
   },
   {
     files: ['machines/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: ioModules.map((group) => ({ group: [group], message: 'machines/ is pure: the runtime provides I/O through actors.' })) }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: ioModules.map((group) => ({
+            group: [group],
+            message: 'machines/ is pure: the runtime provides I/O through actors.',
+          })),
+        },
+      ],
       'no-restricted-syntax': [
         'error',
-        { selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']", message: 'No clocks in machines/: time arrives through events, delays or input.' },
-        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'No clocks in machines/.' },
-        { selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']", message: 'No randomness in machines/: take a seed or jitter from input.' },
+        {
+          selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
+          message: 'No clocks in machines/: time arrives through events, delays or input.',
+        },
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: 'No clocks in machines/.',
+        },
+        {
+          selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']",
+          message: 'No randomness in machines/: take a seed or jitter from input.',
+        },
         { selector: "MemberExpression[object.name='process']", message: 'No process access in machines/.' },
       ],
     },

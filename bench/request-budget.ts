@@ -131,7 +131,9 @@ async function builtinJudge(limit: number, windowMs: number): Promise<Judge & { 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const now = Date.now();
     if (req.headers.authorization !== `ApiKey ${builtinKey}`) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end('{"detail":"Authentication credentials were not provided."}');
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end('{"detail":"Authentication credentials were not provided."}');
       return;
     }
     while (hits.length > 0 && (hits[0] ?? 0) <= now - windowMs) hits.shift();
@@ -145,7 +147,9 @@ async function builtinJudge(limit: number, windowMs: number): Promise<Judge & { 
     }
     hits.push(now);
     accepted += 1;
-    res.writeHead(200, { 'content-type': 'application/json' }).end('[{"name":"ETHBTC","from":"BTC","to":"ETH","disabled":false}]');
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end('[{"name":"ETHBTC","from":"BTC","to":"ETH","disabled":false}]');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -233,7 +237,9 @@ async function main(): Promise<void> {
         new Promise<ReplicaReport>((resolve, reject) => {
           const child = fork(new URL(import.meta.url), ['--replica'], { env, stdio: 'inherit' });
           child.once('message', (message) => resolve(message as ReplicaReport));
-          child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`replica exited with ${code}`))));
+          child.once('exit', (code) =>
+            code === 0 ? undefined : reject(new Error(`replica exited with ${code}`)),
+          );
         }),
     ),
   );
@@ -241,12 +247,14 @@ async function main(): Promise<void> {
   await judge.stop();
   await cleanup();
 
-  const sum = (pick: (r: ReplicaReport) => number): number => reports.reduce((total, r) => total + pick(r), 0);
+  const sum = (pick: (r: ReplicaReport) => number): number =>
+    reports.reduce((total, r) => total + pick(r), 0);
   const budgetInRun = limit * (durationMs / windowMs);
   const accepted = sum((r) => r.accepted);
   const waits = (p: RequestPriority): number[] => reports.flatMap((r) => r.waitMs[p]);
   const otherErrors: Record<string, number> = {};
-  for (const r of reports) for (const [code, n] of Object.entries(r.otherErrors)) otherErrors[code] = (otherErrors[code] ?? 0) + n;
+  for (const r of reports)
+    for (const [code, n] of Object.entries(r.otherErrors)) otherErrors[code] = (otherErrors[code] ?? 0) + n;
   const figures = {
     judge: judgeName,
     limit: `${limit} per ${windowMs} ms`,
@@ -262,8 +270,14 @@ async function main(): Promise<void> {
     stillWaitingAtEnd: sum((r) => r.unadmitted),
     judgeOwnCount: judged ?? 'n/a',
     percentOfBudget: Number(((100 * accepted) / budgetInRun).toFixed(2)),
-    waitMsP50: { high: Math.round(percentile(waits('high'), 50)), low: Math.round(percentile(waits('low'), 50)) },
-    waitMsP95: { high: Math.round(percentile(waits('high'), 95)), low: Math.round(percentile(waits('low'), 95)) },
+    waitMsP50: {
+      high: Math.round(percentile(waits('high'), 50)),
+      low: Math.round(percentile(waits('low'), 50)),
+    },
+    waitMsP95: {
+      high: Math.round(percentile(waits('high'), 95)),
+      low: Math.round(percentile(waits('low'), 95)),
+    },
   };
   console.log(JSON.stringify(figures, null, 2));
 }

@@ -47,7 +47,9 @@ export interface ExchangeFailure {
 }
 
 export function isExchangeFailure(value: unknown): value is ExchangeFailure {
-  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'exchange_failure';
+  return (
+    typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'exchange_failure'
+  );
 }
 
 /** The exchange's v2 order, as the machine needs it (the runtime maps the wire representation onto it). */

@@ -6,7 +6,9 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const roots = ['src', 'machines', 'dev', 'scripts', 'test', 'bench'].map((d) => join(root, d)).filter(existsSync);
+const roots = ['src', 'machines', 'dev', 'scripts', 'test', 'bench']
+  .map((d) => join(root, d))
+  .filter(existsSync);
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -16,7 +18,8 @@ function files(dir: string): string[] {
   });
 }
 
-const importPattern = /(?:^|\n)\s*(?:import|export)\b[^'"`;]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|(?:^|\n)\s*import\s*['"](\.{1,2}\/[^'"]+)['"]/g;
+const importPattern =
+  /(?:^|\n)\s*(?:import|export)\b[^'"`;]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|(?:^|\n)\s*import\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
 export function importGraph(paths: string[]): Map<string, string[]> {
   const graph = new Map<string, string[]>();
@@ -56,7 +59,8 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const all = roots.flatMap(files);
   const cycles = findCycles(importGraph(all));
   if (cycles.length) {
-    for (const cycle of cycles) console.error(`import cycle: ${cycle.map((f) => relative(root, f)).join(' -> ')}`);
+    for (const cycle of cycles)
+      console.error(`import cycle: ${cycle.map((f) => relative(root, f)).join(' -> ')}`);
     process.exitCode = 1;
   } else {
     console.log(`no import cycles in ${all.length} modules`);

@@ -5,8 +5,11 @@ import { fileURLToPath } from 'node:url';
 import { asyncApiDocument, jsonSchemas } from '../src/contract/asyncapi.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const files: Record<string, string> = { 'docs/asyncapi.json': JSON.stringify(asyncApiDocument(), null, 2) + '\n' };
-for (const [type, schema] of Object.entries(jsonSchemas())) files[`docs/schemas/${type}.json`] = JSON.stringify(schema, null, 2) + '\n';
+const files: Record<string, string> = {
+  'docs/asyncapi.json': JSON.stringify(asyncApiDocument(), null, 2) + '\n',
+};
+for (const [type, schema] of Object.entries(jsonSchemas()))
+  files[`docs/schemas/${type}.json`] = JSON.stringify(schema, null, 2) + '\n';
 
 const check = process.argv.includes('--check');
 const stale: string[] = [];

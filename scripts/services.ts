@@ -21,6 +21,8 @@ try {
     process.exitCode = 2;
   }
 } catch (error) {
-  console.error(`services: ${command ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(
+    `services: ${command ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`,
+  );
   process.exitCode = 1;
 }

@@ -39,9 +39,20 @@ export const configSchema = z
   .object({
     KAFKA_BROKERS: z
       .string({ error: 'is required (comma-separated host:port list)' })
-      .transform((value) => value.split(',').map((broker) => broker.trim()).filter(Boolean))
-      .pipe(z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'each broker must be host:port')).min(1, 'needs at least one broker')),
-    REDIS_URL: z.string({ error: 'is required' }).regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+      .transform((value) =>
+        value
+          .split(',')
+          .map((broker) => broker.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z
+          .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'each broker must be host:port'))
+          .min(1, 'needs at least one broker'),
+      ),
+    REDIS_URL: z
+      .string({ error: 'is required' })
+      .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
     EXCHANGE_API_URL: httpUrl,
     EXCHANGE_API_V1_URL: httpUrl.optional(),
     EXCHANGE_API_KEY_DEFI: optionalSecret,
@@ -56,7 +67,14 @@ export const configSchema = z
     TOPIC_PARTITIONS: intFromEnv(12, 1, 1000),
     TOPIC_REPLICATION_FACTOR: intFromEnv(1, 1, 10),
     CONSUMER_GROUP: z.string().min(1).default('exchange-order-worker'),
-    WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, . _ - only').default(hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 100) || 'worker'),
+    WORKER_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, . _ - only')
+      .default(
+        hostname()
+          .replace(/[^A-Za-z0-9._-]/g, '-')
+          .slice(0, 100) || 'worker',
+      ),
     POLL_INTERVAL_MS: intFromEnv(30_000, 1_000, 60_000),
     RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 1_000, 60_000),
     LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
@@ -132,11 +150,16 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     : [];
   if (parsed.success && noKey.length) throw new ConfigError(noKey);
   if (!parsed.success) {
-    const problems = [...noKey, ...parsed.error.issues.map((issue) => {
-      const variable = String(issue.path[0] ?? 'configuration');
-      const message = secretVariables.has(variable) ? issue.message.replace(/"[^"]*"/g, '"<redacted>"') : issue.message;
-      return `${variable}: ${message}`;
-    })];
+    const problems = [
+      ...noKey,
+      ...parsed.error.issues.map((issue) => {
+        const variable = String(issue.path[0] ?? 'configuration');
+        const message = secretVariables.has(variable)
+          ? issue.message.replace(/"[^"]*"/g, '"<redacted>"')
+          : issue.message;
+        return `${variable}: ${message}`;
+      }),
+    ];
     throw new ConfigError(problems);
   }
   return deepFreeze(parsed.data);

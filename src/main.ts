@@ -34,13 +34,19 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
 
 /** An order-status webhook (v2 or v1 payload) or, failing that, a KYC notification (its shape is not documented). */
 export function normalizeWebhook(body: unknown): NormalizedWebhook | { error: string } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { error: 'webhook body must be a JSON object' };
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return { error: 'webhook body must be a JSON object' };
   const record = body as Record<string, unknown>;
   const looksLikeOrder = 'status' in record || 'status_name' in record;
   if (looksLikeOrder) {
     try {
       const parsed = readOrderWebhook(body);
-      return { kind: 'order', uniqueReference: parsed.order.uniqueReference, status: parsed.order.status, payloadVersion: parsed.version };
+      return {
+        kind: 'order',
+        uniqueReference: parsed.order.uniqueReference,
+        status: parsed.order.status,
+        payloadVersion: parsed.version,
+      };
     } catch (error) {
       return { error: (error as Error).message };
     }
@@ -53,8 +59,16 @@ export function normalizeWebhook(body: unknown): NormalizedWebhook | { error: st
 }
 
 async function run(config: WorkerConfig, logger: Logger): Promise<void> {
-  const tracing = startTracing({ serviceName: 'exchange-order-worker', workerId: config.workerId, otlpEndpoint: config.otlpEndpoint });
-  const kafka = createKafka({ clientId: `exchange-order-worker.${config.workerId}`, brokers: config.kafkaBrokers, logger });
+  const tracing = startTracing({
+    serviceName: 'exchange-order-worker',
+    workerId: config.workerId,
+    otlpEndpoint: config.otlpEndpoint,
+  });
+  const kafka = createKafka({
+    clientId: `exchange-order-worker.${config.workerId}`,
+    brokers: config.kafkaBrokers,
+    logger,
+  });
   const redisLog = logger.child({ component: 'redis' });
   let lastRedisError = 0;
   const redis = createRedis(config.redisUrl, {
@@ -64,13 +78,28 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
       lastRedisError = Date.now();
     },
   });
-  const leases = new RedisOrderLeases({ lease: new OrderLease(redis), owner: `${config.workerId}:${process.pid}:${randomUUID().slice(0, 8)}`, ttlMs: config.leaseTtlMs, logger });
-  const cooldown = new QuoteCooldown(redis, { onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown degraded to local') });
-  const dedupe = new WebhookDedupe(redis, { onDegraded: (error) => redisLog.warn({ code: error.code }, 'webhook dedupe degraded') });
-  const budget = new RedisRequestBudget({ redis, limit: config.exchange.budgetPerMinute, logger: logger.child({ component: 'budget' }) });
+  const leases = new RedisOrderLeases({
+    lease: new OrderLease(redis),
+    owner: `${config.workerId}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    ttlMs: config.leaseTtlMs,
+    logger,
+  });
+  const cooldown = new QuoteCooldown(redis, {
+    onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown degraded to local'),
+  });
+  const dedupe = new WebhookDedupe(redis, {
+    onDegraded: (error) => redisLog.warn({ code: error.code }, 'webhook dedupe degraded'),
+  });
+  const budget = new RedisRequestBudget({
+    redis,
+    limit: config.exchange.budgetPerMinute,
+    logger: logger.child({ component: 'budget' }),
+  });
   const client = new ExchangeClient({
     baseUrl: config.exchange.baseUrl,
-    credentials: Object.fromEntries(Object.entries(config.exchange.credentials).filter(([, v]) => v !== undefined)) as { defi?: string; cefi?: string; cefi_fixed?: string },
+    credentials: Object.fromEntries(
+      Object.entries(config.exchange.credentials).filter(([, v]) => v !== undefined),
+    ),
     ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
     budget,
     tracer: tracing.tracer,
@@ -82,7 +111,12 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     leases,
     binding: (host) =>
       createXStateBinding({
-        actors: createExchangeActors({ client, cooldown, durable: (orderId) => host().durable(orderId), now: () => Date.now() }),
+        actors: createExchangeActors({
+          client,
+          cooldown,
+          durable: (orderId) => host().durable(orderId),
+          now: () => Date.now(),
+        }),
         orderConfig: { pollIntervalMs: config.pollIntervalMs, quoteCooldownMs: config.quoteCooldownMs },
       }),
     webhooks: {
@@ -130,7 +164,10 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM', 0));
   process.once('SIGINT', () => shutdown('SIGINT', 0));
   await worker.start((error) => {
-    logger.fatal({ err: { message: error.message } }, 'Kafka writer failed for good; stopping so another replica takes over');
+    logger.fatal(
+      { err: { message: error.message } },
+      'Kafka writer failed for good; stopping so another replica takes over',
+    );
     shutdown('fatal', 1);
   });
 }
@@ -147,10 +184,17 @@ try {
 }
 const logger = createLogger({
   level: config.logLevel,
-  secrets: [...Object.values(config.exchange.credentials), config.exchange.referralToken, config.webhookSecret],
+  secrets: [
+    ...Object.values(config.exchange.credentials),
+    config.exchange.referralToken,
+    config.webhookSecret,
+  ],
 });
 run(config, logger).catch((error: unknown) => {
-  logger.fatal({ err: { message: (error as Error).message, stack: (error as Error).stack } }, 'worker failed to start');
+  logger.fatal(
+    { err: { message: (error as Error).message, stack: (error as Error).stack } },
+    'worker failed to start',
+  );
   logger.flush();
   process.exit(1);
 });

@@ -50,7 +50,11 @@ export async function startDockerRedis(): Promise<DockerServiceState & { url: st
     .withExposedPorts(6379)
     .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
     .start();
-  return { kind: 'docker', containerId: container.getId(), url: `redis://${container.getHost()}:${container.getMappedPort(6379)}` };
+  return {
+    kind: 'docker',
+    containerId: container.getId(),
+    url: `redis://${container.getHost()}:${container.getMappedPort(6379)}`,
+  };
 }
 
 export async function stopDockerContainer(state: DockerServiceState): Promise<void> {

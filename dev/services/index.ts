@@ -6,9 +6,21 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, openSync, c
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { canConnect, isAlive } from './process-util.ts';
-import { kafkaAnswers, projectRoot, startLocalKafka, stopLocalKafka, type LocalKafkaState } from './kafka-local.ts';
+import {
+  kafkaAnswers,
+  projectRoot,
+  startLocalKafka,
+  stopLocalKafka,
+  type LocalKafkaState,
+} from './kafka-local.ts';
 import { startLocalRedis, stopLocalRedis, type LocalRedisState } from './redis-local.ts';
-import { dockerEngineAnswers, startDockerKafka, startDockerRedis, stopDockerContainer, type DockerServiceState } from './docker.ts';
+import {
+  dockerEngineAnswers,
+  startDockerKafka,
+  startDockerRedis,
+  stopDockerContainer,
+  type DockerServiceState,
+} from './docker.ts';
 
 export { startLocalKafka, type LocalKafka } from './kafka-local.ts';
 export { startLocalRedis, type LocalRedis } from './redis-local.ts';
@@ -19,7 +31,8 @@ export interface ServiceEndpoints {
   redisUrl: string;
 }
 
-type KafkaRecord = { kind: 'env'; brokers: string[] } | (LocalKafkaState) | (DockerServiceState & { brokers: string[] });
+type KafkaRecord =
+  { kind: 'env'; brokers: string[] } | LocalKafkaState | (DockerServiceState & { brokers: string[] });
 type RedisRecord = { kind: 'env'; url: string } | LocalRedisState | (DockerServiceState & { url: string });
 interface ServicesState {
   kafka?: KafkaRecord;
@@ -96,7 +109,13 @@ export async function servicesUp(opts: { log?: (line: string) => void } = {}): P
 
     const envBrokers = process.env['KAFKA_BROKERS'];
     if (envBrokers) {
-      state.kafka = { kind: 'env', brokers: envBrokers.split(',').map((b) => b.trim()).filter(Boolean) };
+      state.kafka = {
+        kind: 'env',
+        brokers: envBrokers
+          .split(',')
+          .map((b) => b.trim())
+          .filter(Boolean),
+      };
     } else if (!(await kafkaRecordAnswers(state.kafka))) {
       if (state.kafka) await stopKafkaRecord(state.kafka);
       if (await useDocker()) {
@@ -131,7 +150,8 @@ export async function servicesUp(opts: { log?: (line: string) => void } = {}): P
     if (!(await kafkaAnswers(endpoints.kafkaBrokers, 10_000))) {
       throw new Error(`Kafka at ${endpoints.kafkaBrokers.join(',')} does not answer`);
     }
-    if (!(await redisRecordAnswers(state.redis))) throw new Error(`Redis at ${endpoints.redisUrl} does not answer`);
+    if (!(await redisRecordAnswers(state.redis)))
+      throw new Error(`Redis at ${endpoints.redisUrl} does not answer`);
     return {
       endpoints,
       started,

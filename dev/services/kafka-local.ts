@@ -6,7 +6,15 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
-import { canConnect, freePort, isAlive, killAndWait, spawnDetached, tailFile, waitUntil } from './process-util.ts';
+import {
+  canConnect,
+  freePort,
+  isAlive,
+  killAndWait,
+  spawnDetached,
+  tailFile,
+  waitUntil,
+} from './process-util.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const projectRoot = resolve(here, '..', '..');
@@ -45,20 +53,29 @@ export function ensureKafkaJars(log: (line: string) => void = () => {}): string 
   try {
     execFileSync(javaBinary(), ['-version'], { stdio: 'pipe' });
   } catch {
-    throw new Error('no JDK found for the local Kafka broker (install JDK 17+, set JAVA_HOME, or set KAFKA_BROKERS)');
+    throw new Error(
+      'no JDK found for the local Kafka broker (install JDK 17+, set JAVA_HOME, or set KAFKA_BROKERS)',
+    );
   }
   log(`resolving Kafka broker jars with Maven into ${libDir} (first run only)`);
   rmSync(libDir, { recursive: true, force: true });
   mkdirSync(libDir, { recursive: true });
   try {
-    execFileSync('mvn', ['-q', '-B', '-f', pomFile, 'dependency:copy-dependencies', `-DoutputDirectory=${libDir}`], {
-      stdio: 'pipe',
-      timeout: 600_000,
-    });
+    execFileSync(
+      'mvn',
+      ['-q', '-B', '-f', pomFile, 'dependency:copy-dependencies', `-DoutputDirectory=${libDir}`],
+      {
+        stdio: 'pipe',
+        timeout: 600_000,
+      },
+    );
   } catch (error) {
     const out = error as { stdout?: Buffer; stderr?: Buffer };
     throw new Error(
-      `mvn could not resolve the Kafka broker jars:\n${String(out.stdout ?? '')}${String(out.stderr ?? '')}`.slice(0, 4000),
+      `mvn could not resolve the Kafka broker jars:\n${String(out.stdout ?? '')}${String(out.stderr ?? '')}`.slice(
+        0,
+        4000,
+      ),
       { cause: error },
     );
   }
@@ -125,29 +142,54 @@ export async function kafkaAnswers(brokers: string[], timeoutMs = 5000): Promise
   }
 }
 
-export async function startLocalKafka(opts: { dir: string; log?: (line: string) => void }): Promise<LocalKafka> {
+export async function startLocalKafka(opts: {
+  dir: string;
+  log?: (line: string) => void;
+}): Promise<LocalKafka> {
   const classpath = ensureKafkaJars(opts.log);
   mkdirSync(opts.dir, { recursive: true });
   const port = await freePort();
   let controllerPort = await freePort();
   while (controllerPort === port) controllerPort = await freePort();
-  const state: LocalKafkaState = { kind: 'local', pid: 0, port, controllerPort, dir: opts.dir, brokers: [`127.0.0.1:${port}`] };
+  const state: LocalKafkaState = {
+    kind: 'local',
+    pid: 0,
+    port,
+    controllerPort,
+    dir: opts.dir,
+    brokers: [`127.0.0.1:${port}`],
+  };
   const props = join(opts.dir, 'server.properties');
   const brokerLog = join(opts.dir, 'broker.log');
   const stdoutLog = join(opts.dir, 'stdout.log');
   writeFileSync(props, serverProperties(state));
   writeFileSync(join(opts.dir, 'log4j.properties'), log4jProperties(brokerLog));
   const log4j = `-Dlog4j.configuration=file:${join(opts.dir, 'log4j.properties')}`;
-  execFileSync(javaBinary(), ['-cp', classpath, log4j, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', props], {
-    stdio: 'pipe',
-  });
+  execFileSync(
+    javaBinary(),
+    ['-cp', classpath, log4j, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', props],
+    {
+      stdio: 'pipe',
+    },
+  );
   const logTail = (lines = 40): string =>
     `--- ${brokerLog} (tail) ---\n${tailFile(brokerLog, lines)}\n--- ${stdoutLog} (tail) ---\n${tailFile(stdoutLog, 15)}`;
 
   const start = async (): Promise<void> => {
     state.pid = spawnDetached(
       javaBinary(),
-      ['-Xms128m', '-Xmx768m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', log4j, '-cp', classpath, 'kafka.Kafka', props],
+      [
+        '-Xms128m',
+        '-Xmx768m',
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        '-Djava.awt.headless=true',
+        log4j,
+        '-cp',
+        classpath,
+        'kafka.Kafka',
+        props,
+      ],
       { logFile: stdoutLog },
     );
     await waitUntil(

@@ -42,7 +42,11 @@ export function isAlive(pid: number | undefined): boolean {
 }
 
 /** Starts a process that outlives its parent (so `services:up` can exit), with output appended to a log file. */
-export function spawnDetached(command: string, args: string[], opts: { cwd?: string; logFile: string; env?: NodeJS.ProcessEnv }): number {
+export function spawnDetached(
+  command: string,
+  args: string[],
+  opts: { cwd?: string; logFile: string; env?: NodeJS.ProcessEnv },
+): number {
   const fd = openSync(opts.logFile, 'a');
   const child = spawn(command, args, {
     cwd: opts.cwd,
@@ -56,7 +60,11 @@ export function spawnDetached(command: string, args: string[], opts: { cwd?: str
   return child.pid;
 }
 
-export async function killAndWait(pid: number | undefined, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<void> {
+export async function killAndWait(
+  pid: number | undefined,
+  signal: NodeJS.Signals = 'SIGTERM',
+  timeoutMs = 20_000,
+): Promise<void> {
   if (!pid || !isAlive(pid)) return;
   try {
     process.kill(pid, signal);
@@ -81,7 +89,12 @@ export function tailFile(path: string, lines = 40): string {
   return text.slice(-lines).join('\n');
 }
 
-export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number, onTimeout?: () => string): Promise<void> {
+export async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  onTimeout?: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;

@@ -2,7 +2,15 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { canConnect, freePort, isAlive, killAndWait, spawnDetached, tailFile, waitUntil } from './process-util.ts';
+import {
+  canConnect,
+  freePort,
+  isAlive,
+  killAndWait,
+  spawnDetached,
+  tailFile,
+  waitUntil,
+} from './process-util.ts';
 
 export interface LocalRedisState {
   kind: 'local';
@@ -39,7 +47,13 @@ export async function startLocalRedis(opts: { dir: string; port?: number }): Pro
   const port = opts.port ?? (await freePort());
   mkdirSync(opts.dir, { recursive: true });
   const logFile = join(opts.dir, 'redis.log');
-  const state: LocalRedisState = { kind: 'local', pid: 0, port, dir: opts.dir, url: `redis://127.0.0.1:${port}` };
+  const state: LocalRedisState = {
+    kind: 'local',
+    pid: 0,
+    port,
+    dir: opts.dir,
+    url: `redis://127.0.0.1:${port}`,
+  };
 
   const start = async (): Promise<void> => {
     state.pid = spawnDetached(
@@ -47,8 +61,11 @@ export async function startLocalRedis(opts: { dir: string; port?: number }): Pro
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', opts.dir],
       { logFile },
     );
-    await waitUntil(`redis-server on port ${port}`, async () => isAlive(state.pid) && (await canConnect(port)), 15_000, () =>
-      tailFile(logFile),
+    await waitUntil(
+      `redis-server on port ${port}`,
+      async () => isAlive(state.pid) && (await canConnect(port)),
+      15_000,
+      () => tailFile(logFile),
     );
   };
   await start();

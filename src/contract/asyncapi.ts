@@ -1,7 +1,12 @@
 // Builds the AsyncAPI 3 document of the worker's Kafka contract, with JSON Schemas generated from the zod
 // schemas (the zod schemas are the source; the documents under docs/ are generated and checked in CI).
 import { z } from 'zod';
-import { orderCancelCommand, orderCreateCommand, orderSubmitDepositCommand, orderWebhookHintCommand } from './commands.ts';
+import {
+  orderCancelCommand,
+  orderCreateCommand,
+  orderSubmitDepositCommand,
+  orderWebhookHintCommand,
+} from './commands.ts';
 import {
   commandRejectedEvent,
   kycStatusChangedEvent,
@@ -82,7 +87,8 @@ export function asyncApiDocument(): Record<string, unknown> {
       },
       events: {
         address: '${TOPIC_EVENTS} (default exchange.orders.events)',
-        description: 'Every state change of every order, keyed by order_id; written in Kafka transactions (read_committed).',
+        description:
+          'Every state change of every order, keyed by order_id; written in Kafka transactions (read_committed).',
         messages: Object.fromEntries(Object.keys(eventSchemas).map((t) => [messageId(t), ref(t)])),
       },
     },
@@ -90,12 +96,16 @@ export function asyncApiDocument(): Record<string, unknown> {
       receiveCommands: {
         action: 'receive',
         channel: { $ref: '#/channels/commands' },
-        messages: Object.keys(commandSchemas).map((t) => ({ $ref: `#/channels/commands/messages/${messageId(t)}` })),
+        messages: Object.keys(commandSchemas).map((t) => ({
+          $ref: `#/channels/commands/messages/${messageId(t)}`,
+        })),
       },
       sendEvents: {
         action: 'send',
         channel: { $ref: '#/channels/events' },
-        messages: Object.keys(eventSchemas).map((t) => ({ $ref: `#/channels/events/messages/${messageId(t)}` })),
+        messages: Object.keys(eventSchemas).map((t) => ({
+          $ref: `#/channels/events/messages/${messageId(t)}`,
+        })),
       },
     },
     components: { messages },

@@ -4,7 +4,10 @@ import { z } from 'zod';
 
 export const decimalString = z
   .string()
-  .regex(/^(0|[1-9]\d{0,29})(\.\d{1,18})?$/, 'must be a decimal string such as "0.5" (no sign, exponent or spaces)')
+  .regex(
+    /^(0|[1-9]\d{0,29})(\.\d{1,18})?$/,
+    'must be a decimal string such as "0.5" (no sign, exponent or spaces)',
+  )
   .refine((value) => /[1-9]/.test(value), 'must be greater than zero');
 
 const identifier = z
@@ -13,7 +16,11 @@ const identifier = z
   .max(128, 'must be at most 128 characters')
   .regex(/^[A-Za-z0-9._:@-]+$/, 'may contain letters, digits and . _ : @ - only');
 
-const currencyCode = z.string().min(1).max(20).regex(/^[A-Za-z0-9_.-]+$/, 'must be a currency code');
+const currencyCode = z
+  .string()
+  .min(1)
+  .max(20)
+  .regex(/^[A-Za-z0-9_.-]+$/, 'must be a currency code');
 const address = z.string().min(1).max(256);
 const extraId = z.string().max(128);
 
@@ -38,8 +45,14 @@ export const orderCreateCommand = z
       .optional(),
     markup: z.number().int('must be an integer (basis points)').min(0).max(10_000).optional(),
     side: z.enum(['BUY', 'SELL']).optional(),
-    limit_order: z.object({ ttl_seconds: z.number().int().min(600, 'must be at least 600 seconds') }).strict().optional(),
-    pre_screening: z.object({ ip: z.union([z.ipv4(), z.ipv6()]) }).strict().optional(),
+    limit_order: z
+      .object({ ttl_seconds: z.number().int().min(600, 'must be at least 600 seconds') })
+      .strict()
+      .optional(),
+    pre_screening: z
+      .object({ ip: z.union([z.ipv4(), z.ipv6()]) })
+      .strict()
+      .optional(),
     user_timezone: z
       .string()
       .regex(/^GMT [+-]\d{2}:\d{2} \([A-Za-z0-9_+\-/]+\)$/, 'must look like "GMT +HH:MM (Area/City)"')
@@ -49,13 +62,25 @@ export const orderCreateCommand = z
   .superRefine((command, ctx) => {
     const amounts = [command.deposit_amount, command.withdraw_amount].filter((a) => a !== undefined).length;
     if (amounts !== 1) {
-      ctx.addIssue({ code: 'custom', path: ['deposit_amount'], message: 'exactly one of deposit_amount or withdraw_amount is required' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['deposit_amount'],
+        message: 'exactly one of deposit_amount or withdraw_amount is required',
+      });
     }
     if (command.limit_order && command.mode !== 'cefi') {
-      ctx.addIssue({ code: 'custom', path: ['limit_order'], message: 'limit orders exist for CeFi flows only (mode "cefi")' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['limit_order'],
+        message: 'limit orders exist for CeFi flows only (mode "cefi")',
+      });
     }
     if (command.deposit_currency.toUpperCase() === command.withdraw_currency.toUpperCase()) {
-      ctx.addIssue({ code: 'custom', path: ['withdraw_currency'], message: 'must differ from deposit_currency' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['withdraw_currency'],
+        message: 'must differ from deposit_currency',
+      });
     }
   });
 
@@ -64,7 +89,11 @@ export const orderSubmitDepositCommand = z
     type: z.literal('order.submit_deposit'),
     command_id: identifier,
     order_id: identifier,
-    tx_hash: z.string().min(8, 'must be a transaction hash').max(256).regex(/^[A-Za-z0-9:_-]+$/, 'must be a transaction hash'),
+    tx_hash: z
+      .string()
+      .min(8, 'must be a transaction hash')
+      .max(256)
+      .regex(/^[A-Za-z0-9:_-]+$/, 'must be a transaction hash'),
   })
   .strict();
 
@@ -87,7 +116,12 @@ export const orderWebhookHintCommand = z
   })
   .strict();
 
-export const commandTypes = ['order.create', 'order.submit_deposit', 'order.cancel', 'order.webhook_hint'] as const;
+export const commandTypes = [
+  'order.create',
+  'order.submit_deposit',
+  'order.cancel',
+  'order.webhook_hint',
+] as const;
 
 export const orderCommand = z.discriminatedUnion('type', [
   orderCreateCommand,
@@ -104,7 +138,15 @@ export type OrderCommand = z.infer<typeof orderCommand>;
 
 export type ParsedCommand =
   | { ok: true; command: OrderCommand }
-  | { ok: false; reason: 'malformed' | 'unknown_type'; message: string; orderId: string | null; commandId: string | null; commandType: string | null; raw: unknown };
+  | {
+      ok: false;
+      reason: 'malformed' | 'unknown_type';
+      message: string;
+      orderId: string | null;
+      commandId: string | null;
+      commandType: string | null;
+      raw: unknown;
+    };
 
 /** Parses one Kafka message value into a command, or says precisely what is wrong with it. */
 export function parseCommand(value: Buffer | string | null, key: string | null): ParsedCommand {
@@ -113,15 +155,33 @@ export function parseCommand(value: Buffer | string | null, key: string | null):
   try {
     raw = JSON.parse(text);
   } catch {
-    return { ok: false, reason: 'malformed', message: 'value is not valid JSON', orderId: key, commandId: null, commandType: null, raw: text.slice(0, 2000) };
+    return {
+      ok: false,
+      reason: 'malformed',
+      message: 'value is not valid JSON',
+      orderId: key,
+      commandId: null,
+      commandType: null,
+      raw: text.slice(0, 2000),
+    };
   }
-  const record = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
-  const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : null);
+  const record =
+    typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+  const str = (v: unknown): string | null =>
+    typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : null;
   const orderId = str(record['order_id']) ?? key;
   const commandId = str(record['command_id']);
   const commandType = str(record['type']);
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return { ok: false, reason: 'malformed', message: 'value must be a JSON object', orderId, commandId, commandType, raw };
+    return {
+      ok: false,
+      reason: 'malformed',
+      message: 'value must be a JSON object',
+      orderId,
+      commandId,
+      commandType,
+      raw,
+    };
   }
   if (!commandType || !(commandTypes as readonly string[]).includes(commandType)) {
     return {
@@ -142,7 +202,15 @@ export function parseCommand(value: Buffer | string | null, key: string | null):
     return { ok: false, reason: 'malformed', message, orderId, commandId, commandType, raw };
   }
   if (key !== null && key !== parsed.data.order_id) {
-    return { ok: false, reason: 'malformed', message: `message key "${key.slice(0, 128)}" differs from order_id "${parsed.data.order_id}"`, orderId, commandId, commandType, raw };
+    return {
+      ok: false,
+      reason: 'malformed',
+      message: `message key "${key.slice(0, 128)}" differs from order_id "${parsed.data.order_id}"`,
+      orderId,
+      commandId,
+      commandType,
+      raw,
+    };
   }
   return { ok: true, command: parsed.data };
 }

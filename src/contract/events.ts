@@ -49,7 +49,9 @@ export const orderDepositRejectedEvent = z.object({
   ...envelope,
   tx_hash: z.string(),
   code: z.string(),
-  message: z.string().describe('why the exchange refused the hash for good; the order still awaits its deposit'),
+  message: z
+    .string()
+    .describe('why the exchange refused the hash for good; the order still awaits its deposit'),
 });
 
 export const orderStatusChangedEvent = z.object({
@@ -93,7 +95,9 @@ export const kycStatusChangedEvent = z.object({
   type: z.literal('exchange.kyc_status_changed'),
   ...envelope,
   unique_reference: z.string().nullable(),
-  payload: z.record(z.string(), z.unknown()).describe('the KYC webhook body as received (its shape is not documented)'),
+  payload: z
+    .record(z.string(), z.unknown())
+    .describe('the KYC webhook body as received (its shape is not documented)'),
 });
 
 export const rejectionReasons = [
@@ -112,7 +116,9 @@ export const commandRejectedEvent = z.object({
   command_type: z.string().nullable(),
   reason: z.enum(rejectionReasons),
   message: z.string(),
-  command: z.unknown().describe('the rejected command as received (parsed JSON, or the raw text when not JSON)'),
+  command: z
+    .unknown()
+    .describe('the rejected command as received (parsed JSON, or the raw text when not JSON)'),
   source: z.object({ topic: z.string(), partition: z.number().int(), offset: z.string() }).nullable(),
 });
 

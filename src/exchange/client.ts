@@ -8,7 +8,12 @@ import { SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opente
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
-import { exchangeStatusCodes, type ExchangeOrderView, type ExchangeStatus, type TradingMode } from '../../machines/domain.ts';
+import {
+  exchangeStatusCodes,
+  type ExchangeOrderView,
+  type ExchangeStatus,
+  type TradingMode,
+} from '../../machines/domain.ts';
 import { classifyErrorResponse } from './error-classification.ts';
 import { ExchangeError, type EndpointName } from './errors.ts';
 import { toOrderView } from './order-view.ts';
@@ -200,7 +205,11 @@ const connectFailureCodes = new Set([
 ]);
 
 function errorCode(err: unknown): string | undefined {
-  for (let current: unknown = err, depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+  for (
+    let current: unknown = err, depth = 0;
+    current !== undefined && current !== null && depth < 5;
+    depth++
+  ) {
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string') return code;
     current = (current as { cause?: unknown }).cause;
@@ -241,7 +250,8 @@ export class ExchangeClient {
     this.#base = new URL(options.baseUrl);
     this.#basePath = this.#base.pathname.replace(/\/+$/, '');
     for (const [mode, secret] of Object.entries(options.credentials) as [TradingMode, string | undefined][]) {
-      if (secret !== undefined && secret !== '') this.#keys.set(mode, { secret, fingerprint: apiKeyFingerprint(secret) });
+      if (secret !== undefined && secret !== '')
+        this.#keys.set(mode, { secret, fingerprint: apiKeyFingerprint(secret) });
     }
     this.#referral =
       options.referralToken === undefined || options.referralToken === ''
@@ -272,19 +282,31 @@ export class ExchangeClient {
   // Market data
 
   async listCurrencies(mode: TradingMode, options: CallOptions = {}): Promise<WireCurrency[]> {
-    return (await this.#get('listCurrencies', 'GET /currency/', mode, '/currency/', currencyListSchema, options)).data;
+    return (
+      await this.#get('listCurrencies', 'GET /currency/', mode, '/currency/', currencyListSchema, options)
+    ).data;
   }
 
-  async getCurrency(mode: TradingMode, params: { readonly code: string }, options: CallOptions = {}): Promise<WireCurrency> {
+  async getCurrency(
+    mode: TradingMode,
+    params: { readonly code: string },
+    options: CallOptions = {},
+  ): Promise<WireCurrency> {
     const path = `/currency/${encodeURIComponent(params.code)}/`;
-    return (await this.#get('getCurrency', 'GET /currency/{code}/', mode, path, currencySchema, options)).data;
+    return (await this.#get('getCurrency', 'GET /currency/{code}/', mode, path, currencySchema, options))
+      .data;
   }
 
   async listNetworks(mode: TradingMode, options: CallOptions = {}): Promise<WireNetwork[]> {
-    return (await this.#get('listNetworks', 'GET /network/', mode, '/network/', networkListSchema, options)).data;
+    return (await this.#get('listNetworks', 'GET /network/', mode, '/network/', networkListSchema, options))
+      .data;
   }
 
-  async getNetwork(mode: TradingMode, params: { readonly name: string }, options: CallOptions = {}): Promise<WireNetwork> {
+  async getNetwork(
+    mode: TradingMode,
+    params: { readonly name: string },
+    options: CallOptions = {},
+  ): Promise<WireNetwork> {
     const path = `/network/${encodeURIComponent(params.name)}/`;
     return (await this.#get('getNetwork', 'GET /network/{name}/', mode, path, networkSchema, options)).data;
   }
@@ -293,14 +315,20 @@ export class ExchangeClient {
     return (await this.#get('listPairs', 'GET /pair/', mode, '/pair/', pairListSchema, options)).data;
   }
 
-  async getPair(mode: TradingMode, params: { readonly name: string }, options: CallOptions = {}): Promise<WirePair> {
+  async getPair(
+    mode: TradingMode,
+    params: { readonly name: string },
+    options: CallOptions = {},
+  ): Promise<WirePair> {
     const path = `/pair/${encodeURIComponent(params.name)}/`;
     return (await this.#get('getPair', 'GET /pair/{name}/', mode, path, pairSchema, options)).data;
   }
 
   /** GET /pair/random/; a 417 (attempts exhausted) surfaces as a 'backoff' failure. */
   async getRandomPair(mode: TradingMode, options: CallOptions = {}): Promise<WireRandomPair> {
-    return (await this.#get('getRandomPair', 'GET /pair/random/', mode, '/pair/random/', randomPairSchema, options)).data;
+    return (
+      await this.#get('getRandomPair', 'GET /pair/random/', mode, '/pair/random/', randomPairSchema, options)
+    ).data;
   }
 
   /**
@@ -349,7 +377,9 @@ export class ExchangeClient {
     const body = checkShape(endpoint, createOrderRequestSchema, params);
     checkCreateOrder(endpoint, mode, body, this.#fiat);
     const timeoutMs =
-      mode === 'cefi' ? this.#timeouts.createOrder : Math.max(minimumSlowQuoteTimeoutMs, this.#timeouts.createOrder);
+      mode === 'cefi'
+        ? this.#timeouts.createOrder
+        : Math.max(minimumSlowQuoteTimeoutMs, this.#timeouts.createOrder);
     const result = await this.#call(
       {
         operation: 'createOrder',
@@ -368,7 +398,11 @@ export class ExchangeClient {
   }
 
   /** GET /orders/ (CeFi orders only), cursor pagination. */
-  async listOrders(mode: TradingMode, params: ListOrdersParams = {}, options: CallOptions = {}): Promise<OrderPage> {
+  async listOrders(
+    mode: TradingMode,
+    params: ListOrdersParams = {},
+    options: CallOptions = {},
+  ): Promise<OrderPage> {
     const endpoint: EndpointName = 'GET /orders/';
     let path = '/orders/';
     let query: Record<string, QueryValue> = {};
@@ -378,7 +412,8 @@ export class ExchangeClient {
       query = followed.query;
     }
     if (params.status !== undefined)
-      query['status'] = typeof params.status === 'number' ? params.status : exchangeStatusCodes[params.status];
+      query['status'] =
+        typeof params.status === 'number' ? params.status : exchangeStatusCodes[params.status];
     const result = await this.#call(
       {
         operation: 'listOrders',
@@ -401,9 +436,20 @@ export class ExchangeClient {
     };
   }
 
-  async getOrder(mode: TradingMode, params: { readonly uniqueReference: string }, options: CallOptions = {}): Promise<ExchangeOrderView> {
+  async getOrder(
+    mode: TradingMode,
+    params: { readonly uniqueReference: string },
+    options: CallOptions = {},
+  ): Promise<ExchangeOrderView> {
     const path = `/orders/${encodeURIComponent(params.uniqueReference)}/`;
-    const result = await this.#get('getOrder', 'GET /orders/{unique_reference}/', mode, path, orderSchema, options);
+    const result = await this.#get(
+      'getOrder',
+      'GET /orders/{unique_reference}/',
+      mode,
+      path,
+      orderSchema,
+      options,
+    );
     return toOrderView(result.data);
   }
 
@@ -433,13 +479,22 @@ export class ExchangeClient {
     options: CallOptions = {},
   ): Promise<{ alreadyRecorded: boolean; order: ExchangeOrderView | undefined }> {
     const endpoint: EndpointName = 'PATCH /orders/{unique_reference}/';
-    const body = checkShape(endpoint, updateOrderRequestSchema, { deposit_transaction: params.depositTransaction });
+    const body = checkShape(endpoint, updateOrderRequestSchema, {
+      deposit_transaction: params.depositTransaction,
+    });
     checkUpdateOrder(endpoint, body);
     try {
-      const result = await this.#patchOrder('submitDepositTransaction', mode, params.uniqueReference, body, options);
+      const result = await this.#patchOrder(
+        'submitDepositTransaction',
+        mode,
+        params.uniqueReference,
+        body,
+        options,
+      );
       return { alreadyRecorded: false, order: result.data };
     } catch (err) {
-      if (err instanceof ExchangeError && err.action === 'idempotent_success') return { alreadyRecorded: true, order: undefined };
+      if (err instanceof ExchangeError && err.action === 'idempotent_success')
+        return { alreadyRecorded: true, order: undefined };
       throw err;
     }
   }
@@ -448,7 +503,11 @@ export class ExchangeClient {
    * POST /pre_screening/ (trusted referral token required). A compliance rejection is a result
    * (`status: 'failed'`), not an error; 400/401 carry the same envelope and become ExchangeErrors.
    */
-  async preScreen(mode: TradingMode, params: PreScreeningRequest, options: CallOptions = {}): Promise<PreScreeningResult> {
+  async preScreen(
+    mode: TradingMode,
+    params: PreScreeningRequest,
+    options: CallOptions = {},
+  ): Promise<PreScreeningResult> {
     const endpoint: EndpointName = 'POST /pre_screening/';
     const body = checkShape(endpoint, preScreeningRequestSchema, params);
     checkPreScreening(endpoint, body, this.#referral !== undefined);
@@ -481,7 +540,16 @@ export class ExchangeClient {
     options: CallOptions,
   ): Promise<CallResult<z.output<S>>> {
     return this.#call(
-      { operation, endpoint, mode, path, schema, retry: 'idempotent', timeoutMs: this.#timeouts[operation], outcomeUnknownWhenLost: false },
+      {
+        operation,
+        endpoint,
+        mode,
+        path,
+        schema,
+        retry: 'idempotent',
+        timeoutMs: this.#timeouts[operation],
+        outcomeUnknownWhenLost: false,
+      },
       options,
     );
   }
@@ -513,7 +581,8 @@ export class ExchangeClient {
 
   /** A `next`/`previous` link: an absolute URL must stay on the exchange's origin and v2 prefix (it gets our key). */
   #followCursor(endpoint: EndpointName, cursor: string): { path: string; query: Record<string, QueryValue> } {
-    if (!/^https?:\/\//i.test(cursor) && !cursor.startsWith('/')) return { path: '/orders/', query: { cursor } };
+    if (!/^https?:\/\//i.test(cursor) && !cursor.startsWith('/'))
+      return { path: '/orders/', query: { cursor } };
     const url = new URL(cursor, this.#base);
     if (url.origin !== this.#base.origin || !url.pathname.startsWith(`${this.#basePath}/`)) {
       throw new ExchangeError({
@@ -553,7 +622,10 @@ export class ExchangeClient {
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
 
-  async #call<S extends z.ZodType>(spec: CallSpec<S>, options: CallOptions): Promise<CallResult<z.output<S>>> {
+  async #call<S extends z.ZodType>(
+    spec: CallSpec<S>,
+    options: CallOptions,
+  ): Promise<CallResult<z.output<S>>> {
     checkUserTimezone(spec.endpoint, options.userTimezone);
     const credential = this.#credentialFor(spec);
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -583,7 +655,16 @@ export class ExchangeClient {
         },
       });
       try {
-        const result = await this.#attempt(spec, method, url, headers, payload, credential.budgetKey, span, options.signal);
+        const result = await this.#attempt(
+          spec,
+          method,
+          url,
+          headers,
+          payload,
+          credential.budgetKey,
+          span,
+          options.signal,
+        );
         span.setStatus({ code: SpanStatusCode.OK });
         return result;
       } catch (err) {
@@ -591,13 +672,21 @@ export class ExchangeClient {
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.code ?? 'aborted' });
         span.setAttribute('error.type', failure?.code ?? 'aborted');
         if (failure !== undefined) span.setAttribute('exchange.failure_action', failure.action);
-        if (failure === undefined || !this.#shouldRetry(spec, failure) || attempt >= this.#maxAttempts) throw err;
+        if (failure === undefined || !this.#shouldRetry(spec, failure) || attempt >= this.#maxAttempts)
+          throw err;
         const delayMs = failure.code === 'throttled' ? 0 : this.#backoffDelay(attempt); // the budget holds throttled keys
         this.#logger?.warn(
-          { endpoint: spec.endpoint, code: failure.code, httpStatus: failure.httpStatus, attempt, delayMs: Math.round(delayMs) },
+          {
+            endpoint: spec.endpoint,
+            code: failure.code,
+            httpStatus: failure.httpStatus,
+            attempt,
+            delayMs: Math.round(delayMs),
+          },
           'exchange call failed; retrying',
         );
-        if (delayMs > 0) await sleep(delayMs, undefined, options.signal === undefined ? {} : { signal: options.signal });
+        if (delayMs > 0)
+          await sleep(delayMs, undefined, options.signal === undefined ? {} : { signal: options.signal });
       } finally {
         span.end();
       }
@@ -649,7 +738,8 @@ export class ExchangeClient {
     }
     span.setAttribute('http.response.status_code', status);
 
-    const ok = spec.okStatuses === undefined ? status >= 200 && status < 300 : spec.okStatuses.includes(status);
+    const ok =
+      spec.okStatuses === undefined ? status >= 200 && status < 300 : spec.okStatuses.includes(status);
     const body = parseJson(text);
     if (!ok) {
       const classified = classifyErrorResponse({ status, body, retryAfter });
@@ -666,7 +756,8 @@ export class ExchangeClient {
     const parsed = spec.schema.safeParse(body);
     if (parsed.success) return { status, data: parsed.data };
     const issue = parsed.error.issues[0];
-    const field = issue === undefined || issue.path.length === 0 ? '(body)' : issue.path.map(String).join('.');
+    const field =
+      issue === undefined || issue.path.length === 0 ? '(body)' : issue.path.map(String).join('.');
     throw new ExchangeError({
       code: 'invalid_response',
       // A created order we cannot read is still created: the caller must look it up, not create again.
@@ -695,7 +786,11 @@ export class ExchangeClient {
     }
     const callerAborted = callerSignal?.aborted === true && !timedOut;
     if (callerAborted && !spec.outcomeUnknownWhenLost) return callerSignal.reason;
-    const what = timedOut ? `timed out after ${spec.timeoutMs} ms` : callerAborted ? 'aborted by the caller' : `connection lost (${code ?? 'unknown'})`;
+    const what = timedOut
+      ? `timed out after ${spec.timeoutMs} ms`
+      : callerAborted
+        ? 'aborted by the caller'
+        : `connection lost (${code ?? 'unknown'})`;
     return new ExchangeError({
       code: timedOut ? 'timeout' : callerAborted ? 'aborted' : 'connection_lost',
       action: spec.outcomeUnknownWhenLost ? 'unknown_outcome' : 'backoff',

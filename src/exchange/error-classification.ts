@@ -22,10 +22,22 @@ export const actionableQuoteCooldownMs = 15_000;
 
 export const classificationTable: readonly ClassificationRow[] = [
   // Quote and rate errors
-  { code: 'rate_id_invalid_or_expired', patterns: ["rate_id '", "' is invalid or expired"], action: 'requote' },
+  {
+    code: 'rate_id_invalid_or_expired',
+    patterns: ["rate_id '", "' is invalid or expired"],
+    action: 'requote',
+  },
   { code: 'rate_id_quote_expired', patterns: ['The quote for this rate_id has expired'], action: 'requote' },
-  { code: 'pair_temporarily_unavailable', patterns: ['Pair ', ' is temporarily unavailable'], action: 'requote' },
-  { code: 'cross_chain_quote_unavailable', patterns: ['Unable to fetch a cross-chain fixed-rate quote'], action: 'backoff' },
+  {
+    code: 'pair_temporarily_unavailable',
+    patterns: ['Pair ', ' is temporarily unavailable'],
+    action: 'requote',
+  },
+  {
+    code: 'cross_chain_quote_unavailable',
+    patterns: ['Unable to fetch a cross-chain fixed-rate quote'],
+    action: 'backoff',
+  },
   {
     code: 'actionable_quote_unavailable',
     patterns: ['Unable to fetch actionable same-chain DeFi fixed-rate quote'],
@@ -33,7 +45,11 @@ export const classificationTable: readonly ClassificationRow[] = [
     defaultRetryAfterMs: actionableQuoteCooldownMs,
   },
   { code: 'quote_provider_unavailable', patterns: ['Quote provider is unavailable'], action: 'backoff' },
-  { code: 'rate_id_non_actionable', patterns: ['fixed-rate rate_id is non-actionable'], action: 'non_actionable' },
+  {
+    code: 'rate_id_non_actionable',
+    patterns: ['fixed-rate rate_id is non-actionable'],
+    action: 'non_actionable',
+  },
   {
     code: 'rate_id_mode_mismatch',
     patterns: ['issued for a DeFi quote and cannot be used to create a standard (CeFi) order'],
@@ -47,8 +63,16 @@ export const classificationTable: readonly ClassificationRow[] = [
   // Request validation errors (not retryable)
   { code: 'markup_and_referral_rate', patterns: ['Provide either markup', 'not both'], action: 'fatal' },
   { code: 'markup_over_cap', patterns: ['Must not exceed ', ' basis points'], action: 'fatal' },
-  { code: 'referral_rate_not_allowed', patterns: ['referral_rate is not allowed for this referral code'], action: 'fatal' },
-  { code: 'rate_id_on_limit_order', patterns: ['rate_id is not supported for limit orders'], action: 'fatal' },
+  {
+    code: 'referral_rate_not_allowed',
+    patterns: ['referral_rate is not allowed for this referral code'],
+    action: 'fatal',
+  },
+  {
+    code: 'rate_id_on_limit_order',
+    patterns: ['rate_id is not supported for limit orders'],
+    action: 'fatal',
+  },
   { code: 'limit_ttl_too_short', patterns: ['limit_ttl must be at least ', ' seconds'], action: 'fatal' },
   {
     code: 'deposit_amount_required_cross_chain',
@@ -68,8 +92,16 @@ export const classificationTable: readonly ClassificationRow[] = [
     action: 'idempotent_success',
   },
   // Throttles: the two quote throttles are tighter and per quote type, so they do not penalise the key's budget
-  { code: 'same_chain_quote_throttled', patterns: ['Too many same-chain fixed-rate quote requests'], action: 'throttled' },
-  { code: 'cross_chain_quote_throttled', patterns: ['Too many cross-chain fixed-rate quote requests'], action: 'throttled' },
+  {
+    code: 'same_chain_quote_throttled',
+    patterns: ['Too many same-chain fixed-rate quote requests'],
+    action: 'throttled',
+  },
+  {
+    code: 'cross_chain_quote_throttled',
+    patterns: ['Too many cross-chain fixed-rate quote requests'],
+    action: 'throttled',
+  },
   { code: 'throttled', patterns: ['throttled'], action: 'throttled', globalThrottle: true },
   // Authentication
   { code: 'credentials_missing', patterns: ['credentials were not provided'], action: 'fatal' },
@@ -87,7 +119,9 @@ function containsInOrder(message: string, patterns: readonly string[]): boolean 
 }
 
 /** The first row any of the messages matches, if one does. */
-export function matchRow(messages: readonly string[]): { row: ClassificationRow; message: string } | undefined {
+export function matchRow(
+  messages: readonly string[],
+): { row: ClassificationRow; message: string } | undefined {
   for (const row of classificationTable) {
     const message = messages.find((candidate) => containsInOrder(candidate, row.patterns));
     if (message !== undefined) return { row, message };
@@ -96,11 +130,16 @@ export function matchRow(messages: readonly string[]): { row: ClassificationRow;
 }
 
 /** What an unrecognised error means, from its HTTP status alone. */
-export function classifyHttpStatus(status: number): { code: string; action: FailureAction; globalThrottle: boolean } {
+export function classifyHttpStatus(status: number): {
+  code: string;
+  action: FailureAction;
+  globalThrottle: boolean;
+} {
   const code = `http_${status}`;
   if (status === 429) return { code: 'throttled', action: 'throttled', globalThrottle: true };
   // 417: GET /pair/random/ "exhausted its attempts" - another draw may succeed.
-  if (status === 408 || status === 417 || status >= 500) return { code, action: 'backoff', globalThrottle: false };
+  if (status === 408 || status === 417 || status >= 500)
+    return { code, action: 'backoff', globalThrottle: false };
   return { code, action: 'fatal', globalThrottle: false };
 }
 
@@ -111,7 +150,8 @@ export function errorMessages(body: unknown): string[] {
   if (!parsed.success) return [];
   const out: string[] = [];
   const collect = (value: unknown, field?: string): void => {
-    if (typeof value === 'string') out.push(field === undefined || field === 'non_field_errors' ? value : `${field}: ${value}`);
+    if (typeof value === 'string')
+      out.push(field === undefined || field === 'non_field_errors' ? value : `${field}: ${value}`);
     else if (Array.isArray(value)) for (const item of value) collect(item, field);
     else if (typeof value === 'object' && value !== null)
       for (const [key, inner] of Object.entries(value)) collect(inner, key);

@@ -7,7 +7,12 @@ import { WorkerError } from '../errors.ts';
 /** An endpoint as a method and path template, e.g. "PATCH /orders/{unique_reference}/". Never carries ids. */
 export type EndpointName = `${'GET' | 'POST' | 'PATCH'} /${string}`;
 
-const retryableActions: ReadonlySet<FailureAction> = new Set(['requote', 'backoff', 'throttled', 'non_actionable']);
+const retryableActions: ReadonlySet<FailureAction> = new Set([
+  'requote',
+  'backoff',
+  'throttled',
+  'non_actionable',
+]);
 
 export interface ExchangeErrorInit {
   readonly code: string;

@@ -13,7 +13,13 @@ export {
   type OrderPage,
   type RetryOptions,
 } from './client.ts';
-export { ExchangeError, isExchangeError, toExchangeFailure, type EndpointName, type ExchangeErrorInit } from './errors.ts';
+export {
+  ExchangeError,
+  isExchangeError,
+  toExchangeFailure,
+  type EndpointName,
+  type ExchangeErrorInit,
+} from './errors.ts';
 export {
   classificationTable,
   classifyErrorResponse,
@@ -31,7 +37,11 @@ export {
   type RequestBudget,
   type RequestPriority,
 } from './request-budget.ts';
-export { RedisRequestBudget, type BudgetRedis, type RedisRequestBudgetOptions } from './redis-request-budget.ts';
+export {
+  RedisRequestBudget,
+  type BudgetRedis,
+  type RedisRequestBudgetOptions,
+} from './redis-request-budget.ts';
 export { toOrderView, currencyRefCode } from './order-view.ts';
 export type {
   CreateOrderRequest,
@@ -57,4 +67,10 @@ export {
   type VerifyWebhookInput,
   type WebhookVerification,
 } from './webhook-signature.ts';
-export { parseOrderWebhook, readOrderWebhook, webhookPayloadVersion, type OrderWebhook, type WebhookPayloadVersion } from './order-webhook.ts';
+export {
+  parseOrderWebhook,
+  readOrderWebhook,
+  webhookPayloadVersion,
+  type OrderWebhook,
+  type WebhookPayloadVersion,
+} from './order-webhook.ts';

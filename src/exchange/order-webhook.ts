@@ -20,13 +20,20 @@ export interface OrderWebhook {
 
 /** v1 bodies are recognised by their own vocabulary (status_name, amount_base, order_type). */
 export function webhookPayloadVersion(body: unknown): WebhookPayloadVersion {
-  if (typeof body === 'object' && body !== null && ('status_name' in body || 'amount_base' in body || 'order_type' in body))
+  if (
+    typeof body === 'object' &&
+    body !== null &&
+    ('status_name' in body || 'amount_base' in body || 'order_type' in body)
+  )
     return 'v1';
   return 'v2';
 }
 
 /** Raw bytes (already verified) -> OrderWebhook. */
-export function parseOrderWebhook(rawBody: string | Uint8Array, expected?: WebhookPayloadVersion): OrderWebhook {
+export function parseOrderWebhook(
+  rawBody: string | Uint8Array,
+  expected?: WebhookPayloadVersion,
+): OrderWebhook {
   let body: unknown;
   try {
     body = JSON.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8'));
@@ -41,17 +48,31 @@ export function readOrderWebhook(body: unknown, expected?: WebhookPayloadVersion
   const version = expected ?? webhookPayloadVersion(body);
   const fail = (error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): never => {
     const issue = error.issues[0];
-    const field = issue === undefined || issue.path.length === 0 ? '(body)' : issue.path.map(String).join('.');
-    throw new WorkerError('invalid_webhook_payload', `${version} webhook: field "${field}": ${issue?.message ?? 'invalid'}`);
+    const field =
+      issue === undefined || issue.path.length === 0 ? '(body)' : issue.path.map(String).join('.');
+    throw new WorkerError(
+      'invalid_webhook_payload',
+      `${version} webhook: field "${field}": ${issue?.message ?? 'invalid'}`,
+    );
   };
   if (version === 'v2') {
     const parsed = v2WebhookSchema.safeParse(body);
     if (!parsed.success) return fail(parsed.error);
     const order = toOrderView(parsed.data);
-    return { version, deliveryId: parsed.data.id, order, dedupeKey: `${order.uniqueReference}:${order.status}` };
+    return {
+      version,
+      deliveryId: parsed.data.id,
+      order,
+      dedupeKey: `${order.uniqueReference}:${order.status}`,
+    };
   }
   const parsed = v1WebhookSchema.safeParse(body);
   if (!parsed.success) return fail(parsed.error);
   const order = toOrderView(v1OrderToV2(parsed.data));
-  return { version, deliveryId: parsed.data.id, order, dedupeKey: `${order.uniqueReference}:${order.status}` };
+  return {
+    version,
+    deliveryId: parsed.data.id,
+    order,
+    dedupeKey: `${order.uniqueReference}:${order.status}`,
+  };
 }

@@ -111,7 +111,10 @@ export class RedisRequestBudget implements RequestBudget {
     this.#fallback.penalize(key, backOff);
     if (!this.#redisWorthAsking()) return;
     try {
-      await withTimeout(this.#redis.requestBudget(...this.#keys(key), 'penalize', backOff), this.#redisTimeoutMs);
+      await withTimeout(
+        this.#redis.requestBudget(...this.#keys(key), 'penalize', backOff),
+        this.#redisTimeoutMs,
+      );
       this.#markUp();
     } catch (err) {
       this.#markDown(err);
@@ -127,7 +130,12 @@ export class RedisRequestBudget implements RequestBudget {
     if (this.#redisWorthAsking()) {
       try {
         const reply = await withTimeout(
-          this.#redis.requestBudget(...this.#keys(key), 'acquire', this.policy.intervalUs, this.policy.capacity[priority]),
+          this.#redis.requestBudget(
+            ...this.#keys(key),
+            'acquire',
+            this.policy.intervalUs,
+            this.policy.capacity[priority],
+          ),
           this.#redisTimeoutMs,
         );
         this.#markUp();
@@ -139,7 +147,9 @@ export class RedisRequestBudget implements RequestBudget {
     const admission = this.#fallback.tryAcquire(key, priority);
     if (admission.admitted) this.#fallbackAdmissions += 1;
     // While degraded, ask Redis again no later than when it may be back.
-    return admission.admitted ? admission : { admitted: false, waitMs: Math.min(admission.waitMs, this.#retryRedisAfterMs) };
+    return admission.admitted
+      ? admission
+      : { admitted: false, waitMs: Math.min(admission.waitMs, this.#retryRedisAfterMs) };
   }
 
   #redisWorthAsking(): boolean {

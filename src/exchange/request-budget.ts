@@ -58,9 +58,16 @@ export function budgetPolicy(input: BudgetPolicyInput = {}): BudgetPolicy {
     throw new RangeError('request budget: burst must not grow as priority falls');
   const margin = Math.ceil(limit * (input.safetyMargin ?? 0.01));
   const sustained = limit - margin - capacity.high;
-  if (sustained < 1) throw new RangeError(`request budget: limit ${limit} too small for burst ${capacity.high}`);
+  if (sustained < 1)
+    throw new RangeError(`request budget: limit ${limit} too small for burst ${capacity.high}`);
   const intervalUs = Math.ceil((windowMs * 1000) / sustained);
-  return { limit, windowMs, intervalUs, capacity, maxPerWindow: Math.floor((windowMs * 1000) / intervalUs) + capacity.high };
+  return {
+    limit,
+    windowMs,
+    intervalUs,
+    capacity,
+    maxPerWindow: Math.floor((windowMs * 1000) / intervalUs) + capacity.high,
+  };
 }
 
 /** Budget keys are fingerprints: the API key itself never reaches Redis, logs or metrics. */
@@ -100,7 +107,12 @@ export class LocalLimiter {
     const nowMs = this.#nowMs();
     const penaltyUntil = this.#penaltyUntil.get(key) ?? 0;
     if (penaltyUntil > nowMs) return { admitted: false, waitMs: penaltyUntil - nowMs };
-    const step = gcraStep(this.#tat.get(key) ?? 0, nowMs * 1000, this.#policy.intervalUs, this.#policy.capacity[priority]);
+    const step = gcraStep(
+      this.#tat.get(key) ?? 0,
+      nowMs * 1000,
+      this.#policy.intervalUs,
+      this.#policy.capacity[priority],
+    );
     if (!step.admitted) return { admitted: false, waitMs: step.waitUs / 1000 };
     this.#tat.set(key, step.tatUs);
     return { admitted: true };

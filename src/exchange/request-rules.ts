@@ -4,7 +4,13 @@
 import type { z } from 'zod';
 import type { TradingMode } from '../../machines/domain.ts';
 import { ExchangeError, type EndpointName } from './errors.ts';
-import type { CreateOrderRequest, CurrencyRef, PreScreeningRequest, RateQuery, UpdateOrderRequest } from './schemas.ts';
+import type {
+  CreateOrderRequest,
+  CurrencyRef,
+  PreScreeningRequest,
+  RateQuery,
+  UpdateOrderRequest,
+} from './schemas.ts';
 
 export const referralCodePattern = /^[A-Za-z0-9_-]+$/;
 export const referralCodeMaxLength = 20;
@@ -17,8 +23,38 @@ export const userTimezonePattern = /^GMT [+-]\d{2}:\d{2} \([A-Za-z][A-Za-z0-9_+-
  * only"). A pair with no fiat side is a crypto pair; the list can be replaced through the client options.
  */
 export const defaultFiatCurrencies: ReadonlySet<string> = new Set([
-  'USD', 'EUR', 'GBP', 'CHF', 'JPY', 'CAD', 'AUD', 'NZD', 'PLN', 'CZK', 'SEK', 'NOK', 'DKK', 'HUF', 'RON', 'BGN',
-  'TRY', 'BRL', 'MXN', 'ARS', 'ZAR', 'INR', 'IDR', 'KRW', 'SGD', 'HKD', 'AED', 'ILS', 'UAH', 'RUB', 'KZT', 'NGN',
+  'USD',
+  'EUR',
+  'GBP',
+  'CHF',
+  'JPY',
+  'CAD',
+  'AUD',
+  'NZD',
+  'PLN',
+  'CZK',
+  'SEK',
+  'NOK',
+  'DKK',
+  'HUF',
+  'RON',
+  'BGN',
+  'TRY',
+  'BRL',
+  'MXN',
+  'ARS',
+  'ZAR',
+  'INR',
+  'IDR',
+  'KRW',
+  'SGD',
+  'HKD',
+  'AED',
+  'ILS',
+  'UAH',
+  'RUB',
+  'KZT',
+  'NGN',
 ]);
 
 function refuse(endpoint: EndpointName, code: string, message: string): never {
@@ -26,23 +62,35 @@ function refuse(endpoint: EndpointName, code: string, message: string): never {
 }
 
 /** Shape check with zod; the error names the endpoint and the offending field. */
-export function checkShape<S extends z.ZodType>(endpoint: EndpointName, schema: S, value: unknown): z.output<S> {
+export function checkShape<S extends z.ZodType>(
+  endpoint: EndpointName,
+  schema: S,
+  value: unknown,
+): z.output<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  const field = issue === undefined || issue.path.length === 0 ? '(request)' : issue.path.map(String).join('.');
+  const field =
+    issue === undefined || issue.path.length === 0 ? '(request)' : issue.path.map(String).join('.');
   refuse(endpoint, 'invalid_request', `request field "${field}": ${issue?.message ?? 'invalid'}`);
 }
 
 export function checkReferralCode(endpoint: EndpointName, code: string | undefined): void {
   if (code === undefined) return;
   if (code.length > referralCodeMaxLength)
-    refuse(endpoint, 'referral_code_invalid', `referral_code is longer than ${referralCodeMaxLength} characters`);
+    refuse(
+      endpoint,
+      'referral_code_invalid',
+      `referral_code is longer than ${referralCodeMaxLength} characters`,
+    );
   if (!referralCodePattern.test(code))
     refuse(endpoint, 'referral_code_invalid', 'referral_code must match ^[A-Za-z0-9_-]+$');
 }
 
-function checkMarkupExclusive(endpoint: EndpointName, params: { markup?: unknown; referral_rate?: unknown }): void {
+function checkMarkupExclusive(
+  endpoint: EndpointName,
+  params: { markup?: unknown; referral_rate?: unknown },
+): void {
   if (params.markup !== undefined && params.referral_rate !== undefined)
     refuse(endpoint, 'markup_and_referral_rate', 'provide either markup or referral_rate, not both');
 }
@@ -71,7 +119,8 @@ export function checkCreateOrder(
   if (params.side === 'SELL') {
     const codes = [currencyCode(params.deposit_currency), currencyCode(params.withdraw_currency)];
     const hasFiat = codes.some((code) => code !== undefined && fiatCurrencies.has(code.toUpperCase()));
-    if (mode === 'defi' || !hasFiat) refuse(endpoint, 'sell_on_crypto_pair', 'SELL applies to fiat orders only');
+    if (mode === 'defi' || !hasFiat)
+      refuse(endpoint, 'sell_on_crypto_pair', 'SELL applies to fiat orders only');
   }
 }
 
@@ -85,9 +134,17 @@ export function checkUpdateOrder(endpoint: EndpointName, body: UpdateOrderReques
     refuse(endpoint, 'invalid_request', 'nothing to update');
 }
 
-export function checkPreScreening(endpoint: EndpointName, body: PreScreeningRequest, hasReferralToken: boolean): void {
+export function checkPreScreening(
+  endpoint: EndpointName,
+  body: PreScreeningRequest,
+  hasReferralToken: boolean,
+): void {
   if (!hasReferralToken)
-    refuse(endpoint, 'referral_token_required', 'pre-screening needs a trusted referral token (x-referral-token)');
+    refuse(
+      endpoint,
+      'referral_token_required',
+      'pre-screening needs a trusted referral token (x-referral-token)',
+    );
   if ((body.deposit_amount === undefined) === (body.withdraw_amount === undefined))
     refuse(endpoint, 'pre_screening_amounts_exclusive', 'exactly one of deposit_amount or withdraw_amount');
 }

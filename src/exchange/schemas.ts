@@ -98,7 +98,9 @@ export const rateSchema = z.looseObject({
   max_deposit_amount: decimalString,
   min_deposit_amount: decimalString,
   /** Unix seconds as a string; an integer is accepted and turned into its string. */
-  expiration_time_unix: z.union([z.string().regex(/^\d+$/, { message: 'expected Unix seconds' }), z.number().int()]).transform(String),
+  expiration_time_unix: z
+    .union([z.string().regex(/^\d+$/, { message: 'expected Unix seconds' }), z.number().int()])
+    .transform(String),
   withdraw_amount: decimalString.optional(),
   deposit_amount: decimalString.optional(),
 });
@@ -118,7 +120,10 @@ export const networkListSchema = z.array(networkSchema);
  * results key. Assumptions: the key is `results`; next/previous are a URL or an opaque cursor, or null; a
  * top-level `next`/`previous` (the v1 envelope's habit) is accepted as well.
  */
-const pageLink = z.string().nullish().transform((value) => (value === '' || value === undefined ? null : value));
+const pageLink = z
+  .string()
+  .nullish()
+  .transform((value) => (value === '' || value === undefined ? null : value));
 export const orderPageSchema = z.object({
   results: z.array(orderSchema),
   pagination: z.object({ next: pageLink, previous: pageLink }).optional(),
@@ -284,9 +289,13 @@ export type WireV1OrderPage = z.infer<typeof v1OrderPageSchema>;
 // Webhook bodies
 
 /** Order-status webhook, payload version v2: the v2 Order plus a delivery `id` (stable per configuration+order). */
-export const v2WebhookSchema = orderSchema.extend({ id: z.union([z.string(), z.number()]).transform(String) });
+export const v2WebhookSchema = orderSchema.extend({
+  id: z.union([z.string(), z.number()]).transform(String),
+});
 export type WireV2Webhook = z.infer<typeof v2WebhookSchema>;
 
 /** Order-status webhook, payload version v1: the v1 order representation (an `id` is kept when present). */
-export const v1WebhookSchema = v1OrderSchema.extend({ id: z.union([z.string(), z.number()]).transform(String).optional() });
+export const v1WebhookSchema = v1OrderSchema.extend({
+  id: z.union([z.string(), z.number()]).transform(String).optional(),
+});
 export type WireV1Webhook = z.infer<typeof v1WebhookSchema>;

@@ -3,7 +3,13 @@
 // as written (v1's 18 fractional digits stay); nothing here guesses a value v1 does not carry (the rate stays "").
 import { exchangeStatusCodes } from '../../machines/domain.ts';
 import { WorkerError } from '../errors.ts';
-import { v1OrderPageSchema, v1OrderSchema, type WireOrder, type WireV1Order, type WireV1OrderPage } from './schemas.ts';
+import {
+  v1OrderPageSchema,
+  v1OrderSchema,
+  type WireOrder,
+  type WireV1Order,
+  type WireV1OrderPage,
+} from './schemas.ts';
 import type { z } from 'zod';
 
 /** v1 `order_type` codes (hossamelneily/nexchange orders/models/base.py: BUY = 1, SELL = 0). */
@@ -32,8 +38,17 @@ function invalid(what: string, error: z.ZodError): WorkerError {
  * the two for SELL; the document is the source of truth here, and SELL only exists for fiat orders.)
  */
 export function v1OrderToV2(order: WireV1Order): WireOrder {
-  const side = order.order_type === v1OrderTypes.SELL ? 'SELL' : order.order_type === v1OrderTypes.BUY ? 'BUY' : undefined;
-  if (side === undefined) throw new WorkerError('invalid_v1_payload', `v1 order: field "order_type": unknown value ${order.order_type}`);
+  const side =
+    order.order_type === v1OrderTypes.SELL
+      ? 'SELL'
+      : order.order_type === v1OrderTypes.BUY
+        ? 'BUY'
+        : undefined;
+  if (side === undefined)
+    throw new WorkerError(
+      'invalid_v1_payload',
+      `v1 order: field "order_type": unknown value ${order.order_type}`,
+    );
   const [code, name] = order.status_name[0] ?? [undefined, undefined];
   const knownName = Object.entries(exchangeStatusCodes).find(([, value]) => value === code)?.[0];
   return {
@@ -70,11 +85,19 @@ export function parseV1Order(body: unknown): WireOrder {
 }
 
 /** The v1 list envelope in v2 terms (page-number links are kept as the cursors of the v2 shape). */
-export function v1OrderPageToV2(page: WireV1OrderPage): { results: WireOrder[]; next: string | null; previous: string | null } {
+export function v1OrderPageToV2(page: WireV1OrderPage): {
+  results: WireOrder[];
+  next: string | null;
+  previous: string | null;
+} {
   return { results: page.results.map(v1OrderToV2), next: page.next, previous: page.previous };
 }
 
-export function parseV1OrderPage(body: unknown): { results: WireOrder[]; next: string | null; previous: string | null } {
+export function parseV1OrderPage(body: unknown): {
+  results: WireOrder[];
+  next: string | null;
+  previous: string | null;
+} {
   const parsed = v1OrderPageSchema.safeParse(body);
   if (!parsed.success) throw invalid('v1 order list', parsed.error);
   return v1OrderPageToV2(parsed.data);

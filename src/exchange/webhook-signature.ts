@@ -47,7 +47,8 @@ export function verifyWebhookSignature(input: VerifyWebhookInput): WebhookVerifi
   if (match?.[1] === undefined) return { ok: false, reason: 'malformed' };
   const timestampSeconds = Number(timestamp.trim());
   const ageMs = (input.nowMs ?? Date.now()) - timestampSeconds * 1000;
-  if (Math.abs(ageMs) > (input.toleranceMs ?? defaultWebhookToleranceMs)) return { ok: false, reason: 'stale' };
+  if (Math.abs(ageMs) > (input.toleranceMs ?? defaultWebhookToleranceMs))
+    return { ok: false, reason: 'stale' };
   const expected = hmac(input.secret, timestamp.trim(), input.rawBody);
   const given = Buffer.from(match[1], 'hex');
   return given.length === expected.length && timingSafeEqual(given, expected)
@@ -62,8 +63,12 @@ export function verifyWebhookSignature(input: VerifyWebhookInput): WebhookVerifi
 export function webhookVerifier(
   secret: string,
   options: { readonly toleranceMs?: number; readonly now?: () => number } = {},
-): (rawBody: Uint8Array, headers: Readonly<Record<string, string | string[] | undefined>>) => WebhookVerification {
-  const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+): (
+  rawBody: Uint8Array,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+) => WebhookVerification {
+  const first = (value: string | string[] | undefined): string | undefined =>
+    Array.isArray(value) ? value[0] : value;
   return (rawBody, headers) =>
     verifyWebhookSignature({
       secret,

@@ -51,7 +51,10 @@ export class CommandConsumer {
       this.changeAssignment(next);
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
-      this.logger.error({ err: event.payload.error, restart: event.payload.restart }, 'command consumer crashed');
+      this.logger.error(
+        { err: event.payload.error, restart: event.payload.restart },
+        'command consumer crashed',
+      );
     });
   }
 
@@ -100,7 +103,13 @@ export class CommandConsumer {
       eachMessage: async ({ topic, partition, message }) => {
         const ready = this.ready.get(partition);
         if (ready) await ready;
-        await handlers.onMessage({ topic, partition, offset: message.offset, key: message.key?.toString() ?? null, value: message.value });
+        await handlers.onMessage({
+          topic,
+          partition,
+          offset: message.offset,
+          key: message.key?.toString() ?? null,
+          value: message.value,
+        });
       },
     });
   }

@@ -13,11 +13,16 @@ export function silenceKafkajsTimerWarning(): void {
   if (warningFilterInstalled) return;
   warningFilterInstalled = true;
   const original = process.emitWarning.bind(process) as (...args: unknown[]) => void;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    const name = typeof warning === 'string' ? (typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type) : warning.name;
+  process.emitWarning = (warning: string | Error, ...rest: unknown[]) => {
+    const name =
+      typeof warning === 'string'
+        ? typeof rest[0] === 'string'
+          ? rest[0]
+          : (rest[0] as { type?: string } | undefined)?.type
+        : warning.name;
     if (name === 'TimeoutNegativeWarning') return;
     original(warning, ...rest);
-  });
+  };
 }
 
 export function createKafka(opts: { clientId: string; brokers: string[]; logger: Logger }): Kafka {
@@ -34,7 +39,11 @@ export function createKafka(opts: { clientId: string; brokers: string[]; logger:
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
-        const fields = { namespace: entry['namespace'] as unknown, error: rest['error'] as unknown, broker: rest['broker'] as unknown };
+        const fields = {
+          namespace: entry['namespace'] as unknown,
+          error: rest['error'] as unknown,
+          broker: rest['broker'] as unknown,
+        };
         if (level === logLevel.ERROR) log.error(fields, message);
         else if (level === logLevel.WARN) log.warn(fields, message);
         else log.debug(fields, message);

@@ -48,7 +48,13 @@ export class OrderStateStore {
   private readonly logger: Logger;
   invalidRecords = 0;
 
-  constructor(opts: { kafka: Kafka; topic: string; workerId: string; writer: TransactionalWriter; logger: Logger }) {
+  constructor(opts: {
+    kafka: Kafka;
+    topic: string;
+    workerId: string;
+    writer: TransactionalWriter;
+    logger: Logger;
+  }) {
     this.kafka = opts.kafka;
     this.topic = opts.topic;
     this.workerId = opts.workerId;
@@ -94,7 +100,10 @@ export class OrderStateStore {
     const parsed = orderRecordSchema.safeParse(json);
     if (!parsed.success) {
       this.invalidRecords++;
-      this.logger.error({ key, partition, problem: parsed.error.issues[0]?.message }, 'state record does not match its schema; ignored');
+      this.logger.error(
+        { key, partition, problem: parsed.error.issues[0]?.message },
+        'state record does not match its schema; ignored',
+      );
       return;
     }
     this.apply(parsed.data);
@@ -145,7 +154,12 @@ export class OrderStateStore {
       });
       return {
         seen,
-        record: { topic: this.topic, key: `__barrier__:${this.workerId}:${partition}`, partition, value: JSON.stringify({ barrier: nonce }) },
+        record: {
+          topic: this.topic,
+          key: `__barrier__:${this.workerId}:${partition}`,
+          partition,
+          value: JSON.stringify({ barrier: nonce }),
+        },
       };
     });
     await this.writer.write(pending.map((p) => p.record));

@@ -13,7 +13,11 @@ export interface TopicsConfig {
   replicationFactor: number;
 }
 
-export async function ensureTopics(kafka: Kafka, topics: TopicsConfig, logger: Logger): Promise<{ partitions: number }> {
+export async function ensureTopics(
+  kafka: Kafka,
+  topics: TopicsConfig,
+  logger: Logger,
+): Promise<{ partitions: number }> {
   const admin = kafka.admin();
   await admin.connect();
   try {

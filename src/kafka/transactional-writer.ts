@@ -117,15 +117,23 @@ export class TransactionalWriter {
         return;
       } catch (error) {
         lastError = error;
-        const name = (error as { name?: string; type?: string }).type ?? (error as { name?: string }).name ?? '';
-        this.opts.logger.warn({ attempt, err: { name, message: (error as Error).message } }, 'kafka transaction failed');
+        const name =
+          (error as { name?: string; type?: string }).type ?? (error as { name?: string }).name ?? '';
+        this.opts.logger.warn(
+          { attempt, err: { name, message: (error as Error).message } },
+          'kafka transaction failed',
+        );
         if (/FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(name)) break;
         await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
       }
     }
-    throw new WorkerError('kafka_transaction_failed', `could not commit a Kafka transaction: ${(lastError as Error)?.message ?? 'unknown'}`, {
-      cause: lastError,
-    });
+    throw new WorkerError(
+      'kafka_transaction_failed',
+      `could not commit a Kafka transaction: ${(lastError as Error)?.message ?? 'unknown'}`,
+      {
+        cause: lastError,
+      },
+    );
   }
 
   private async commitOnce(batch: Pending[]): Promise<void> {

@@ -19,9 +19,14 @@ const redactPaths = [
   '*.referralToken',
 ];
 
-export function createLogger(opts: { level: string; name?: string; secrets?: Array<string | undefined> }): Logger {
+export function createLogger(opts: {
+  level: string;
+  name?: string;
+  secrets?: Array<string | undefined>;
+}): Logger {
   const secrets = (opts.secrets ?? []).filter((s): s is string => typeof s === 'string' && s.length >= 4);
-  const scrub = (text: string): string => secrets.reduce((acc, secret) => acc.split(secret).join('[redacted]'), text);
+  const scrub = (text: string): string =>
+    secrets.reduce((acc, secret) => acc.split(secret).join('[redacted]'), text);
   return pino({
     name: opts.name ?? 'exchange-order-worker',
     level: opts.level,

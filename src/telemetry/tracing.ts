@@ -11,14 +11,27 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-export function startTracing(opts: { serviceName: string; workerId: string; otlpEndpoint: string | undefined; extraProcessors?: SpanProcessor[] }): Tracing {
+export function startTracing(opts: {
+  serviceName: string;
+  workerId: string;
+  otlpEndpoint: string | undefined;
+  extraProcessors?: SpanProcessor[];
+}): Tracing {
   const processors: SpanProcessor[] = [...(opts.extraProcessors ?? [])];
   if (opts.otlpEndpoint) {
-    processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: `${opts.otlpEndpoint.replace(/\/+$/, '')}/v1/traces` })));
+    processors.push(
+      new BatchSpanProcessor(
+        new OTLPTraceExporter({ url: `${opts.otlpEndpoint.replace(/\/+$/, '')}/v1/traces` }),
+      ),
+    );
   }
-  if (processors.length === 0) return { tracer: trace.getTracer(opts.serviceName), shutdown: () => Promise.resolve() };
+  if (processors.length === 0)
+    return { tracer: trace.getTracer(opts.serviceName), shutdown: () => Promise.resolve() };
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': opts.serviceName, 'service.instance.id': opts.workerId }),
+    resource: resourceFromAttributes({
+      'service.name': opts.serviceName,
+      'service.instance.id': opts.workerId,
+    }),
     spanProcessors: processors,
   });
   provider.register();

@@ -16,7 +16,12 @@ export interface HttpServerDeps {
   maxBodyBytes?: number;
 }
 
-function send(res: http.ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+function send(
+  res: http.ServerResponse,
+  status: number,
+  body: unknown,
+  contentType = 'application/json',
+): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
   res.end(text);
@@ -31,11 +36,17 @@ export function createHttpServer(deps: HttpServerDeps): http.Server {
     if (req.method === 'GET' && path === '/readyz') {
       deps
         .readiness()
-        .then((result) => send(res, result.ready ? 200 : 503, { status: result.ready ? 'ready' : 'not_ready', checks: result.checks }))
+        .then((result) =>
+          send(res, result.ready ? 200 : 503, {
+            status: result.ready ? 'ready' : 'not_ready',
+            checks: result.checks,
+          }),
+        )
         .catch((error: unknown) => send(res, 503, { status: 'not_ready', error: (error as Error).message }));
       return;
     }
-    if (req.method === 'GET' && path === '/metrics') return send(res, 200, deps.metrics(), 'text/plain; version=0.0.4');
+    if (req.method === 'GET' && path === '/metrics')
+      return send(res, 200, deps.metrics(), 'text/plain; version=0.0.4');
     if (path === '/webhooks/exchange') {
       if (req.method !== 'POST') return send(res, 405, { detail: 'method not allowed' });
       const chunks: Buffer[] = [];

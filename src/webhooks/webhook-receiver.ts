@@ -16,13 +16,27 @@ export type NormalizedWebhook =
 export interface WebhookReceiverDeps {
   logger: Logger;
   /** Verifies X-Webhook-Timestamp / X-Webhook-Signature over the raw body; undefined secret = no verification. */
-  verify: ((rawBody: Buffer, headers: IncomingHttpHeaders) => { ok: true } | { ok: false; reason: string }) | undefined;
+  verify:
+    | ((rawBody: Buffer, headers: IncomingHttpHeaders) => { ok: true } | { ok: false; reason: string })
+    | undefined;
   normalize: (body: unknown) => NormalizedWebhook | { error: string };
   firstSeen: (uniqueReference: string, status: string) => Promise<boolean>;
   forget: (uniqueReference: string, status: string) => Promise<void>;
   locate: (uniqueReference: string) => { orderId: string; partition: number } | undefined;
-  routeHint: (hint: { orderId: string; partition: number; uniqueReference: string; status: string; commandId: string; receivedAt: string }) => Promise<void>;
-  publishKyc: (event: { eventId: string; orderId: string | null; uniqueReference: string | null; payload: Record<string, unknown> }) => Promise<void>;
+  routeHint: (hint: {
+    orderId: string;
+    partition: number;
+    uniqueReference: string;
+    status: string;
+    commandId: string;
+    receivedAt: string;
+  }) => Promise<void>;
+  publishKyc: (event: {
+    eventId: string;
+    orderId: string | null;
+    uniqueReference: string | null;
+    payload: Record<string, unknown>;
+  }) => Promise<void>;
   now: () => number;
 }
 
@@ -35,8 +49,18 @@ export interface WebhookCounters {
   kyc: number;
 }
 
-export function createWebhookReceiver(deps: WebhookReceiverDeps): { handle: (raw: Buffer, headers: IncomingHttpHeaders) => Promise<WebhookOutcome>; counters: WebhookCounters } {
-  const counters: WebhookCounters = { received: 0, refused: 0, duplicates: 0, routed: 0, unknownOrder: 0, kyc: 0 };
+export function createWebhookReceiver(deps: WebhookReceiverDeps): {
+  handle: (raw: Buffer, headers: IncomingHttpHeaders) => Promise<WebhookOutcome>;
+  counters: WebhookCounters;
+} {
+  const counters: WebhookCounters = {
+    received: 0,
+    refused: 0,
+    duplicates: 0,
+    routed: 0,
+    unknownOrder: 0,
+    kyc: 0,
+  };
   const log = deps.logger.child({ component: 'webhooks' });
 
   const handle = async (raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> => {
@@ -67,7 +91,12 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): { handle: (raw
       counters.kyc++;
       const located = normalized.uniqueReference ? deps.locate(normalized.uniqueReference) : undefined;
       const eventId = `kyc:${createHash('sha256').update(raw).digest('hex').slice(0, 32)}`;
-      await deps.publishKyc({ eventId, orderId: located?.orderId ?? null, uniqueReference: normalized.uniqueReference, payload: normalized.payload });
+      await deps.publishKyc({
+        eventId,
+        orderId: located?.orderId ?? null,
+        uniqueReference: normalized.uniqueReference,
+        payload: normalized.payload,
+      });
       log.info({ uniqueReference: normalized.uniqueReference }, 'KYC webhook recorded');
       return { status: 200, body: { accepted: true, kind: 'kyc' } };
     }
@@ -75,7 +104,10 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): { handle: (raw
     const located = deps.locate(uniqueReference);
     if (!located) {
       counters.unknownOrder++;
-      log.warn({ uniqueReference, status }, 'webhook for an order this worker does not know; acknowledged and ignored');
+      log.warn(
+        { uniqueReference, status },
+        'webhook for an order this worker does not know; acknowledged and ignored',
+      );
       return { status: 202, body: { accepted: false, detail: 'unknown order' } };
     }
     if (!(await deps.firstSeen(uniqueReference, status))) {

@@ -66,7 +66,10 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
     } catch (error) {
       // Not ours any more (lease lost, shutting down): no call is made; the machine sees a retryable failure
       // but its actor is being stopped anyway.
-      throw new ActorFailure({ kind: 'exchange_failure', action: 'backoff', code: 'not_owner', message: (error as Error).message }, now());
+      throw new ActorFailure(
+        { kind: 'exchange_failure', action: 'backoff', code: 'not_owner', message: (error as Error).message },
+        now(),
+      );
     }
     try {
       return await call();
@@ -77,8 +80,15 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
 
   return {
     acquireQuoteSlot: async (input) => {
-      const decision = await deps.cooldown.tryAcquire(input.mode, input.pair, quoteAmount(input), input.cooldownMs);
-      return decision.granted ? { granted: true, at: now() } : { granted: false, retryAt: decision.retryAt, at: now() };
+      const decision = await deps.cooldown.tryAcquire(
+        input.mode,
+        input.pair,
+        quoteAmount(input),
+        input.cooldownMs,
+      );
+      return decision.granted
+        ? { granted: true, at: now() }
+        : { granted: false, retryAt: decision.retryAt, at: now() };
     },
 
     requestQuote: (input, signal) =>
@@ -94,12 +104,25 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
           { priority: 'normal', signal },
         );
         const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
-        if (!rate) throw new ActorFailure({ kind: 'exchange_failure', action: 'backoff', code: 'no_quote', message: `GET /rate/ returned no rate for ${input.pair}` }, now());
+        if (!rate)
+          throw new ActorFailure(
+            {
+              kind: 'exchange_failure',
+              action: 'backoff',
+              code: 'no_quote',
+              message: `GET /rate/ returned no rate for ${input.pair}`,
+            },
+            now(),
+          );
         return {
           rateId: rate.rate_id,
           rate: rate.rate,
           expiresAt: Number(rate.expiration_time_unix) * 1000,
-          ...(rate.deposit_amount ? { depositAmount: rate.deposit_amount } : input.depositAmount ? { depositAmount: input.depositAmount } : {}),
+          ...(rate.deposit_amount
+            ? { depositAmount: rate.deposit_amount }
+            : input.depositAmount
+              ? { depositAmount: input.depositAmount }
+              : {}),
           ...(rate.withdraw_amount ? { withdrawAmount: rate.withdraw_amount } : {}),
           minDepositAmount: rate.min_deposit_amount,
           maxDepositAmount: rate.max_deposit_amount,
@@ -117,11 +140,17 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
             ip: input.ip,
             pair: input.pair,
             ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
-            ...(input.withdrawAmount && !input.depositAmount ? { withdraw_amount: input.withdrawAmount } : {}),
+            ...(input.withdrawAmount && !input.depositAmount
+              ? { withdraw_amount: input.withdrawAmount }
+              : {}),
           },
           { priority: 'normal', signal },
         );
-        return { status: result.status === 'failed' ? 'failed' : 'success', message: result.message ?? '', at: now() };
+        return {
+          status: result.status === 'failed' ? 'failed' : 'success',
+          message: result.message ?? '',
+          at: now(),
+        };
       }),
 
     createOrder: (input) =>
@@ -132,7 +161,9 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
           withdraw_address: input.withdrawAddress,
           ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
           ...(input.withdrawAmount && !input.depositAmount ? { withdraw_amount: input.withdrawAmount } : {}),
-          ...(input.withdrawAddressExtraId ? { withdraw_address_extra_id: input.withdrawAddressExtraId } : {}),
+          ...(input.withdrawAddressExtraId
+            ? { withdraw_address_extra_id: input.withdrawAddressExtraId }
+            : {}),
           ...(input.refundAddress ? { refund_address: input.refundAddress } : {}),
           ...(input.refundAddressExtraId ? { refund_address_extra_id: input.refundAddressExtraId } : {}),
           ...(input.referralCode ? { referral_code: input.referralCode } : {}),
@@ -140,7 +171,9 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
           ...(input.side ? { side: input.side } : {}),
           ...(input.rateId && !input.isLimitOrder ? { rate_id: input.rateId } : {}),
           ...(input.isLimitOrder ? { is_limit_order: true } : {}),
-          ...(input.isLimitOrder && input.limitTtlSeconds !== null ? { limit_ttl: input.limitTtlSeconds } : {}),
+          ...(input.isLimitOrder && input.limitTtlSeconds !== null
+            ? { limit_ttl: input.limitTtlSeconds }
+            : {}),
         };
         const result = await client.createOrder(input.mode, body, {
           priority: 'high',
@@ -157,11 +190,16 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
           order.withdrawCurrency.toUpperCase() === create.withdrawCurrency.toUpperCase() &&
           order.withdrawAddress === create.withdrawAddress &&
           (create.depositAmount === null || sameDecimal(order.depositAmount, create.depositAmount)) &&
-          (create.withdrawAmount === null || create.depositAmount !== null || sameDecimal(order.withdrawAmount, create.withdrawAmount)) &&
+          (create.withdrawAmount === null ||
+            create.depositAmount !== null ||
+            sameDecimal(order.withdrawAmount, create.withdrawAmount)) &&
           Date.parse(order.createdOn) >= since - skew;
         let cursor: string | undefined;
         for (let page = 0; page < pages; page++) {
-          const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, { priority: 'high', signal });
+          const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, {
+            priority: 'high',
+            signal,
+          });
           const found = result.results.find(matches);
           if (found) return { order: found, at: now() };
           const oldest = result.results.at(-1);
@@ -173,13 +211,21 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
 
     submitDeposit: (input, signal) =>
       guarded(input.orderId, async () => {
-        const result = await client.submitDepositTransaction(input.mode, { uniqueReference: input.uniqueReference, depositTransaction: input.txHash }, { priority: 'high', signal });
+        const result = await client.submitDepositTransaction(
+          input.mode,
+          { uniqueReference: input.uniqueReference, depositTransaction: input.txHash },
+          { priority: 'high', signal },
+        );
         return { alreadyRecorded: result.alreadyRecorded, at: now() };
       }),
 
     fetchOrder: (input, signal) =>
       guarded(input.orderId, async () => ({
-        order: await client.getOrder(input.mode, { uniqueReference: input.uniqueReference }, { priority: 'low', signal }),
+        order: await client.getOrder(
+          input.mode,
+          { uniqueReference: input.uniqueReference },
+          { priority: 'low', signal },
+        ),
         at: now(),
       })),
   };

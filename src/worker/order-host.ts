@@ -10,7 +10,12 @@ import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord, TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { EmittedDomainEvent, MachineBinding, OrderActorEvent, OrderActorHandle } from './machine-binding.ts';
+import type {
+  EmittedDomainEvent,
+  MachineBinding,
+  OrderActorEvent,
+  OrderActorHandle,
+} from './machine-binding.ts';
 
 export interface OrderLeases {
   /** Acquires the lease with a fencing token above minFence; null when another owner holds it. */
@@ -56,7 +61,9 @@ function toActorEvent(command: OrderCommand, at: number): OrderActorEvent | null
     case 'order.cancel':
       return { type: 'CANCEL', at };
     case 'order.webhook_hint':
-      return command.status === undefined ? { type: 'WEBHOOK_HINT', at } : { type: 'WEBHOOK_HINT', status: command.status, at };
+      return command.status === undefined
+        ? { type: 'WEBHOOK_HINT', at }
+        : { type: 'WEBHOOK_HINT', status: command.status, at };
     default:
       return null;
   }
@@ -93,7 +100,8 @@ export class OrderHost {
     const slot = this.slots.get(orderId);
     if (!slot) throw new Error(`order ${orderId} is not driven by this replica`);
     await slot.lastWrite;
-    if (slot.stopped || !this.opts.leases.isValid(orderId)) throw new Error(`order ${orderId} is no longer driven by this replica`);
+    if (slot.stopped || !this.opts.leases.isValid(orderId))
+      throw new Error(`order ${orderId} is no longer driven by this replica`);
   }
 
   /** True while this replica may act for the order (used before every exchange call). */
@@ -106,7 +114,11 @@ export class OrderHost {
 
   async onAssignment(revoked: number[], added: number[]): Promise<void> {
     const revokedSet = new Set(revoked);
-    await Promise.all([...this.slots.values()].filter((slot) => revokedSet.has(slot.partition)).map((slot) => this.unload(slot)));
+    await Promise.all(
+      [...this.slots.values()]
+        .filter((slot) => revokedSet.has(slot.partition))
+        .map((slot) => this.unload(slot)),
+    );
     if (added.length === 0) return;
     await this.opts.store.catchUp(added);
     for (const partition of added) {
@@ -130,7 +142,10 @@ export class OrderHost {
     this.slots.delete(slot.orderId);
     await slot.lastWrite.catch(() => {});
     await this.opts.leases.release(slot.orderId).catch((error: unknown) => {
-      this.logger.warn({ orderId: slot.orderId, err: { message: (error as Error).message } }, 'lease release failed (it will expire)');
+      this.logger.warn(
+        { orderId: slot.orderId, err: { message: (error as Error).message } },
+        'lease release failed (it will expire)',
+      );
     });
   }
 
@@ -141,7 +156,8 @@ export class OrderHost {
         return null;
       });
       if (grant) return grant.fence;
-      if (attempt % 10 === 0) this.logger.info({ orderId, attempt }, 'waiting for the order lease held by another replica');
+      if (attempt % 10 === 0)
+        this.logger.info({ orderId, attempt }, 'waiting for the order lease held by another replica');
       await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
     }
   }
@@ -153,7 +169,10 @@ export class OrderHost {
     try {
       slot.actor = this.opts.binding.restore(record.machine, this.startOptions(slot));
     } catch (error) {
-      this.logger.error({ orderId: record.order_id, err: { message: (error as Error).message } }, 'could not restore order; it stays unloaded');
+      this.logger.error(
+        { orderId: record.order_id, err: { message: (error as Error).message } },
+        'could not restore order; it stays unloaded',
+      );
       this.slots.delete(record.order_id);
       await this.opts.leases.release(record.order_id).catch(() => {});
       return;
@@ -200,7 +219,10 @@ export class OrderHost {
         this.schedulePersist(slot);
       },
       onError: (error) => {
-        this.logger.error({ orderId: slot.orderId, err: { message: (error as Error)?.message } }, 'order actor failed unexpectedly');
+        this.logger.error(
+          { orderId: slot.orderId, err: { message: (error as Error)?.message } },
+          'order actor failed unexpectedly',
+        );
       },
     };
   }
@@ -216,15 +238,31 @@ export class OrderHost {
 
   // ---- writing ------------------------------------------------------------------------------------------------
 
-  private envelope(orderId: string | null, seq: number, eventId: string): { event_id: string; order_id: string | null; seq: number; occurred_at: string } {
-    return { event_id: eventId, order_id: orderId, seq, occurred_at: new Date(this.opts.now()).toISOString() };
+  private envelope(
+    orderId: string | null,
+    seq: number,
+    eventId: string,
+  ): { event_id: string; order_id: string | null; seq: number; occurred_at: string } {
+    return {
+      event_id: eventId,
+      order_id: orderId,
+      seq,
+      occurred_at: new Date(this.opts.now()).toISOString(),
+    };
   }
 
-  private eventRecord(orderId: string | null, partition: number | undefined, event: Record<string, unknown>): OutboundRecord {
+  private eventRecord(
+    orderId: string | null,
+    partition: number | undefined,
+    event: Record<string, unknown>,
+  ): OutboundRecord {
     const checked = orderEvent.safeParse(event);
     if (!checked.success) {
       // A machine/contract mismatch is a bug; publish anyway (losing the event is worse) and say so loudly.
-      this.logger.error({ type: event['type'], problem: checked.error.issues[0]?.message }, 'event does not match its published schema');
+      this.logger.error(
+        { type: event['type'], problem: checked.error.issues[0]?.message },
+        'event does not match its published schema',
+      );
     }
     return {
       topic: this.opts.topics.events,
@@ -239,7 +277,14 @@ export class OrderHost {
    * Writes the order's pending events and its current state record (one transaction), optionally with the offset
    * of the command that caused them and with that command remembered for deduplication.
    */
-  private persist(slot: OrderSlot, extra: { offset?: OffsetToCommit; command?: [string, string]; events?: Array<Record<string, unknown>> } = {}): Promise<void> {
+  private persist(
+    slot: OrderSlot,
+    extra: {
+      offset?: OffsetToCommit;
+      command?: [string, string];
+      events?: Array<Record<string, unknown>>;
+    } = {},
+  ): Promise<void> {
     if (slot.stopped) return Promise.resolve();
     const records: OutboundRecord[] = [];
     let seq = slot.record.seq;
@@ -251,7 +296,9 @@ export class OrderHost {
     }
     this.counters.events += records.length;
     const status = slot.actor?.status();
-    const commands = extra.command ? [...slot.record.commands, extra.command].slice(-this.maxCommands) : slot.record.commands;
+    const commands = extra.command
+      ? [...slot.record.commands, extra.command].slice(-this.maxCommands)
+      : slot.record.commands;
     const record: OrderRecord = {
       ...slot.record,
       fence: slot.fence,
@@ -264,9 +311,18 @@ export class OrderHost {
       machine: slot.actor ? slot.actor.durable() : slot.record.machine,
     };
     slot.record = record;
-    records.push({ topic: this.opts.topics.state, key: slot.orderId, partition: slot.partition, value: JSON.stringify(record) });
+    records.push({
+      topic: this.opts.topics.state,
+      key: slot.orderId,
+      partition: slot.partition,
+      value: JSON.stringify(record),
+    });
     const write = this.opts.writer
-      .write(records, extra.offset ? [extra.offset] : [], () => !slot.stopped && this.opts.leases.isValid(slot.orderId))
+      .write(
+        records,
+        extra.offset ? [extra.offset] : [],
+        () => !slot.stopped && this.opts.leases.isValid(slot.orderId),
+      )
       .then(() => this.opts.store.apply(record));
     slot.lastWrite = write.catch(() => {});
     return write;
@@ -286,7 +342,11 @@ export class OrderHost {
 
   async handleMessage(message: InboundCommandMessage): Promise<void> {
     this.counters.commands++;
-    const offset: OffsetToCommit = { topic: message.topic, partition: message.partition, offset: message.offset };
+    const offset: OffsetToCommit = {
+      topic: message.topic,
+      partition: message.partition,
+      offset: message.offset,
+    };
     const source = { topic: message.topic, partition: message.partition, offset: message.offset };
     const parsed = parseCommand(message.value, message.key);
     if (!parsed.ok) {
@@ -319,7 +379,12 @@ export class OrderHost {
           await this.opts.writer.write([], [offset]);
           return;
         }
-        await this.reject(command.order_id, message.partition, offset, rejection('order_exists', `order ${command.order_id} already exists with different content`));
+        await this.reject(
+          command.order_id,
+          message.partition,
+          offset,
+          rejection('order_exists', `order ${command.order_id} already exists with different content`),
+        );
         return;
       }
       await this.createOrder(command, message.partition, offset, hash);
@@ -327,7 +392,12 @@ export class OrderHost {
     }
 
     if (!existing) {
-      await this.reject(command.order_id, message.partition, offset, rejection('unknown_order', `no order ${command.order_id} exists`));
+      await this.reject(
+        command.order_id,
+        message.partition,
+        offset,
+        rejection('unknown_order', `no order ${command.order_id} exists`),
+      );
       return;
     }
     const seen = existing.commands.find(([id]) => id === command.command_id);
@@ -336,7 +406,15 @@ export class OrderHost {
         await this.opts.writer.write([], [offset]);
         return;
       }
-      await this.reject(command.order_id, message.partition, offset, rejection('duplicate_conflict', `command_id ${command.command_id} was already used with different content`));
+      await this.reject(
+        command.order_id,
+        message.partition,
+        offset,
+        rejection(
+          'duplicate_conflict',
+          `command_id ${command.command_id} was already used with different content`,
+        ),
+      );
       return;
     }
     const slot = this.slots.get(command.order_id);
@@ -346,7 +424,15 @@ export class OrderHost {
         await this.opts.writer.write([], [offset]);
         return;
       }
-      await this.reject(command.order_id, message.partition, offset, rejection('not_allowed', `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : 'not active on this replica'}`));
+      await this.reject(
+        command.order_id,
+        message.partition,
+        offset,
+        rejection(
+          'not_allowed',
+          `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : 'not active on this replica'}`,
+        ),
+      );
       return;
     }
     if (!slot.actor.can(event)) {
@@ -354,7 +440,15 @@ export class OrderHost {
         await this.opts.writer.write([], [offset]);
         return;
       }
-      await this.reject(command.order_id, message.partition, offset, rejection('not_allowed', `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`));
+      await this.reject(
+        command.order_id,
+        message.partition,
+        offset,
+        rejection(
+          'not_allowed',
+          `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`,
+        ),
+      );
       return;
     }
     slot.actor.send(event);
@@ -362,7 +456,12 @@ export class OrderHost {
     this.finishIfTerminal(slot);
   }
 
-  private async createOrder(command: OrderCreateCommand, partition: number, offset: OffsetToCommit, hash: string): Promise<void> {
+  private async createOrder(
+    command: OrderCreateCommand,
+    partition: number,
+    offset: OffsetToCommit,
+    hash: string,
+  ): Promise<void> {
     const fence = await this.acquireLease(command.order_id, 0);
     const record: OrderRecord = {
       v: 1,
@@ -394,15 +493,34 @@ export class OrderHost {
     orderId: string | null,
     partition: number,
     offset: OffsetToCommit,
-    body: { command_id: string | null; command_type: string | null; reason: RejectionReason; message: string; command: unknown; source: { topic: string; partition: number; offset: string } },
+    body: {
+      command_id: string | null;
+      command_type: string | null;
+      reason: RejectionReason;
+      message: string;
+      command: unknown;
+      source: { topic: string; partition: number; offset: string };
+    },
   ): Promise<void> {
     this.counters.rejected++;
-    this.logger.warn({ orderId, commandId: body.command_id, reason: body.reason, detail: body.message }, 'command rejected');
+    this.logger.warn(
+      { orderId, commandId: body.command_id, reason: body.reason, detail: body.message },
+      'command rejected',
+    );
     const slot = orderId ? this.slots.get(orderId) : undefined;
     const rejected = { type: 'command.rejected', ...body };
-    const hash = body.command_id ? createHash('sha256').update(JSON.stringify(body.command ?? null)).digest('hex').slice(0, 32) : undefined;
+    const hash = body.command_id
+      ? createHash('sha256')
+          .update(JSON.stringify(body.command ?? null))
+          .digest('hex')
+          .slice(0, 32)
+      : undefined;
     if (slot) {
-      await this.persist(slot, { offset, events: [rejected], ...(hash && body.command_id ? { command: [body.command_id, hash] as [string, string] } : {}) });
+      await this.persist(slot, {
+        offset,
+        events: [rejected],
+        ...(hash && body.command_id ? { command: [body.command_id, hash] as [string, string] } : {}),
+      });
       return;
     }
     const record = orderId ? this.opts.store.get(orderId) : undefined;
@@ -410,11 +528,29 @@ export class OrderHost {
       // A finished order (no actor): extend its history under a fresh lease.
       const fence = await this.acquireLease(orderId, record.fence);
       const seq = record.seq + 1;
-      const commands = hash && body.command_id ? [...record.commands, [body.command_id, hash] as [string, string]].slice(-this.maxCommands) : record.commands;
-      const next: OrderRecord = { ...record, fence, rev: record.rev + 1, seq, commands, updated_at: new Date(this.opts.now()).toISOString() };
+      const commands =
+        hash && body.command_id
+          ? [...record.commands, [body.command_id, hash] as [string, string]].slice(-this.maxCommands)
+          : record.commands;
+      const next: OrderRecord = {
+        ...record,
+        fence,
+        rev: record.rev + 1,
+        seq,
+        commands,
+        updated_at: new Date(this.opts.now()).toISOString(),
+      };
       const event = { ...rejected, ...this.envelope(orderId, seq, `${orderId}:${seq}`) };
       await this.opts.writer.write(
-        [this.eventRecord(orderId, record.partition, event), { topic: this.opts.topics.state, key: orderId, partition: record.partition, value: JSON.stringify(next) }],
+        [
+          this.eventRecord(orderId, record.partition, event),
+          {
+            topic: this.opts.topics.state,
+            key: orderId,
+            partition: record.partition,
+            value: JSON.stringify(next),
+          },
+        ],
         [offset],
       );
       this.opts.store.apply(next);
@@ -423,6 +559,9 @@ export class OrderHost {
     }
     const eventId = `rejected:${body.source.topic}:${body.source.partition}:${body.source.offset}`;
     const event = { ...rejected, ...this.envelope(orderId, 0, eventId) };
-    await this.opts.writer.write([this.eventRecord(orderId, orderId ? partition : undefined, event)], [offset]);
+    await this.opts.writer.write(
+      [this.eventRecord(orderId, orderId ? partition : undefined, event)],
+      [offset],
+    );
   }
 }

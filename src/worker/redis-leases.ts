@@ -24,7 +24,8 @@ export class RedisOrderLeases implements OrderLeases {
         // Deferred: onLost may be called from inside isValid, which callers use as a plain predicate.
         setImmediate(() => this.lostHandler(orderId));
       },
-      onRenewError: (orderId, error) => log.debug({ orderId, code: error.code }, 'lease renewal failed; retrying'),
+      onRenewError: (orderId, error) =>
+        log.debug({ orderId, code: error.code }, 'lease renewal failed; retrying'),
     });
   }
 

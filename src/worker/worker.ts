@@ -67,7 +67,13 @@ export class Worker {
     await writer.connect();
     this.writer = writer;
 
-    const store = new OrderStateStore({ kafka: adapters.kafka, topic: config.topics.state, workerId: config.workerId, writer, logger });
+    const store = new OrderStateStore({
+      kafka: adapters.kafka,
+      topic: config.topics.state,
+      workerId: config.workerId,
+      writer,
+      logger,
+    });
     await store.start();
     this.store = store;
 
@@ -75,7 +81,15 @@ export class Worker {
       if (!this.host) throw new Error('order host not started');
       return this.host;
     });
-    const hostRef = new OrderHost({ store, writer, leases: adapters.leases, binding, topics: config.topics, logger, now: this.now });
+    const hostRef = new OrderHost({
+      store,
+      writer,
+      leases: adapters.leases,
+      binding,
+      topics: config.topics,
+      logger,
+      now: this.now,
+    });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
 
@@ -138,7 +152,13 @@ export class Worker {
       },
     });
 
-    const consumer = new CommandConsumer({ kafka: adapters.kafka, topic: config.topics.commands, groupId: config.consumerGroup, partitions, logger });
+    const consumer = new CommandConsumer({
+      kafka: adapters.kafka,
+      topic: config.topics.commands,
+      groupId: config.consumerGroup,
+      partitions,
+      logger,
+    });
     this.consumer = consumer;
 
     this.server = createHttpServer({
@@ -166,7 +186,10 @@ export class Worker {
     );
     this.backpressureTimer = setInterval(() => this.applyBackpressure(), 500);
     this.backpressureTimer.unref();
-    logger.info({ port: this.listeningPort, partitions, topics: config.topics, workerId: config.workerId }, 'worker started');
+    logger.info(
+      { port: this.listeningPort, partitions, topics: config.topics, workerId: config.workerId },
+      'worker started',
+    );
   }
 
   private applyBackpressure(): void {
@@ -179,8 +202,14 @@ export class Worker {
   async readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> {
     const checks: Record<string, { ok: boolean; detail?: string }> = {};
     const timed = async (fn: () => Promise<boolean>): Promise<boolean> =>
-      Promise.race([fn().catch(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000))]);
-    const [redis, exchange] = await Promise.all([timed(this.adapters.checks.redis), timed(this.adapters.checks.exchange)]);
+      Promise.race([
+        fn().catch(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000)),
+      ]);
+    const [redis, exchange] = await Promise.all([
+      timed(this.adapters.checks.redis),
+      timed(this.adapters.checks.exchange),
+    ]);
     checks['redis'] = { ok: redis };
     checks['exchange'] = { ok: exchange };
     if (this.now() - this.kafkaHealthy.at > 10_000) {
@@ -197,8 +226,13 @@ export class Worker {
       this.kafkaHealthy = { ok, at: this.now() };
     }
     checks['kafka'] = { ok: this.kafkaHealthy.ok };
-    const restored = Boolean(this.consumer && this.consumer.assigned.length > 0 && this.consumer.allRestored());
-    checks['partitions'] = { ok: restored, detail: `${this.consumer?.restoredPartitions.size ?? 0}/${this.consumer?.assigned.length ?? 0} restored` };
+    const restored = Boolean(
+      this.consumer && this.consumer.assigned.length > 0 && this.consumer.allRestored(),
+    );
+    checks['partitions'] = {
+      ok: restored,
+      detail: `${this.consumer?.restoredPartitions.size ?? 0}/${this.consumer?.assigned.length ?? 0} restored`,
+    };
     checks['stopping'] = { ok: !this.stopping };
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   }
@@ -214,12 +248,25 @@ export class Worker {
     gauge('worker_commands_total', 'commands consumed', host?.counters.commands ?? 0);
     gauge('worker_commands_rejected_total', 'commands rejected', host?.counters.rejected ?? 0);
     gauge('worker_events_published_total', 'order events written', host?.counters.events ?? 0);
-    gauge('worker_orders_restored_total', 'orders restored from the state topic', host?.counters.restored ?? 0);
+    gauge(
+      'worker_orders_restored_total',
+      'orders restored from the state topic',
+      host?.counters.restored ?? 0,
+    );
     gauge('worker_lease_lost_total', 'order leases lost', host?.counters.leaseLost ?? 0);
-    gauge('worker_kafka_transactions_total', 'Kafka transactions committed', this.writer?.committedTransactions ?? 0);
-    gauge('worker_consumer_paused', '1 while consumption is paused by backpressure', this.consumer?.isPaused ? 1 : 0);
+    gauge(
+      'worker_kafka_transactions_total',
+      'Kafka transactions committed',
+      this.writer?.committedTransactions ?? 0,
+    );
+    gauge(
+      'worker_consumer_paused',
+      '1 while consumption is paused by backpressure',
+      this.consumer?.isPaused ? 1 : 0,
+    );
     gauge('worker_assigned_partitions', 'command partitions assigned', this.consumer?.assigned.length ?? 0);
-    for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>) gauge(`worker_webhooks_${name}_total`, `webhooks ${name}`, value);
+    for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>)
+      gauge(`worker_webhooks_${name}_total`, `webhooks ${name}`, value);
     return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
   }
 
@@ -240,7 +287,10 @@ export class Worker {
     await step('writer', async () => this.writer?.close());
     await step('hint producer', async () => this.hintProducer?.disconnect());
     await step('state store', async () => this.store?.stop());
-    await step('http', () => new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve())));
+    await step(
+      'http',
+      () => new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve())),
+    );
     await step('adapters', async () => this.adapters.close());
   }
 }

@@ -3,11 +3,25 @@
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
-import type { OrderActorFunctions, OrderConfigInput, OrderCreateInput, OrderInput } from '../../machines/order-types.ts';
+import type {
+  OrderActorFunctions,
+  OrderConfigInput,
+  OrderCreateInput,
+  OrderInput,
+} from '../../machines/order-types.ts';
 import type { OrderCreateCommand } from '../contract/commands.ts';
-import type { EmittedDomainEvent, MachineBinding, OrderActorHandle, StartOrderOptions } from './machine-binding.ts';
+import type {
+  EmittedDomainEvent,
+  MachineBinding,
+  OrderActorHandle,
+  StartOrderOptions,
+} from './machine-binding.ts';
 
-export function createOrderInput(command: OrderCreateCommand, now: number, config: OrderConfigInput): OrderCreateInput {
+export function createOrderInput(
+  command: OrderCreateCommand,
+  now: number,
+  config: OrderConfigInput,
+): OrderCreateInput {
   const optional = <K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> =>
     value === undefined ? {} : ({ [key]: value } as Record<K, V>);
   return {
@@ -26,13 +40,19 @@ export function createOrderInput(command: OrderCreateCommand, now: number, confi
     ...optional('referralCode', command.referral_code),
     ...optional('markup', command.markup),
     ...optional('side', command.side),
-    ...optional('limitOrder', command.limit_order ? { ttlSeconds: command.limit_order.ttl_seconds } : undefined),
+    ...optional(
+      'limitOrder',
+      command.limit_order ? { ttlSeconds: command.limit_order.ttl_seconds } : undefined,
+    ),
     ...optional('preScreening', command.pre_screening),
     ...optional('userTimezone', command.user_timezone),
   };
 }
 
-export function createXStateBinding(opts: { actors: OrderActorFunctions; orderConfig: OrderConfigInput }): MachineBinding {
+export function createXStateBinding(opts: {
+  actors: OrderActorFunctions;
+  orderConfig: OrderConfigInput;
+}): MachineBinding {
   const { actors } = opts;
   const machine = provideOrderActors(actors);
 
@@ -51,7 +71,8 @@ export function createXStateBinding(opts: { actors: OrderActorFunctions; orderCo
           state: JSON.stringify(snapshot.value),
           terminal: snapshot.status === 'done',
           uniqueReference: context.order?.uniqueReference ?? null,
-          lastConfirmedAt: context.nextPollAt === null ? null : context.nextPollAt - context.config.pollIntervalMs,
+          lastConfirmedAt:
+            context.nextPollAt === null ? null : context.nextPollAt - context.config.pollIntervalMs,
         };
       },
       durable: () => toDurable(actor.getSnapshot()),
@@ -61,9 +82,13 @@ export function createXStateBinding(opts: { actors: OrderActorFunctions; orderCo
   };
 
   return {
-    create: (command, startOpts) => start(createOrderInput(command, startOpts.now, opts.orderConfig), startOpts),
+    create: (command, startOpts) =>
+      start(createOrderInput(command, startOpts.now, opts.orderConfig), startOpts),
     restore: (durable, startOpts) => {
-      if (!isDurableOrder(durable)) throw new Error(`order ${startOpts.orderId}: stored machine state is not a durable order of a supported version`);
+      if (!isDurableOrder(durable))
+        throw new Error(
+          `order ${startOpts.orderId}: stored machine state is not a durable order of a supported version`,
+        );
       return start(restoreInput(durable, startOpts.now), startOpts);
     },
   };

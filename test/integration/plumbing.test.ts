@@ -10,11 +10,19 @@ import { services, uniqueName } from '../support/services.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()?.().catch(() => {});
+  while (cleanups.length)
+    await cleanups
+      .pop()?.()
+      .catch(() => {});
 });
 
 function kafkaClient(brokers: string[]): Kafka {
-  return new Kafka({ clientId: uniqueName('plumbing'), brokers, logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 200 } });
+  return new Kafka({
+    clientId: uniqueName('plumbing'),
+    brokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 10, initialRetryTime: 200 },
+  });
 }
 
 interface Received {
@@ -24,7 +32,10 @@ interface Received {
 }
 
 /** Subscribes and runs the consumer; `until(n)` resolves once n messages have arrived. */
-async function startCollecting(consumer: Consumer, topic: string): Promise<{ received: Received[]; until: (count: number, timeoutMs?: number) => Promise<Received[]> }> {
+async function startCollecting(
+  consumer: Consumer,
+  topic: string,
+): Promise<{ received: Received[]; until: (count: number, timeoutMs?: number) => Promise<Received[]> }> {
   const received: Received[] = [];
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
@@ -59,7 +70,11 @@ describe('Kafka plumbing', () => {
     const producer: Producer = kafka.producer({ idempotent: true });
     await producer.connect();
     cleanups.push(() => producer.disconnect());
-    const sent = Array.from({ length: 20 }, (_, i) => ({ key: `order-${i % 5}`, value: JSON.stringify({ i }), headers: { 'command-id': `c-${i}` } }));
+    const sent = Array.from({ length: 20 }, (_, i) => ({
+      key: `order-${i % 5}`,
+      value: JSON.stringify({ i }),
+      headers: { 'command-id': `c-${i}` },
+    }));
     await producer.send({ topic, messages: sent });
 
     const consumer = kafka.consumer({ groupId: uniqueName('group') });
@@ -75,7 +90,8 @@ describe('Kafka plumbing', () => {
     }
     // Same key, same partition: per-key order is what the worker relies on.
     const perKey = new Map<string, number[]>();
-    for (const m of received) perKey.set(m.key, [...(perKey.get(m.key) ?? []), (JSON.parse(m.value) as { i: number }).i]);
+    for (const m of received)
+      perKey.set(m.key, [...(perKey.get(m.key) ?? []), (JSON.parse(m.value) as { i: number }).i]);
     for (const indexes of perKey.values()) expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
   });
 
@@ -96,7 +112,10 @@ describe('Kafka plumbing', () => {
     const producer = kafka.producer();
     await producer.connect();
     cleanups.push(() => producer.disconnect());
-    const consumer = kafka.consumer({ groupId: uniqueName('restart-group'), retry: { retries: 30, initialRetryTime: 300 } });
+    const consumer = kafka.consumer({
+      groupId: uniqueName('restart-group'),
+      retry: { retries: 30, initialRetryTime: 300 },
+    });
     await consumer.connect();
     cleanups.push(() => consumer.disconnect());
     const collecting = await startCollecting(consumer, topic);

@@ -12,7 +12,10 @@ import { addresses, startCluster, type Cluster } from '../support/worker-cluster
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()?.().catch(() => {});
+  while (cleanups.length)
+    await cleanups
+      .pop()?.()
+      .catch(() => {});
 });
 
 const fastQuotes = (config: Parameters<NonNullable<Parameters<typeof startCluster>[0]['sandbox']>>[0]) => ({
@@ -29,9 +32,27 @@ interface PlannedOrder {
 
 function planOrders(count: number, tag: number): PlannedOrder[] {
   const modes = [
-    { mode: 'defi', deposit_currency: 'USDT', withdraw_currency: 'ETH', withdraw_address: addresses.eth, base: 100 },
-    { mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', withdraw_address: addresses.btc, base: 1 },
-    { mode: 'cefi_fixed', deposit_currency: 'BTC', withdraw_currency: 'ETH', withdraw_address: addresses.eth2, base: 0.01 },
+    {
+      mode: 'defi',
+      deposit_currency: 'USDT',
+      withdraw_currency: 'ETH',
+      withdraw_address: addresses.eth,
+      base: 100,
+    },
+    {
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      withdraw_address: addresses.btc,
+      base: 1,
+    },
+    {
+      mode: 'cefi_fixed',
+      deposit_currency: 'BTC',
+      withdraw_currency: 'ETH',
+      withdraw_address: addresses.eth2,
+      base: 0.01,
+    },
   ];
   return Array.from({ length: count }, (_, i) => {
     const spec = modes[i % modes.length] ?? modes[0];
@@ -39,7 +60,17 @@ function planOrders(count: number, tag: number): PlannedOrder[] {
     // Unique amounts: each order is recognisable on the exchange, and no two share a quote cooldown.
     const amount = (spec!.base * (1 + tag / 100) + i / 1000).toFixed(6);
     const { base: _base, ...fields } = spec!;
-    return { orderId, amount, command: { type: 'order.create', command_id: `${orderId}-create`, order_id: orderId, ...fields, deposit_amount: amount } };
+    return {
+      orderId,
+      amount,
+      command: {
+        type: 'order.create',
+        command_id: `${orderId}-create`,
+        order_id: orderId,
+        ...fields,
+        deposit_amount: amount,
+      },
+    };
   });
 }
 
@@ -54,10 +85,20 @@ async function completeAll(cluster: Cluster, orders: PlannedOrder[], timeoutMs: 
       cluster.sandbox.advanceOrder(String(created['unique_reference']), 'completed');
       advanced.add(order.orderId);
     }
-    const done = orders.filter((o) => cluster.collector.of(o.orderId).some((e) => e.type === 'order.completed'));
+    const done = orders.filter((o) =>
+      cluster.collector.of(o.orderId).some((e) => e.type === 'order.completed'),
+    );
     if (done.length === orders.length) return;
     if (Date.now() > deadline) {
-      const missing = orders.filter((o) => !done.includes(o)).map((o) => `${o.orderId}: ${cluster.collector.of(o.orderId).map((e) => e.type).join(',')}`);
+      const missing = orders
+        .filter((o) => !done.includes(o))
+        .map(
+          (o) =>
+            `${o.orderId}: ${cluster.collector
+              .of(o.orderId)
+              .map((e) => e.type)
+              .join(',')}`,
+        );
       throw new Error(`${orders.length - done.length} orders not completed:\n${missing.join('\n')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -67,11 +108,15 @@ async function completeAll(cluster: Cluster, orders: PlannedOrder[], timeoutMs: 
 function assertExactlyOnce(cluster: Cluster, orders: PlannedOrder[]): void {
   const exchangeOrders = cluster.sandbox.orders.list();
   for (const order of orders) {
-    const onExchange = exchangeOrders.filter((o) => Number(o.order['deposit_amount']) === Number(order.amount));
+    const onExchange = exchangeOrders.filter(
+      (o) => Number(o.order['deposit_amount']) === Number(order.amount),
+    );
     expect(onExchange, `exchange orders for ${order.orderId}`).toHaveLength(1);
     const events: PublishedEvent[] = cluster.collector.of(order.orderId);
     expect(seqProblems(events), `seq of ${order.orderId}`).toEqual([]);
-    expect(new Set(events.map((e) => e.event_id)).size, `distinct event ids of ${order.orderId}`).toBe(events.length);
+    expect(new Set(events.map((e) => e.event_id)).size, `distinct event ids of ${order.orderId}`).toBe(
+      events.length,
+    );
     expect(events.filter((e) => e.type === 'order.created')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'order.completed')).toHaveLength(1);
     expect(events.at(-1)?.type).toBe('order.completed');
@@ -85,7 +130,11 @@ describe('worker failover', () => {
     const orders = planOrders(24, 1);
     for (const order of orders) await cluster.send(order.command);
     // Kill a worker that is not the webhook receiver while quotes and creations are in flight.
-    await cluster.collector.waitFor((events) => events.filter((e) => e.type === 'order.created').length >= 4, 'some orders created', 90_000);
+    await cluster.collector.waitFor(
+      (events) => events.filter((e) => e.type === 'order.created').length >= 4,
+      'some orders created',
+      90_000,
+    );
     const victim = cluster.workers[1];
     expect(victim).toBeDefined();
     await victim!.kill('SIGKILL');
@@ -101,11 +150,20 @@ describe('worker failover', () => {
       await redis.stop();
       rmSync(dir, { recursive: true, force: true });
     });
-    const cluster = await startCluster({ workers: 2, partitions: 4, redisUrl: redis.url, sandbox: fastQuotes });
+    const cluster = await startCluster({
+      workers: 2,
+      partitions: 4,
+      redisUrl: redis.url,
+      sandbox: fastQuotes,
+    });
     cleanups.push(() => cluster.stop());
     const orders = planOrders(12, 2);
     for (const order of orders.slice(0, 6)) await cluster.send(order.command);
-    await cluster.collector.waitFor((events) => events.filter((e) => e.type === 'order.created').length >= 2, 'some orders created', 90_000);
+    await cluster.collector.waitFor(
+      (events) => events.filter((e) => e.type === 'order.created').length >= 2,
+      'some orders created',
+      90_000,
+    );
     await redis.restart();
     for (const order of orders.slice(6)) await cluster.send(order.command);
     await completeAll(cluster, orders, 180_000);

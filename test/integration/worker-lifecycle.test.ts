@@ -24,12 +24,20 @@ async function createdOrder(orderId: string): Promise<PublishedEvent> {
 }
 
 function types(orderId: string): string[] {
-  return cluster.collector.of(orderId).map((e) => (e.type === 'order.status_changed' ? `status:${String(e['status'])}` : e.type));
+  return cluster.collector
+    .of(orderId)
+    .map((e) => (e.type === 'order.status_changed' ? `status:${String(e['status'])}` : e.type));
 }
 
 describe('worker lifecycle against the sandbox', () => {
   it('drives a DeFi order through quote, creation and deposit to COMPLETED', async () => {
-    const command = createCommand({ mode: 'defi', deposit_currency: 'USDT', withdraw_currency: 'ETH', deposit_amount: '101.5', withdraw_address: addresses.eth });
+    const command = createCommand({
+      mode: 'defi',
+      deposit_currency: 'USDT',
+      withdraw_currency: 'ETH',
+      deposit_amount: '101.5',
+      withdraw_address: addresses.eth,
+    });
     const orderId = String(command['order_id']);
     await cluster.send(command);
     const created = await createdOrder(orderId);
@@ -37,7 +45,12 @@ describe('worker lifecycle against the sandbox', () => {
     expect(created['deposit_address']).toEqual(expect.any(String));
     expect(cluster.collector.of(orderId)[0]?.type).toBe('order.quoted');
 
-    await cluster.send({ type: 'order.submit_deposit', command_id: `${orderId}-deposit`, order_id: orderId, tx_hash: '0xfeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface' });
+    await cluster.send({
+      type: 'order.submit_deposit',
+      command_id: `${orderId}-deposit`,
+      order_id: orderId,
+      tx_hash: '0xfeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface',
+    });
     await cluster.collector.waitForOrderEvent(orderId, 'order.deposit_submitted');
     const reference = String(created['unique_reference']);
     expect(cluster.sandbox.orders.get(reference)?.order['deposit_transaction']).toMatch(/^0xfeedface/);
@@ -50,7 +63,13 @@ describe('worker lifecycle against the sandbox', () => {
   });
 
   it('drives a floating CeFi order to REFUNDED', async () => {
-    const command = createCommand({ mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: '1.25', withdraw_address: addresses.btc });
+    const command = createCommand({
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '1.25',
+      withdraw_address: addresses.btc,
+    });
     const orderId = String(command['order_id']);
     await cluster.send(command);
     const reference = String((await createdOrder(orderId))['unique_reference']);
@@ -62,7 +81,13 @@ describe('worker lifecycle against the sandbox', () => {
   });
 
   it('drives a CeFi fixed-rate order to CANCELED when the exchange cancels it', async () => {
-    const command = createCommand({ mode: 'cefi_fixed', deposit_currency: 'BTC', withdraw_currency: 'ETH', deposit_amount: '0.0125', withdraw_address: addresses.eth2 });
+    const command = createCommand({
+      mode: 'cefi_fixed',
+      deposit_currency: 'BTC',
+      withdraw_currency: 'ETH',
+      deposit_amount: '0.0125',
+      withdraw_address: addresses.eth2,
+    });
     const orderId = String(command['order_id']);
     await cluster.send(command);
     const reference = String((await createdOrder(orderId))['unique_reference']);
@@ -77,8 +102,21 @@ describe('worker lifecycle against the sandbox', () => {
     await cluster.send({}, { key: orderId, raw: '{not json' });
     await cluster.send({ type: 'order.explode', command_id: 'c-x', order_id: orderId });
     await cluster.send({ type: 'order.create', command_id: 'c-y', order_id: orderId, mode: 'defi' });
-    await cluster.send({ type: 'order.submit_deposit', command_id: 'c-z', order_id: uniqueName('missing'), tx_hash: '0x0123456789abcdef' });
-    const good = createCommand({ order_id: orderId, command_id: 'c-good', mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: '2.5', withdraw_address: addresses.btc });
+    await cluster.send({
+      type: 'order.submit_deposit',
+      command_id: 'c-z',
+      order_id: uniqueName('missing'),
+      tx_hash: '0x0123456789abcdef',
+    });
+    const good = createCommand({
+      order_id: orderId,
+      command_id: 'c-good',
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '2.5',
+      withdraw_address: addresses.btc,
+    });
     await cluster.send(good);
     await createdOrder(orderId);
     // The same order.create again changes nothing; different content is refused.
@@ -87,14 +125,30 @@ describe('worker lifecycle against the sandbox', () => {
     await cluster.send({ type: 'order.cancel', command_id: 'c-cancel', order_id: orderId });
 
     const rejected = await cluster.collector.waitFor(
-      (events) => events.filter((e) => e.type === 'command.rejected' && (e.order_id === orderId || e['command_id'] === 'c-z')).length >= 6,
+      (events) =>
+        events.filter(
+          (e) => e.type === 'command.rejected' && (e.order_id === orderId || e['command_id'] === 'c-z'),
+        ).length >= 6,
       'six rejections',
       60_000,
     );
-    const mine = rejected.filter((e) => e.type === 'command.rejected' && (e.order_id === orderId || e['command_id'] === 'c-z'));
-    expect(mine.map((e) => String(e['reason'])).sort()).toEqual(['malformed', 'malformed', 'not_allowed', 'order_exists', 'unknown_order', 'unknown_type']);
+    const mine = rejected.filter(
+      (e) => e.type === 'command.rejected' && (e.order_id === orderId || e['command_id'] === 'c-z'),
+    );
+    expect(mine.map((e) => String(e['reason'])).sort()).toEqual([
+      'malformed',
+      'malformed',
+      'not_allowed',
+      'order_exists',
+      'unknown_order',
+      'unknown_type',
+    ]);
     expect(mine.find((e) => e['command_id'] === 'c-y')?.['message']).toMatch(/deposit_currency/);
-    const exchangeOrders = cluster.sandbox.orders.list().filter((o) => o.order['withdraw_address'] === addresses.btc && Number(o.order['deposit_amount']) === 2.5);
+    const exchangeOrders = cluster.sandbox.orders
+      .list()
+      .filter(
+        (o) => o.order['withdraw_address'] === addresses.btc && Number(o.order['deposit_amount']) === 2.5,
+      );
     expect(exchangeOrders.length).toBeLessThanOrEqual(1);
     // The order's own history stays gap-free, rejections included.
     expect(seqProblems(cluster.collector.of(orderId))).toEqual([]);

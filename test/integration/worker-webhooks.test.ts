@@ -15,11 +15,22 @@ afterAll(async () => {
 
 function sign(body: string, timestamp: number, secret = webhookSecret): Record<string, string> {
   const signature = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
-  return { 'content-type': 'application/json', 'x-webhook-timestamp': String(timestamp), 'x-webhook-signature': `sha256=${signature}` };
+  return {
+    'content-type': 'application/json',
+    'x-webhook-timestamp': String(timestamp),
+    'x-webhook-signature': `sha256=${signature}`,
+  };
 }
 
-async function post(body: string, headers: Record<string, string>): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(`http://127.0.0.1:${cluster.webhookPort}/webhooks/exchange`, { method: 'POST', body, headers });
+async function post(
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`http://127.0.0.1:${cluster.webhookPort}/webhooks/exchange`, {
+    method: 'POST',
+    body,
+    headers,
+  });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -32,7 +43,16 @@ async function metric(name: string): Promise<number> {
 describe('webhook receiver', () => {
   it('refuses unsigned, wrongly signed, stale and tampered webhooks, and deduplicates redeliveries', async () => {
     const orderId = uniqueName('order');
-    await cluster.send({ type: 'order.create', command_id: `${orderId}-c`, order_id: orderId, mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: '1.75', withdraw_address: addresses.btc });
+    await cluster.send({
+      type: 'order.create',
+      command_id: `${orderId}-c`,
+      order_id: orderId,
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '1.75',
+      withdraw_address: addresses.btc,
+    });
     const created = await cluster.collector.waitForOrderEvent(orderId, 'order.created');
     const reference = String(created['unique_reference']);
     const order = { ...cluster.sandbox.orders.get(reference)?.order, status: 'PAID', id: 'delivery-1' };

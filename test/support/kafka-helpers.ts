@@ -19,15 +19,31 @@ export interface PublishedEvent {
 
 export function testKafka(brokers: string[]): Kafka {
   silenceKafkajsTimerWarning();
-  return new Kafka({ clientId: uniqueName('test'), brokers, logLevel: logLevel.NOTHING, retry: { retries: 20, initialRetryTime: 200 } });
+  return new Kafka({
+    clientId: uniqueName('test'),
+    brokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 20, initialRetryTime: 200 },
+  });
 }
 
-export async function commandProducer(kafka: Kafka, topic: string): Promise<{ send: (command: Record<string, unknown>, opts?: { key?: string | null; raw?: string }) => Promise<void>; close: () => Promise<void> }> {
+export async function commandProducer(
+  kafka: Kafka,
+  topic: string,
+): Promise<{
+  send: (command: Record<string, unknown>, opts?: { key?: string | null; raw?: string }) => Promise<void>;
+  close: () => Promise<void>;
+}> {
   const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   return {
     send: async (command, opts = {}) => {
-      const key = opts.key === undefined ? (typeof command['order_id'] === 'string' ? command['order_id'] : '') : opts.key;
+      const key =
+        opts.key === undefined
+          ? typeof command['order_id'] === 'string'
+            ? command['order_id']
+            : ''
+          : opts.key;
       await producer.send({ topic, messages: [{ key, value: opts.raw ?? JSON.stringify(command) }] });
     },
     close: () => producer.disconnect(),
@@ -40,14 +56,23 @@ export class EventCollector {
 
   static async start(kafka: Kafka, topic: string): Promise<EventCollector> {
     const collector = new EventCollector();
-    const consumer = kafka.consumer({ groupId: uniqueName('collector'), readUncommitted: false, maxWaitTimeInMs: 100 });
+    const consumer = kafka.consumer({
+      groupId: uniqueName('collector'),
+      readUncommitted: false,
+      maxWaitTimeInMs: 100,
+    });
     collector.consumer = consumer;
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       eachMessage: ({ partition, message }) => {
         const value = JSON.parse(message.value?.toString() ?? 'null') as PublishedEvent;
-        collector.events.push({ ...value, partition, offset: message.offset, key: message.key?.toString() ?? null });
+        collector.events.push({
+          ...value,
+          partition,
+          offset: message.offset,
+          key: message.key?.toString() ?? null,
+        });
         return Promise.resolve();
       },
     });
@@ -58,11 +83,20 @@ export class EventCollector {
     return this.events.filter((e) => e.order_id === orderId).sort((a, b) => a.seq - b.seq);
   }
 
-  async waitFor(predicate: (events: PublishedEvent[]) => boolean, what: string, timeoutMs = 120_000): Promise<PublishedEvent[]> {
+  async waitFor(
+    predicate: (events: PublishedEvent[]) => boolean,
+    what: string,
+    timeoutMs = 120_000,
+  ): Promise<PublishedEvent[]> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this.events)) {
       if (Date.now() > deadline) {
-        const summary = this.events.slice(-30).map((e) => `${e.order_id}#${e.seq} ${e.type}${typeof e['status'] === 'string' ? ` ${e['status']}` : ''}${typeof e['reason'] === 'string' ? ` (${e['reason']})` : ''}`);
+        const summary = this.events
+          .slice(-30)
+          .map(
+            (e) =>
+              `${e.order_id}#${e.seq} ${e.type}${typeof e['status'] === 'string' ? ` ${e['status']}` : ''}${typeof e['reason'] === 'string' ? ` (${e['reason']})` : ''}`,
+          );
         throw new Error(`timed out waiting for ${what}; last events:\n${summary.join('\n')}`);
       }
       await sleep(100);
@@ -71,7 +105,11 @@ export class EventCollector {
   }
 
   async waitForOrderEvent(orderId: string, type: string, timeoutMs = 120_000): Promise<PublishedEvent> {
-    await this.waitFor((events) => events.some((e) => e.order_id === orderId && e.type === type), `${type} of ${orderId}`, timeoutMs);
+    await this.waitFor(
+      (events) => events.some((e) => e.order_id === orderId && e.type === type),
+      `${type} of ${orderId}`,
+      timeoutMs,
+    );
     return this.of(orderId).find((e) => e.type === type) as PublishedEvent;
   }
 
@@ -84,7 +122,10 @@ export class EventCollector {
 export function seqProblems(events: PublishedEvent[]): string[] {
   const problems: string[] = [];
   // seq 0 marks a rejection of a command that named no existing order: not part of the order's history.
-  const seqs = events.filter((e) => e.seq > 0).map((e) => e.seq).sort((a, b) => a - b);
+  const seqs = events
+    .filter((e) => e.seq > 0)
+    .map((e) => e.seq)
+    .sort((a, b) => a - b);
   seqs.forEach((seq, index) => {
     if (seq !== index + 1) problems.push(`expected seq ${index + 1}, saw ${seq}`);
   });

@@ -1,7 +1,14 @@
 // A whole system for integration tests: the exchange sandbox (in this process, so the test can drive it), real
 // worker processes, a real Kafka (topics unique to the test) and a real Redis, a command producer and an event
 // collector. Webhooks from the sandbox go, signed, to one chosen worker.
-import { demoConfig, demoKeys, demoReferral, startSandbox, type SandboxConfigInput, type SandboxHandle } from '../../src/sandbox/index.ts';
+import {
+  demoConfig,
+  demoKeys,
+  demoReferral,
+  startSandbox,
+  type SandboxConfigInput,
+  type SandboxHandle,
+} from '../../src/sandbox/index.ts';
 import { freePort } from '../../dev/services/index.ts';
 import { EventCollector, commandProducer, testKafka } from './kafka-helpers.ts';
 import { services, uniqueName } from './services.ts';
@@ -36,7 +43,18 @@ export async function startCluster(opts: {
     ...demoConfig,
     partners: demoConfig.partners.map((partner) =>
       partner.id === 'demo'
-        ? { ...partner, webhooks: [{ id: 'worker', url: `http://127.0.0.1:${webhookPort}/webhooks/exchange`, categories: ['order_status', 'kyc_status'], payloadVersion: 'v2', secret: webhookSecret }] }
+        ? {
+            ...partner,
+            webhooks: [
+              {
+                id: 'worker',
+                url: `http://127.0.0.1:${webhookPort}/webhooks/exchange`,
+                categories: ['order_status', 'kyc_status'],
+                payloadVersion: 'v2',
+                secret: webhookSecret,
+              },
+            ],
+          }
         : partner,
     ),
     quotes: { ttlSeconds: 120, actionableDelayMs: 300 },
@@ -68,7 +86,8 @@ export async function startCluster(opts: {
     return worker;
   };
   // The first worker creates the topics; the others join its consumer group.
-  for (let i = 0; i < opts.workers; i++) await startAnotherWorker(`${name}-w${i + 1}`, i === 0 ? webhookPort : undefined);
+  for (let i = 0; i < opts.workers; i++)
+    await startAnotherWorker(`${name}-w${i + 1}`, i === 0 ? webhookPort : undefined);
   await Promise.all(workers.map((w) => w.ready()));
   const kafka = testKafka(kafkaBrokers);
   const producer = await commandProducer(kafka, topics.commands);

@@ -20,14 +20,24 @@ export interface WorkerProcess {
   log(): string;
 }
 
-export async function startWorker(name: string, env: Record<string, string>, fixedPort?: number): Promise<WorkerProcess> {
+export async function startWorker(
+  name: string,
+  env: Record<string, string>,
+  fixedPort?: number,
+): Promise<WorkerProcess> {
   mkdirSync(logsDir, { recursive: true });
   const port = fixedPort ?? (await freePort());
   const logFile = join(logsDir, `${name}-${Date.now()}.log`);
   const out = createWriteStream(logFile);
   const child = spawn(process.execPath, [join(root, 'src', 'main.ts')], {
     cwd: root,
-    env: { PATH: process.env['PATH'] ?? '', HTTP_PORT: String(port), WORKER_ID: name, LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HTTP_PORT: String(port),
+      WORKER_ID: name,
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.pipe(out);
@@ -43,14 +53,16 @@ export async function startWorker(name: string, env: Record<string, string>, fix
     async ready(timeoutMs = 120_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        if (child.exitCode !== null) throw new Error(`worker ${name} exited with ${child.exitCode}:\n${handle.log().slice(-3000)}`);
+        if (child.exitCode !== null)
+          throw new Error(`worker ${name} exited with ${child.exitCode}:\n${handle.log().slice(-3000)}`);
         try {
           const res = await fetch(`http://127.0.0.1:${port}/readyz`);
           if (res.status === 200) return;
         } catch {
           /* not listening yet */
         }
-        if (Date.now() > deadline) throw new Error(`worker ${name} not ready after ${timeoutMs} ms:\n${handle.log().slice(-3000)}`);
+        if (Date.now() > deadline)
+          throw new Error(`worker ${name} not ready after ${timeoutMs} ms:\n${handle.log().slice(-3000)}`);
         await sleep(250);
       }
     },

@@ -45,7 +45,9 @@ describe('every v2 endpoint over HTTP', () => {
     ex.reply('GET', '/network/', 200, [{ name: 'ETH' }]);
     ex.reply('GET', '/network/ETH/', 200, { name: 'ETH', chain_id: 1 });
     const client = mockedClient(ex);
-    expect(await client.listCurrencies('cefi')).toEqual([{ code: 'BTC', name: 'Bitcoin', whatever: { nested: true } }]);
+    expect(await client.listCurrencies('cefi')).toEqual([
+      { code: 'BTC', name: 'Bitcoin', whatever: { nested: true } },
+    ]);
     expect(await client.getCurrency('cefi', { code: 'BTC' })).toEqual({ code: 'BTC' });
     expect(await client.listNetworks('defi')).toEqual([{ name: 'ETH' }]);
     expect(await client.getNetwork('defi', { name: 'ETH' })).toEqual({ name: 'ETH', chain_id: 1 });
@@ -58,7 +60,9 @@ describe('every v2 endpoint over HTTP', () => {
     ex.reply('GET', '/pair/ETHBTC/', 200, pair);
     ex.reply('GET', '/pair/random/', 200, { name: 'LTCBTC', anything: 'else' });
     const client = mockedClient(ex);
-    expect(await client.listPairs('cefi')).toEqual([{ name: 'ETHBTC', from: 'BTC', to: 'ETH', disabled: false }]);
+    expect(await client.listPairs('cefi')).toEqual([
+      { name: 'ETHBTC', from: 'BTC', to: 'ETH', disabled: false },
+    ]);
     expect((await client.getPair('cefi', { name: 'ETHBTC' })).name).toBe('ETHBTC');
     expect((await client.getRandomPair('cefi')).name).toBe('LTCBTC');
   });
@@ -72,7 +76,9 @@ describe('every v2 endpoint over HTTP', () => {
 
   it('sends every /rate/ query parameter and keeps amounts as decimal strings', async () => {
     const ex = fresh();
-    ex.reply('GET', (p) => p.startsWith('/rate/?'), 200, [rateFixture({ withdraw_amount: '1.10000000', eta: { minutes: 5 } })]);
+    ex.reply('GET', (p) => p.startsWith('/rate/?'), 200, [
+      rateFixture({ withdraw_amount: '1.10000000', eta: { minutes: 5 } }),
+    ]);
     const rates = await mockedClient(ex).getRates('defi', {
       pairs: 'ETHBTC',
       deposit_amount: '0.10000000',
@@ -100,7 +106,11 @@ describe('every v2 endpoint over HTTP', () => {
       fiat_only: 'false',
       crypto_only: 'true',
     });
-    expect(rates[0]).toMatchObject({ rate: '12.34567890', withdraw_amount: '1.10000000', eta: { minutes: 5 } });
+    expect(rates[0]).toMatchObject({
+      rate: '12.34567890',
+      withdraw_amount: '1.10000000',
+      eta: { minutes: 5 },
+    });
     expect(typeof rates[0]?.min_deposit_amount).toBe('string');
   });
 
@@ -126,7 +136,11 @@ describe('every v2 endpoint over HTTP', () => {
     };
     const created = await client.createOrder('defi', params, { userTimezone: 'GMT +02:00 (Europe/Berlin)' });
     expect(created.reused).toBe(false);
-    expect(created.order).toMatchObject({ uniqueReference: 'ORD123ABC', depositAmount: '0.10000000', paymentWindowMinutes: 60 });
+    expect(created.order).toMatchObject({
+      uniqueReference: 'ORD123ABC',
+      depositAmount: '0.10000000',
+      paymentWindowMinutes: 60,
+    });
     const reused = await client.createOrder('defi', params);
     expect(reused).toMatchObject({ reused: true, order: { uniqueReference: 'REUSED1' } });
     const first = ex.requests[0];
@@ -145,7 +159,10 @@ describe('every v2 endpoint over HTTP', () => {
       'POST',
       '/orders/',
       201,
-      orderFixture({ deposit_currency: { contract_address: null, network: 'BTC' }, withdraw_currency: { code: 'USDT', network: 'ETH' } }),
+      orderFixture({
+        deposit_currency: { contract_address: null, network: 'BTC' },
+        withdraw_currency: { code: 'USDT', network: 'ETH' },
+      }),
     );
     const { order } = await mockedClient(ex).createOrder('cefi', {
       deposit_currency: { contract_address: null, network: 'BTC' },
@@ -165,8 +182,14 @@ describe('every v2 endpoint over HTTP', () => {
       results: [orderFixture({ status: 'PAID' })],
       pagination: { next: 'http://exchange.test/en/api/v2/orders/?cursor=cD0y&status=13', previous: null },
     });
-    ex.reply('GET', '/orders/?cursor=cD0y&status=13', 200, { results: [], pagination: { next: null, previous: 'cD0x' } });
-    ex.reply('GET', '/orders/?cursor=cD0x', 200, { results: [orderFixture()], pagination: { next: null, previous: null } });
+    ex.reply('GET', '/orders/?cursor=cD0y&status=13', 200, {
+      results: [],
+      pagination: { next: null, previous: 'cD0x' },
+    });
+    ex.reply('GET', '/orders/?cursor=cD0x', 200, {
+      results: [orderFixture()],
+      pagination: { next: null, previous: null },
+    });
     const client = mockedClient(ex);
     const page = await client.listOrders('cefi', { status: 'PAID' });
     expect(page.results.map((o) => o.status)).toEqual(['PAID']);
@@ -180,7 +203,9 @@ describe('every v2 endpoint over HTTP', () => {
 
   it('refuses to send the key to a pagination link on another origin', async () => {
     const ex = fresh();
-    const err = await failure(mockedClient(ex).listOrders('cefi', { cursor: 'https://evil.test/en/api/v2/orders/?cursor=x' }));
+    const err = await failure(
+      mockedClient(ex).listOrders('cefi', { cursor: 'https://evil.test/en/api/v2/orders/?cursor=x' }),
+    );
     expect(err.code).toBe('invalid_cursor');
     expect(ex.requests).toHaveLength(0);
   });
@@ -192,7 +217,10 @@ describe('every v2 endpoint over HTTP', () => {
     const client = mockedClient(ex);
     expect((await client.getOrder('cefi_fixed', { uniqueReference: 'ORD123ABC' })).status).toBe('PAID');
     expect(ex.requests[0]?.headers['authorization']).toBe(`ApiKey ${secrets.cefi_fixed}`);
-    const updated = await client.updateOrder('cefi', { uniqueReference: 'ORD123ABC', referral_code: 'partner-2' });
+    const updated = await client.updateOrder('cefi', {
+      uniqueReference: 'ORD123ABC',
+      referral_code: 'partner-2',
+    });
     expect(updated.order?.uniqueReference).toBe('ORD123ABC');
     expect(JSON.parse(ex.requests[1]?.body ?? '{}')).toEqual({ referral_code: 'partner-2' });
   });
@@ -204,9 +232,15 @@ describe('every v2 endpoint over HTTP', () => {
       errors: { deposit_transaction: ['External deposit notification with tx_id 0xhashalready exists'] },
     });
     const client = mockedClient(ex);
-    const first = await client.submitDepositTransaction('defi', { uniqueReference: 'ORD123ABC', depositTransaction: '0xhash' });
+    const first = await client.submitDepositTransaction('defi', {
+      uniqueReference: 'ORD123ABC',
+      depositTransaction: '0xhash',
+    });
     expect(first).toMatchObject({ alreadyRecorded: false, order: { depositTransaction: '0xhash' } });
-    const again = await client.submitDepositTransaction('defi', { uniqueReference: 'ORD123ABC', depositTransaction: '0xhash' });
+    const again = await client.submitDepositTransaction('defi', {
+      uniqueReference: 'ORD123ABC',
+      depositTransaction: '0xhash',
+    });
     expect(again).toEqual({ alreadyRecorded: true, order: undefined });
     expect(JSON.parse(ex.requests[0]?.body ?? '{}')).toEqual({ deposit_transaction: '0xhash' });
   });
@@ -218,7 +252,10 @@ describe('every v2 endpoint over HTTP', () => {
     const client = mockedClient(ex);
     const body = { ip: '203.0.113.7', pair: 'ETHBTC', deposit_amount: '0.5' };
     expect(await client.preScreen('cefi', body)).toEqual({ status: 'success', message: '' });
-    expect(await client.preScreen('cefi', body)).toEqual({ status: 'failed', message: 'Address is sanctioned.' });
+    expect(await client.preScreen('cefi', body)).toEqual({
+      status: 'failed',
+      message: 'Address is sanctioned.',
+    });
     expect(ex.requests[0]?.headers['x-referral-token']).toBe(referralToken);
   });
 
@@ -236,60 +273,104 @@ describe('every v2 endpoint over HTTP', () => {
 
 describe('every documented error message, replayed over HTTP', () => {
   const endpoints = {
-    rate: { method: 'GET', path: '/rate/?pairs=ETHBTC', call: (c: ReturnType<typeof mockedClient>) => c.getRates('defi', { pairs: 'ETHBTC' }) },
+    rate: {
+      method: 'GET',
+      path: '/rate/?pairs=ETHBTC',
+      call: (c: ReturnType<typeof mockedClient>) => c.getRates('defi', { pairs: 'ETHBTC' }),
+    },
     orders: {
       method: 'POST',
       path: '/orders/',
       call: (c: ReturnType<typeof mockedClient>) =>
-        c.createOrder('defi', { deposit_currency: 'BTC', withdraw_currency: 'ETH', deposit_amount: '0.1', withdraw_address: '0xa', rate_id: 'r1' }),
+        c.createOrder('defi', {
+          deposit_currency: 'BTC',
+          withdraw_currency: 'ETH',
+          deposit_amount: '0.1',
+          withdraw_address: '0xa',
+          rate_id: 'r1',
+        }),
     },
     patch: {
       method: 'PATCH',
       path: '/orders/ORD1/',
-      call: (c: ReturnType<typeof mockedClient>) => c.updateOrder('cefi', { uniqueReference: 'ORD1', referral_code: 'p1' }),
+      call: (c: ReturnType<typeof mockedClient>) =>
+        c.updateOrder('cefi', { uniqueReference: 'ORD1', referral_code: 'p1' }),
     },
     pre_screening: {
       method: 'POST',
       path: '/pre_screening/',
-      call: (c: ReturnType<typeof mockedClient>) => c.preScreen('cefi', { ip: '203.0.113.1', pair: 'ETHBTC', withdraw_amount: '1' }),
+      call: (c: ReturnType<typeof mockedClient>) =>
+        c.preScreen('cefi', { ip: '203.0.113.1', pair: 'ETHBTC', withdraw_amount: '1' }),
     },
     any: { method: 'GET', path: '/pair/', call: (c: ReturnType<typeof mockedClient>) => c.listPairs('cefi') },
   } as const;
 
-  it.each(documentedErrors.map((example) => [example.code, example] as const))('classifies "%s"', async (_code, example) => {
-    const ex = fresh();
-    const endpoint = endpoints[example.where];
-    // a GET that is throttled is retried after the budget's back-off: answer every attempt the same way
-    ex.reply(endpoint.method, endpoint.path, example.status, example.body, { headers: example.headers ?? {}, times: 3 });
-    const budget = new RecordingBudget();
-    const client = mockedClient(ex, { budget });
-    const err = await failure(endpoint.call(client));
-    expect(err).toMatchObject({ code: example.code, action: example.action, httpStatus: example.status });
-    expect(err.retryAfterMs).toBe(example.retryAfterMs);
-    expect(toExchangeFailure(err)).toMatchObject({ kind: 'exchange_failure', code: example.code, action: example.action });
-    // only the global throttle makes every replica back off the key (once per throttled attempt)
-    if (example.code === 'throttled') expect(budget.penalties[0]).toEqual({ key: client.budgetKey('cefi'), retryAfterMs: 3000 });
-    else expect(budget.penalties).toEqual([]);
-  });
+  it.each(documentedErrors.map((example) => [example.code, example] as const))(
+    'classifies "%s"',
+    async (_code, example) => {
+      const ex = fresh();
+      const endpoint = endpoints[example.where];
+      // a GET that is throttled is retried after the budget's back-off: answer every attempt the same way
+      ex.reply(endpoint.method, endpoint.path, example.status, example.body, {
+        headers: example.headers ?? {},
+        times: 3,
+      });
+      const budget = new RecordingBudget();
+      const client = mockedClient(ex, { budget });
+      const err = await failure(endpoint.call(client));
+      expect(err).toMatchObject({ code: example.code, action: example.action, httpStatus: example.status });
+      expect(err.retryAfterMs).toBe(example.retryAfterMs);
+      expect(toExchangeFailure(err)).toMatchObject({
+        kind: 'exchange_failure',
+        code: example.code,
+        action: example.action,
+      });
+      // only the global throttle makes every replica back off the key (once per throttled attempt)
+      if (example.code === 'throttled')
+        expect(budget.penalties[0]).toEqual({ key: client.budgetKey('cefi'), retryAfterMs: 3000 });
+      else expect(budget.penalties).toEqual([]);
+    },
+  );
 
   it('falls back on the HTTP status for an unknown message', async () => {
     const ex = fresh();
     ex.reply('GET', '/pair/ETHBTC/', 404, { detail: 'Not found.' });
     ex.reply('POST', '/orders/', 403, { detail: 'You do not have permission.' });
     const client = mockedClient(ex);
-    expect(await failure(client.getPair('cefi', { name: 'ETHBTC' }))).toMatchObject({ code: 'http_404', action: 'fatal' });
+    expect(await failure(client.getPair('cefi', { name: 'ETHBTC' }))).toMatchObject({
+      code: 'http_404',
+      action: 'fatal',
+    });
     const err = await failure(
-      client.createOrder('cefi', { deposit_currency: 'BTC', withdraw_currency: 'ETH', withdraw_amount: '1', withdraw_address: '0xa' }),
+      client.createOrder('cefi', {
+        deposit_currency: 'BTC',
+        withdraw_currency: 'ETH',
+        withdraw_amount: '1',
+        withdraw_address: '0xa',
+      }),
     );
     expect(err).toMatchObject({ code: 'http_403', action: 'fatal', httpStatus: 403 });
   });
 });
 
 describe('refused before a request is spent', () => {
-  const order = { deposit_currency: 'BTC', withdraw_currency: 'ETH', withdraw_amount: '1.0', withdraw_address: '0xa' };
+  const order = {
+    deposit_currency: 'BTC',
+    withdraw_currency: 'ETH',
+    withdraw_amount: '1.0',
+    withdraw_address: '0xa',
+  };
   it.each([
-    ['markup with referral_rate', { ...order, markup: 10, referral_rate: '0.01' }, 'markup_and_referral_rate'],
-    ['a referral code over 20 characters', { ...order, referral_code: 'a'.repeat(21) }, 'referral_code_invalid'],
+    [
+      'markup with referral_rate',
+      { ...order, markup: 10, referral_rate: '0.01' },
+      'markup_and_referral_rate',
+    ],
+    [
+      'a referral code over 20 characters',
+      { ...order, referral_code: 'a'.repeat(21) },
+      'referral_code_invalid',
+    ],
     ['a referral code off its pattern', { ...order, referral_code: 'bad code!' }, 'referral_code_invalid'],
     ['limit_ttl under 600', { ...order, is_limit_order: true, limit_ttl: 599 }, 'limit_ttl_too_short'],
     ['rate_id on a limit order', { ...order, is_limit_order: true, rate_id: 'r1' }, 'rate_id_on_limit_order'],
@@ -308,7 +389,13 @@ describe('refused before a request is spent', () => {
     const ex = fresh();
     ex.reply('POST', '/orders/', 201, orderFixture({ side: 'SELL' }));
     const client = mockedClient(ex);
-    const sell = { deposit_currency: 'BTC', withdraw_currency: 'EUR', deposit_amount: '0.1', withdraw_address: 'IBAN', side: 'SELL' as const };
+    const sell = {
+      deposit_currency: 'BTC',
+      withdraw_currency: 'EUR',
+      deposit_amount: '0.1',
+      withdraw_address: 'IBAN',
+      side: 'SELL' as const,
+    };
     expect((await client.createOrder('cefi', sell)).order.side).toBe('SELL');
     expect((await failure(client.createOrder('defi', sell))).code).toBe('sell_on_crypto_pair');
   });
@@ -316,19 +403,26 @@ describe('refused before a request is spent', () => {
   it('refuses markup with referral_rate on /rate/, a malformed timezone, and pre-screening without a token or with two amounts', async () => {
     const ex = fresh();
     const client = mockedClient(ex);
-    expect((await failure(client.getRates('cefi', { markup: 5, referral_rate: '0.01' }))).code).toBe('markup_and_referral_rate');
-    expect((await failure(client.getOrder('cefi', { uniqueReference: 'X' }, { userTimezone: 'Berlin\r\nX-Evil: 1' }))).code).toBe(
-      'user_timezone_invalid',
+    expect((await failure(client.getRates('cefi', { markup: 5, referral_rate: '0.01' }))).code).toBe(
+      'markup_and_referral_rate',
     );
+    expect(
+      (
+        await failure(
+          client.getOrder('cefi', { uniqueReference: 'X' }, { userTimezone: 'Berlin\r\nX-Evil: 1' }),
+        )
+      ).code,
+    ).toBe('user_timezone_invalid');
     const both = { ip: '1.2.3.4', pair: 'ETHBTC', deposit_amount: '1', withdraw_amount: '2' };
     expect((await failure(client.preScreen('cefi', both))).code).toBe('pre_screening_amounts_exclusive');
     const noToken = mockedClient(ex, { referralToken: '' });
-    expect((await failure(noToken.preScreen('cefi', { ip: '1.2.3.4', pair: 'ETHBTC', deposit_amount: '1' }))).code).toBe(
-      'referral_token_required',
-    );
-    expect((await failure(client.updateOrder('cefi', { uniqueReference: 'X', referral_code: 'x'.repeat(21) }))).code).toBe(
-      'referral_code_invalid',
-    );
+    expect(
+      (await failure(noToken.preScreen('cefi', { ip: '1.2.3.4', pair: 'ETHBTC', deposit_amount: '1' }))).code,
+    ).toBe('referral_token_required');
+    expect(
+      (await failure(client.updateOrder('cefi', { uniqueReference: 'X', referral_code: 'x'.repeat(21) })))
+        .code,
+    ).toBe('referral_code_invalid');
     expect(ex.requests).toHaveLength(0);
   });
 });
@@ -356,7 +450,12 @@ describe('malformed responses', () => {
     const ex = fresh();
     ex.reply('POST', '/orders/', 201, '<html>oops</html>');
     const err = await failure(
-      mockedClient(ex).createOrder('cefi', { deposit_currency: 'BTC', withdraw_currency: 'ETH', withdraw_amount: '1', withdraw_address: '0xa' }),
+      mockedClient(ex).createOrder('cefi', {
+        deposit_currency: 'BTC',
+        withdraw_currency: 'ETH',
+        withdraw_amount: '1',
+        withdraw_address: '0xa',
+      }),
     );
     expect(err).toMatchObject({ code: 'invalid_response', action: 'unknown_outcome', httpStatus: 201 });
     expect(ex.requests).toHaveLength(1);
@@ -364,12 +463,21 @@ describe('malformed responses', () => {
 });
 
 describe('retries only where they are safe', () => {
-  const order = { deposit_currency: 'BTC', withdraw_currency: 'ETH', withdraw_amount: '1', withdraw_address: '0xa' };
+  const order = {
+    deposit_currency: 'BTC',
+    withdraw_currency: 'ETH',
+    withdraw_amount: '1',
+    withdraw_address: '0xa',
+  };
 
   it('retries a GET after a 503 and after a lost connection', async () => {
     const ex = fresh();
     ex.reply('GET', '/orders/A/', 503, '');
-    ex.replyWithError('GET', '/orders/A/', Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+    ex.replyWithError(
+      'GET',
+      '/orders/A/',
+      Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
+    );
     ex.reply('GET', '/orders/A/', 200, orderFixture({ unique_reference: 'A' }));
     const logs: unknown[] = [];
     const logger: ExchangeLogger = { debug: () => undefined, warn: (fields) => logs.push(fields) };
@@ -381,13 +489,22 @@ describe('retries only where they are safe', () => {
   it('gives up on a GET after the attempt limit with the last classification', async () => {
     const ex = fresh();
     ex.reply('GET', '/pair/', 502, '', { times: 3 });
-    expect(await failure(mockedClient(ex).listPairs('cefi'))).toMatchObject({ code: 'http_502', action: 'backoff' });
+    expect(await failure(mockedClient(ex).listPairs('cefi'))).toMatchObject({
+      code: 'http_502',
+      action: 'backoff',
+    });
     expect(ex.requests).toHaveLength(3);
   });
 
   it('retries a GET after a global 429 once the budget has been told to back off', async () => {
     const ex = fresh();
-    ex.reply('GET', '/pair/', 429, { detail: 'Request was throttled. Expected available in 2 seconds.' }, { headers: { 'retry-after': '2' } });
+    ex.reply(
+      'GET',
+      '/pair/',
+      429,
+      { detail: 'Request was throttled. Expected available in 2 seconds.' },
+      { headers: { 'retry-after': '2' } },
+    );
     ex.reply('GET', '/pair/', 200, []);
     const budget = new RecordingBudget();
     const client = mockedClient(ex, { budget });
@@ -406,14 +523,22 @@ describe('retries only where they are safe', () => {
 
   it('reports a POST /orders/ whose connection dropped after sending as unknown_outcome, without repeating it', async () => {
     const ex = fresh();
-    ex.replyWithError('POST', '/orders/', Object.assign(new Error('socket hang up'), { code: 'UND_ERR_SOCKET' }));
+    ex.replyWithError(
+      'POST',
+      '/orders/',
+      Object.assign(new Error('socket hang up'), { code: 'UND_ERR_SOCKET' }),
+    );
     const err = await failure(mockedClient(ex).createOrder('cefi', order));
     expect(err).toMatchObject({ code: 'connection_lost', action: 'unknown_outcome' });
   });
 
   it('repeats a POST /orders/ that provably never left (connection refused)', async () => {
     const ex = fresh();
-    ex.replyWithError('POST', '/orders/', Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    ex.replyWithError(
+      'POST',
+      '/orders/',
+      Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    );
     ex.reply('POST', '/orders/', 201, orderFixture());
     const { order: created } = await mockedClient(ex).createOrder('cefi', order);
     expect(created.uniqueReference).toBe('ORD123ABC');
@@ -423,7 +548,10 @@ describe('retries only where they are safe', () => {
     const ex = fresh();
     ex.reply('POST', '/orders/', 201, orderFixture(), { delayMs: 400 });
     ex.reply('GET', '/orders/A/', 200, orderFixture(), { delayMs: 400, times: 2 });
-    const client = mockedClient(ex, { timeouts: { createOrder: 100, getOrder: 100 }, retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 } });
+    const client = mockedClient(ex, {
+      timeouts: { createOrder: 100, getOrder: 100 },
+      retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 },
+    });
     const post = await failure(client.createOrder('cefi', order));
     expect(post).toMatchObject({ code: 'timeout', action: 'unknown_outcome' });
     const get = await failure(client.getOrder('cefi', { uniqueReference: 'A' }));
@@ -435,11 +563,13 @@ describe('retries only where they are safe', () => {
     ex.reply('GET', (p) => p.startsWith('/rate/'), 200, [rateFixture()], { delayMs: 300 });
     ex.reply('POST', '/orders/', 201, orderFixture(), { delayMs: 300 });
     const client = mockedClient(ex, { timeouts: { actionableQuote: 100, createOrder: 100, getRates: 100 } });
-    await expect(client.getRates('defi', { pairs: 'ETHBTC', actionable_quote: true })).resolves.toHaveLength(1);
+    await expect(client.getRates('defi', { pairs: 'ETHBTC', actionable_quote: true })).resolves.toHaveLength(
+      1,
+    );
     await expect(client.createOrder('defi', order)).resolves.toMatchObject({ reused: false });
   });
 
-  it('stops at the caller\'s AbortSignal', async () => {
+  it("stops at the caller's AbortSignal", async () => {
     const ex = fresh();
     ex.reply('GET', '/pair/', 200, [], { delayMs: 500 });
     ex.reply('POST', '/orders/', 201, orderFixture(), { delayMs: 500 });
@@ -459,7 +589,10 @@ describe('secrets and telemetry', () => {
     const { exporter, provider } = spanRecorder();
     await mockedClient(ex, { tracer: provider.getTracer('test') }).getOrder('cefi', { uniqueReference: 'A' });
     const spans = exporter.getFinishedSpans();
-    expect(spans.map((s) => s.name)).toEqual(['exchange GET /orders/{unique_reference}/', 'exchange GET /orders/{unique_reference}/']);
+    expect(spans.map((s) => s.name)).toEqual([
+      'exchange GET /orders/{unique_reference}/',
+      'exchange GET /orders/{unique_reference}/',
+    ]);
     expect(spans[0]?.attributes).toMatchObject({
       'exchange.endpoint': 'GET /orders/{unique_reference}/',
       'exchange.attempt': 1,
@@ -471,11 +604,14 @@ describe('secrets and telemetry', () => {
     await provider.shutdown();
   });
 
-  it('keeps keys and tokens out of errors, logs, spans, the budget and the client\'s own rendering', async () => {
+  it("keeps keys and tokens out of errors, logs, spans, the budget and the client's own rendering", async () => {
     const ex = fresh();
     ex.reply('GET', '/pair/', 500, { detail: 'boom' }, { times: 3 });
     const logs: string[] = [];
-    const logger: ExchangeLogger = { debug: (f, m) => logs.push(JSON.stringify(f) + m), warn: (f, m) => logs.push(JSON.stringify(f) + m) };
+    const logger: ExchangeLogger = {
+      debug: (f, m) => logs.push(JSON.stringify(f) + m),
+      warn: (f, m) => logs.push(JSON.stringify(f) + m),
+    };
     const { exporter, provider } = spanRecorder();
     const budget = new RecordingBudget();
     const client = mockedClient(ex, { logger, budget, tracer: provider.getTracer('test') });

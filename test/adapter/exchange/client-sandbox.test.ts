@@ -16,7 +16,12 @@ function track(client: ExchangeClient): ExchangeClient {
   return client;
 }
 
-const cefiOrder = { deposit_currency: 'BTC', withdraw_currency: 'ETH', deposit_amount: '0.1', withdraw_address: EVM_ADDRESS };
+const cefiOrder = {
+  deposit_currency: 'BTC',
+  withdraw_currency: 'ETH',
+  deposit_amount: '0.1',
+  withdraw_address: EVM_ADDRESS,
+};
 
 describe('market data', () => {
   it('lists and reads currencies, networks and pairs, and draws a random pair', async () => {
@@ -24,19 +29,32 @@ describe('market data', () => {
     const client = track(sandboxClient(handle));
     const currencies = await client.listCurrencies('cefi');
     expect(currencies.map((c) => c['code'])).toContain('BTC');
-    expect(await client.getCurrency('cefi', { code: 'USDT' })).toMatchObject({ code: 'USDT', network: 'ETH' });
+    expect(await client.getCurrency('cefi', { code: 'USDT' })).toMatchObject({
+      code: 'USDT',
+      network: 'ETH',
+    });
     expect((await client.listNetworks('defi')).map((n) => n['name'])).toContain('ETH');
     expect(await client.getNetwork('defi', { name: 'ETH' })).toMatchObject({ name: 'ETH', is_evm: true });
     const pairs = await client.listPairs('cefi');
     expect(pairs).toContainEqual({ name: 'ETHBTC', from: 'BTC', to: 'ETH', disabled: false });
-    expect(await client.getPair('cefi', { name: 'ETHBTC' })).toEqual({ name: 'ETHBTC', from: 'BTC', to: 'ETH', disabled: false });
+    expect(await client.getPair('cefi', { name: 'ETHBTC' })).toEqual({
+      name: 'ETHBTC',
+      from: 'BTC',
+      to: 'ETH',
+      disabled: false,
+    });
     expect(typeof (await client.getRandomPair('cefi')).name).toBe('string');
   });
 
   it('quotes with a withdraw_amount preview, ETA fields, markup and the contract-address selectors', async () => {
     const handle = await startTestSandbox();
     const client = track(sandboxClient(handle));
-    const [quote] = await client.getRates('cefi', { pairs: 'ETHBTC', deposit_amount: '0.1', include_eta: true, markup: 50 });
+    const [quote] = await client.getRates('cefi', {
+      pairs: 'ETHBTC',
+      deposit_amount: '0.1',
+      include_eta: true,
+      markup: 50,
+    });
     expect(quote).toMatchObject({ pair: 'ETHBTC', from: 'BTC', to: 'ETH', deposit_amount: '0.10000000' });
     expect(quote?.withdraw_amount).toMatch(/^\d+\.\d{8}$/);
     expect(quote?.['eta_seconds']).toBe(900);
@@ -62,9 +80,17 @@ describe('orders', () => {
   it('creates a CeFi order (201), reads it back, and keeps amounts as decimal strings', async () => {
     const handle = await startTestSandbox();
     const client = track(sandboxClient(handle));
-    const { order, reused } = await client.createOrder('cefi', cefiOrder, { userTimezone: 'GMT +02:00 (Europe/Berlin)' });
+    const { order, reused } = await client.createOrder('cefi', cefiOrder, {
+      userTimezone: 'GMT +02:00 (Europe/Berlin)',
+    });
     expect(reused).toBe(false);
-    expect(order).toMatchObject({ status: 'INITIAL', side: 'BUY', depositAmount: '0.10000000', depositCurrency: 'BTC', withdrawCurrency: 'ETH' });
+    expect(order).toMatchObject({
+      status: 'INITIAL',
+      side: 'BUY',
+      depositAmount: '0.10000000',
+      depositCurrency: 'BTC',
+      withdrawCurrency: 'ETH',
+    });
     expect(order.withdrawAmount).toMatch(/^\d+\.\d{8}$/);
     const again = await client.getOrder('cefi', { uniqueReference: order.uniqueReference });
     expect(again).toEqual(order);
@@ -73,9 +99,19 @@ describe('orders', () => {
   it('binds a DeFi order to an actionable quote and reuses it idempotently (200)', async () => {
     const handle = await startTestSandbox();
     const client = track(sandboxClient(handle));
-    const [quote] = await client.getRates('defi', { pairs: 'USDTETH', deposit_amount: '1.5', actionable_quote: true });
+    const [quote] = await client.getRates('defi', {
+      pairs: 'USDTETH',
+      deposit_amount: '1.5',
+      actionable_quote: true,
+    });
     expect(quote?.rate_id).toBeTruthy();
-    const params = { deposit_currency: 'ETH', withdraw_currency: 'USDT', deposit_amount: '1.5', withdraw_address: EVM_ADDRESS, rate_id: quote?.rate_id ?? '' };
+    const params = {
+      deposit_currency: 'ETH',
+      withdraw_currency: 'USDT',
+      deposit_amount: '1.5',
+      withdraw_address: EVM_ADDRESS,
+      rate_id: quote?.rate_id ?? '',
+    };
     const first = await client.createOrder('defi', params);
     const second = await client.createOrder('defi', params);
     expect(first.reused).toBe(false);
@@ -97,7 +133,8 @@ describe('orders', () => {
     const handle = await startTestSandbox({ orders: { v2PageSize: 2 } });
     const client = track(sandboxClient(handle));
     const refs: string[] = [];
-    for (let i = 0; i < 3; i++) refs.push((await client.createOrder('cefi', cefiOrder)).order.uniqueReference);
+    for (let i = 0; i < 3; i++)
+      refs.push((await client.createOrder('cefi', cefiOrder)).order.uniqueReference);
     const first = await client.listOrders('cefi', { status: 'INITIAL' });
     expect(first.results).toHaveLength(2);
     expect(first.next).not.toBeNull();
@@ -114,13 +151,22 @@ describe('orders', () => {
     const handle = await startTestSandbox();
     const client = track(sandboxClient(handle));
     const { order } = await client.createOrder('cefi', cefiOrder);
-    const updated = await client.updateOrder('cefi', { uniqueReference: order.uniqueReference, referral_code: demoReferral.code });
+    const updated = await client.updateOrder('cefi', {
+      uniqueReference: order.uniqueReference,
+      referral_code: demoReferral.code,
+    });
     expect(updated.order?.uniqueReference).toBe(order.uniqueReference);
     const hash = 'a'.repeat(64);
-    const first = await client.submitDepositTransaction('cefi', { uniqueReference: order.uniqueReference, depositTransaction: hash });
+    const first = await client.submitDepositTransaction('cefi', {
+      uniqueReference: order.uniqueReference,
+      depositTransaction: hash,
+    });
     expect(first.alreadyRecorded).toBe(false);
     expect(first.order?.depositTransaction).toBe(hash);
-    const again = await client.submitDepositTransaction('cefi', { uniqueReference: order.uniqueReference, depositTransaction: hash });
+    const again = await client.submitDepositTransaction('cefi', {
+      uniqueReference: order.uniqueReference,
+      depositTransaction: hash,
+    });
     expect(again).toEqual({ alreadyRecorded: true, order: undefined });
   });
 });
@@ -131,15 +177,32 @@ describe('pre-screening', () => {
     const client = track(sandboxClient(handle));
     const ok = await client.preScreen('cefi', { ip: '198.51.100.7', pair: 'ETHBTC', deposit_amount: '0.1' });
     expect(ok.status).toBe('success');
-    const risky = await client.preScreen('cefi', { ip: '203.0.113.66', pair: 'ETHBTC', withdraw_amount: '1' });
+    const risky = await client.preScreen('cefi', {
+      ip: '203.0.113.66',
+      pair: 'ETHBTC',
+      withdraw_amount: '1',
+    });
     expect(risky.status).toBe('failed');
     const untrusted = track(sandboxClient(handle, { referralToken: demoReferral.defiToken }));
-    expect(await exchangeFailure(untrusted.preScreen('cefi', { ip: '198.51.100.7', pair: 'ETHBTC', deposit_amount: '0.1' }))).toMatchObject({
+    expect(
+      await exchangeFailure(
+        untrusted.preScreen('cefi', { ip: '198.51.100.7', pair: 'ETHBTC', deposit_amount: '0.1' }),
+      ),
+    ).toMatchObject({
       code: 'http_404',
       action: 'fatal',
     });
-    const refused = track(sandboxClient(handle, { credentials: { cefi: demoKeys.otherPartnerCefi }, referralToken: demoReferral.refusedToken }));
-    expect(await exchangeFailure(refused.preScreen('cefi', { ip: '198.51.100.7', pair: 'ETHBTC', deposit_amount: '0.1' }))).toMatchObject({
+    const refused = track(
+      sandboxClient(handle, {
+        credentials: { cefi: demoKeys.otherPartnerCefi },
+        referralToken: demoReferral.refusedToken,
+      }),
+    );
+    expect(
+      await exchangeFailure(
+        refused.preScreen('cefi', { ip: '198.51.100.7', pair: 'ETHBTC', deposit_amount: '0.1' }),
+      ),
+    ).toMatchObject({
       code: 'http_403',
       action: 'fatal',
     });
@@ -150,11 +213,28 @@ describe('transport failures injected by the sandbox', () => {
   it('retries a GET whose request hung past its timeout, and a GET answered 503', async () => {
     const handle = await startTestSandbox();
     const { exporter, provider } = spanRecorder();
-    const client = track(sandboxClient(handle, { timeouts: { getPair: 200 }, tracer: provider.getTracer('t') }));
-    handle.injectFault({ target: 'endpoint', endpoint: 'GET /pair/{name}/', kind: 'timeout', latencyMs: 1_000, times: 1 });
-    handle.injectFault({ target: 'endpoint', endpoint: 'GET /pair/{name}/', kind: 'http_error', status: 503, times: 1, skip: 1 });
+    const client = track(
+      sandboxClient(handle, { timeouts: { getPair: 200 }, tracer: provider.getTracer('t') }),
+    );
+    handle.injectFault({
+      target: 'endpoint',
+      endpoint: 'GET /pair/{name}/',
+      kind: 'timeout',
+      latencyMs: 1_000,
+      times: 1,
+    });
+    handle.injectFault({
+      target: 'endpoint',
+      endpoint: 'GET /pair/{name}/',
+      kind: 'http_error',
+      status: 503,
+      times: 1,
+      skip: 1,
+    });
     expect((await client.getPair('cefi', { name: 'ETHBTC' })).name).toBe('ETHBTC');
-    const attempts = exporter.getFinishedSpans().map((s) => [s.attributes['exchange.attempt'], s.attributes['error.type'] ?? 'ok']);
+    const attempts = exporter
+      .getFinishedSpans()
+      .map((s) => [s.attributes['exchange.attempt'], s.attributes['error.type'] ?? 'ok']);
     expect(attempts).toEqual([
       [1, 'timeout'],
       [2, 'http_503'],
@@ -167,7 +247,13 @@ describe('transport failures injected by the sandbox', () => {
     const handle = await startTestSandbox();
     const budget = new RecordingBudget();
     const client = track(sandboxClient(handle, { timeouts: { createOrder: 300 }, budget }));
-    handle.injectFault({ target: 'endpoint', endpoint: 'POST /orders/', kind: 'timeout', latencyMs: 2_000, times: 1 });
+    handle.injectFault({
+      target: 'endpoint',
+      endpoint: 'POST /orders/',
+      kind: 'timeout',
+      latencyMs: 2_000,
+      times: 1,
+    });
     const err = await exchangeFailure(client.createOrder('cefi', cefiOrder));
     expect(err).toMatchObject({ code: 'timeout', action: 'unknown_outcome' });
     expect(budget.acquired).toHaveLength(1);
@@ -176,7 +262,13 @@ describe('transport failures injected by the sandbox', () => {
   it('reports a POST /orders/ whose connection was dropped as unknown_outcome', async () => {
     const handle = await startTestSandbox();
     const client = track(sandboxClient(handle));
-    handle.injectFault({ target: 'endpoint', endpoint: 'POST /orders/', kind: 'timeout', latencyMs: 50, times: 1 });
+    handle.injectFault({
+      target: 'endpoint',
+      endpoint: 'POST /orders/',
+      kind: 'timeout',
+      latencyMs: 50,
+      times: 1,
+    });
     const err = await exchangeFailure(client.createOrder('cefi', cefiOrder));
     expect(err).toMatchObject({ code: 'connection_lost', action: 'unknown_outcome' });
   });
@@ -184,14 +276,25 @@ describe('transport failures injected by the sandbox', () => {
   it('surfaces an exhausted random pair draw (417) as backoff', async () => {
     const handle = await startTestSandbox();
     const client = track(sandboxClient(handle));
-    handle.injectFault({ target: 'endpoint', endpoint: 'GET /pair/random/', kind: 'random_pair_exhausted', times: 1 });
-    expect(await exchangeFailure(client.getRandomPair('cefi'))).toMatchObject({ code: 'http_417', action: 'backoff', httpStatus: 417 });
+    handle.injectFault({
+      target: 'endpoint',
+      endpoint: 'GET /pair/random/',
+      kind: 'random_pair_exhausted',
+      times: 1,
+    });
+    expect(await exchangeFailure(client.getRandomPair('cefi'))).toMatchObject({
+      code: 'http_417',
+      action: 'backoff',
+      httpStatus: 417,
+    });
   });
 
   it('refuses an invalid address on creation and names it', async () => {
     const handle = await startTestSandbox();
     const client = track(sandboxClient(handle));
-    const err = await exchangeFailure(client.createOrder('cefi', { ...cefiOrder, withdraw_address: BTC_ADDRESS }));
+    const err = await exchangeFailure(
+      client.createOrder('cefi', { ...cefiOrder, withdraw_address: BTC_ADDRESS }),
+    );
     expect(err).toMatchObject({ code: 'address_invalid', action: 'fatal', httpStatus: 400 });
     expect(err.message).toContain('withdraw_address');
   });

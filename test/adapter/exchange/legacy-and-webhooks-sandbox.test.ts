@@ -8,7 +8,14 @@ import { parseV1Order, parseV1OrderPage } from '../../../src/exchange/v1-mapping
 import { webhookVerifier } from '../../../src/exchange/webhook-signature.ts';
 import { demoConfig } from '../../../src/sandbox/index.ts';
 import { sandboxClient } from '../../support/exchange/sandbox-client.ts';
-import { EVM_ADDRESS, call, demoKeys, startTestSandbox, startWebhookReceiver, type WebhookReceiver } from '../sandbox/helpers.ts';
+import {
+  EVM_ADDRESS,
+  call,
+  demoKeys,
+  startTestSandbox,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '../sandbox/helpers.ts';
 
 const secrets = { v1: 'whsec-v1-0123456789', v2: 'whsec-v2-0123456789' };
 
@@ -50,8 +57,16 @@ describe('v1 and v2 webhook payloads', () => {
     const [v1, v2] = [await startWebhookReceiver(), await startWebhookReceiver()];
     const handle = await sandboxWithWebhooks(v1, v2);
     const client = sandboxClient(handle);
-    const { order } = await client.createOrder('cefi', { deposit_currency: 'BTC', withdraw_currency: 'ETH', deposit_amount: '0.25', withdraw_address: EVM_ADDRESS });
-    await client.submitDepositTransaction('cefi', { uniqueReference: order.uniqueReference, depositTransaction: 'c'.repeat(64) });
+    const { order } = await client.createOrder('cefi', {
+      deposit_currency: 'BTC',
+      withdraw_currency: 'ETH',
+      deposit_amount: '0.25',
+      withdraw_address: EVM_ADDRESS,
+    });
+    await client.submitDepositTransaction('cefi', {
+      uniqueReference: order.uniqueReference,
+      depositTransaction: 'c'.repeat(64),
+    });
     const statuses = handle.advanceOrder(order.uniqueReference, 'completed');
     await handle.webhooksIdle();
     expect(statuses.at(-1)).toBe('COMPLETED');
@@ -60,7 +75,10 @@ describe('v1 and v2 webhook payloads', () => {
     const read = (receiver: WebhookReceiver, version: 'v1' | 'v2') =>
       receiver.received.map((hook) => {
         expect(verify[version](Buffer.from(hook.rawBody), hook.headers)).toMatchObject({ ok: true });
-        expect(verify[version === 'v1' ? 'v2' : 'v1'](Buffer.from(hook.rawBody), hook.headers)).toEqual({ ok: false, reason: 'mismatch' });
+        expect(verify[version === 'v1' ? 'v2' : 'v1'](Buffer.from(hook.rawBody), hook.headers)).toEqual({
+          ok: false,
+          reason: 'mismatch',
+        });
         return parseOrderWebhook(hook.rawBody);
       });
     const fromV1 = read(v1, 'v1');
@@ -85,8 +103,19 @@ describe('v1 and v2 webhook payloads', () => {
     const handle = await sandboxWithWebhooks(v1, v2);
     const client = sandboxClient(handle);
     handle.injectFault({ target: 'webhook', webhookId: 'hook-v2', kind: 'bad_signature', times: 1 });
-    handle.injectFault({ target: 'webhook', webhookId: 'hook-v2', kind: 'stale_timestamp', times: 1, skip: 1 });
-    const { order } = await client.createOrder('cefi', { deposit_currency: 'BTC', withdraw_currency: 'ETH', deposit_amount: '0.25', withdraw_address: EVM_ADDRESS });
+    handle.injectFault({
+      target: 'webhook',
+      webhookId: 'hook-v2',
+      kind: 'stale_timestamp',
+      times: 1,
+      skip: 1,
+    });
+    const { order } = await client.createOrder('cefi', {
+      deposit_currency: 'BTC',
+      withdraw_currency: 'ETH',
+      deposit_amount: '0.25',
+      withdraw_address: EVM_ADDRESS,
+    });
     handle.advanceOrder(order.uniqueReference, 'deposit_seen');
     handle.advanceOrder(order.uniqueReference, 'confirmed');
     handle.advanceOrder(order.uniqueReference, 'pre_release');
@@ -102,7 +131,12 @@ describe('v1 REST representation', () => {
   it('converts the v1 order and list envelope into what v2 GET /orders/ says', async () => {
     const handle = await startTestSandbox();
     const client = sandboxClient(handle);
-    const { order } = await client.createOrder('cefi', { deposit_currency: 'BTC', withdraw_currency: 'ETH', deposit_amount: '0.3', withdraw_address: EVM_ADDRESS });
+    const { order } = await client.createOrder('cefi', {
+      deposit_currency: 'BTC',
+      withdraw_currency: 'ETH',
+      deposit_amount: '0.3',
+      withdraw_address: EVM_ADDRESS,
+    });
     handle.advanceOrder(order.uniqueReference, 'refunded');
     const v2 = await client.getOrder('cefi', { uniqueReference: order.uniqueReference });
     const detail = await call(handle.v1Url, `/orders/${order.uniqueReference}/`, { key: demoKeys.cefi });

@@ -87,7 +87,10 @@ function maxInAnyWindow(at: number[], windowMs: number): number {
 
 const implementations: [string, () => Promise<RequestBudget>][] = [
   ['LocalRequestBudget', () => Promise.resolve(new LocalRequestBudget(small))],
-  ['RedisRequestBudget', async () => new RedisRequestBudget({ ...small, redis: await connect(), keyPrefix: uniqueName('budget') })],
+  [
+    'RedisRequestBudget',
+    async () => new RedisRequestBudget({ ...small, redis: await connect(), keyPrefix: uniqueName('budget') }),
+  ],
 ];
 
 describe.each(implementations)('%s (contract)', (_name, make) => {
@@ -98,7 +101,9 @@ describe.each(implementations)('%s (contract)', (_name, make) => {
     expect(maxInAnyWindow(at, small.windowMs)).toBeLessThanOrEqual(small.limit);
     // the sustained rate is ~ limit - margin - burst per window, plus the initial burst
     expect(at.length).toBeGreaterThanOrEqual(Math.floor(2.5 * (1_000_000 / policy.intervalUs) * 0.9));
-    expect(at.length).toBeLessThanOrEqual(Math.ceil(2.5 * (1_000_000 / policy.intervalUs)) + policy.capacity.high + 1);
+    expect(at.length).toBeLessThanOrEqual(
+      Math.ceil(2.5 * (1_000_000 / policy.intervalUs)) + policy.capacity.high + 1,
+    );
   });
 
   it('lets money-moving calls overtake polling when the budget is saturated', async () => {
@@ -125,7 +130,9 @@ describe.each(implementations)('%s (contract)', (_name, make) => {
     const budget = await make();
     await budget.penalize('k5', 5_000);
     const started = performance.now();
-    await expect(budget.acquire('k5', 'normal', AbortSignal.timeout(100))).rejects.toMatchObject({ name: 'TimeoutError' });
+    await expect(budget.acquire('k5', 'normal', AbortSignal.timeout(100))).rejects.toMatchObject({
+      name: 'TimeoutError',
+    });
     expect(performance.now() - started).toBeLessThan(1_000);
   });
 });

@@ -1,13 +1,21 @@
 // An undici MockAgent standing in for the exchange (net connect disabled), recording every request it receives,
 // plus fixtures of the v2 resources. Used for what the sandbox cannot produce on demand.
 import { MockAgent } from 'undici';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { ExchangeClient, type ExchangeClientOptions } from '../../../src/exchange/client.ts';
 import type { RequestBudget, RequestPriority } from '../../../src/exchange/request-budget.ts';
 
 export const origin = 'http://exchange.test';
 export const basePath = '/en/api/v2';
-export const secrets = { defi: 'defi-SECRET-key-0001', cefi: 'cefi-SECRET-key-0002', cefi_fixed: 'fixed-SECRET-key-0003' };
+export const secrets = {
+  defi: 'defi-SECRET-key-0001',
+  cefi: 'cefi-SECRET-key-0002',
+  cefi_fixed: 'fixed-SECRET-key-0003',
+};
 export const referralToken = 'ref-SECRET-token-0004';
 
 export interface RecordedRequest {
@@ -64,11 +72,16 @@ function normaliseHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (headers === undefined || headers === null) return out;
   if (Array.isArray(headers)) {
-    for (let i = 0; i + 1 < headers.length; i += 2) out[String(headers[i]).toLowerCase()] = String(headers[i + 1]);
-  } else if (typeof (headers as Headers).forEach === 'function' && !(headers instanceof Object && Object.getPrototypeOf(headers) === Object.prototype)) {
+    for (let i = 0; i + 1 < headers.length; i += 2)
+      out[String(headers[i]).toLowerCase()] = String(headers[i + 1]);
+  } else if (
+    typeof (headers as Headers).forEach === 'function' &&
+    !(headers instanceof Object && Object.getPrototypeOf(headers) === Object.prototype)
+  ) {
     (headers as Headers).forEach((value, key) => (out[key.toLowerCase()] = value));
   } else {
-    for (const [key, value] of Object.entries(headers as Record<string, unknown>)) out[key.toLowerCase()] = String(value);
+    for (const [key, value] of Object.entries(headers as Record<string, unknown>))
+      out[key.toLowerCase()] = String(value);
   }
   return out;
 }
@@ -117,7 +130,10 @@ export function mockExchange(): MockExchange {
       if (options.delayMs !== undefined) scope.delay(options.delayMs);
     },
     replyWithError(method, path, error, times = 1) {
-      pool.intercept({ method, path: matches(path) }).replyWithError(error).times(times);
+      pool
+        .intercept({ method, path: matches(path) })
+        .replyWithError(error)
+        .times(times);
     },
   };
 }

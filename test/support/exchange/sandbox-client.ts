@@ -5,7 +5,10 @@ import { LocalRequestBudget } from '../../../src/exchange/request-budget.ts';
 import type { SandboxHandle } from '../../../src/sandbox/index.ts';
 import { demoKeys, demoReferral } from '../../adapter/sandbox/helpers.ts';
 
-export function sandboxClient(handle: SandboxHandle, overrides: Partial<ExchangeClientOptions> = {}): ExchangeClient {
+export function sandboxClient(
+  handle: SandboxHandle,
+  overrides: Partial<ExchangeClientOptions> = {},
+): ExchangeClient {
   return new ExchangeClient({
     baseUrl: handle.url,
     credentials: { cefi: demoKeys.cefi, cefi_fixed: demoKeys.cefiFixed, defi: demoKeys.defi },

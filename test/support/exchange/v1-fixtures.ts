@@ -38,7 +38,9 @@ export function v1OrderFixture(overrides: Record<string, unknown> = {}): Record<
         currency: 'BTC',
       },
     ],
-    referral_code: [{ code: 'partner_1', created_on: '2026-01-01T00:00:00Z', modified_on: '2026-01-01T00:00:00Z' }],
+    referral_code: [
+      { code: 'partner_1', created_on: '2026-01-01T00:00:00Z', modified_on: '2026-01-01T00:00:00Z' },
+    ],
     withdrawal_fee: 0.001,
     withdrawal_fee_quote: 0.0001,
     user_provided_amount: 1,

@@ -12,18 +12,25 @@ const create = {
   withdraw_address: '0x52908400098527886E0F7030069857D2E4169EE7',
 };
 
-const parse = (value: unknown, key: string | null = 'o-1') => parseCommand(Buffer.from(JSON.stringify(value)), key);
+const parse = (value: unknown, key: string | null = 'o-1') =>
+  parseCommand(Buffer.from(JSON.stringify(value)), key);
 
 describe('command parsing', () => {
   it('accepts a complete order.create and keeps amounts as strings', () => {
     const result = parse({ ...create, limit_order: undefined });
     expect(result.ok).toBe(true);
-    if (result.ok && result.command.type === 'order.create') expect(result.command.deposit_amount).toBe('100.5');
+    if (result.ok && result.command.type === 'order.create')
+      expect(result.command.deposit_amount).toBe('100.5');
   });
 
   it('rejects a value that is not JSON, naming the problem', () => {
     const result = parseCommand(Buffer.from('{nope'), 'o-1');
-    expect(result).toMatchObject({ ok: false, reason: 'malformed', message: 'value is not valid JSON', orderId: 'o-1' });
+    expect(result).toMatchObject({
+      ok: false,
+      reason: 'malformed',
+      message: 'value is not valid JSON',
+      orderId: 'o-1',
+    });
   });
 
   it('rejects an unknown command type and lists the known ones', () => {
@@ -72,7 +79,14 @@ describe('command parsing', () => {
   });
 
   it('parses submit_deposit and cancel', () => {
-    expect(parse({ type: 'order.submit_deposit', command_id: 'c-2', order_id: 'o-1', tx_hash: '0xabcdef0123456789' }).ok).toBe(true);
+    expect(
+      parse({
+        type: 'order.submit_deposit',
+        command_id: 'c-2',
+        order_id: 'o-1',
+        tx_hash: '0xabcdef0123456789',
+      }).ok,
+    ).toBe(true);
     expect(parse({ type: 'order.cancel', command_id: 'c-3', order_id: 'o-1' }).ok).toBe(true);
   });
 });

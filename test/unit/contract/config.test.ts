@@ -13,13 +13,22 @@ describe('configuration', () => {
     const config = loadConfig(valid);
     expect(config.kafkaBrokers).toEqual(['127.0.0.1:9092', '127.0.0.1:9093']);
     expect(config.exchange.baseUrl).toBe('http://127.0.0.1:8000/api/v2');
-    expect(config.topics).toMatchObject({ commands: 'exchange.orders.commands', events: 'exchange.orders.events', state: 'exchange.orders.commands.state' });
+    expect(config.topics).toMatchObject({
+      commands: 'exchange.orders.commands',
+      events: 'exchange.orders.events',
+      state: 'exchange.orders.commands.state',
+    });
     expect(Object.isFrozen(config.exchange.credentials)).toBe(true);
   });
 
   it('reports one line per problem and never echoes a secret', () => {
     try {
-      loadConfig({ REDIS_URL: 'http://nope', EXCHANGE_API_URL: 'ftp://x', HTTP_PORT: 'abc', WEBHOOK_SECRET: 'super-secret-value' });
+      loadConfig({
+        REDIS_URL: 'http://nope',
+        EXCHANGE_API_URL: 'ftp://x',
+        HTTP_PORT: 'abc',
+        WEBHOOK_SECRET: 'super-secret-value',
+      });
       expect.unreachable();
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);

@@ -30,28 +30,47 @@ describe('classification table', () => {
   );
 
   it('tolerates interpolated ids and values and changed letter case', () => {
-    expect(classifyErrorResponse({ status: 400, body: { detail: "RATE_ID 'abc-123-XYZ' IS INVALID OR EXPIRED." } }).code).toBe(
-      'rate_id_invalid_or_expired',
-    );
-    expect(classifyErrorResponse({ status: 400, body: { detail: 'Pair USDTTRXBTC is temporarily unavailable.' } }).code).toBe(
-      'pair_temporarily_unavailable',
-    );
-    expect(classifyErrorResponse({ status: 400, body: { errors: { markup: ['Must not exceed 9999 basis points'] } } }).code).toBe(
-      'markup_over_cap',
-    );
+    expect(
+      classifyErrorResponse({ status: 400, body: { detail: "RATE_ID 'abc-123-XYZ' IS INVALID OR EXPIRED." } })
+        .code,
+    ).toBe('rate_id_invalid_or_expired');
+    expect(
+      classifyErrorResponse({ status: 400, body: { detail: 'Pair USDTTRXBTC is temporarily unavailable.' } })
+        .code,
+    ).toBe('pair_temporarily_unavailable');
+    expect(
+      classifyErrorResponse({
+        status: 400,
+        body: { errors: { markup: ['Must not exceed 9999 basis points'] } },
+      }).code,
+    ).toBe('markup_over_cap');
     // with the space the document says is missing, too
     expect(
-      classifyErrorResponse({ status: 400, body: { detail: 'External deposit notification with tx_id abc already exists' } }).action,
+      classifyErrorResponse({
+        status: 400,
+        body: { detail: 'External deposit notification with tx_id abc already exists' },
+      }).action,
     ).toBe('idempotent_success');
   });
 
   it('reads the wait stated in a throttle message when Retry-After is absent', () => {
-    const result = classifyErrorResponse({ status: 429, body: { detail: 'Request was throttled. Expected available in 12 seconds.' } });
-    expect(result).toMatchObject({ code: 'throttled', action: 'throttled', retryAfterMs: 12_000, globalThrottle: true });
+    const result = classifyErrorResponse({
+      status: 429,
+      body: { detail: 'Request was throttled. Expected available in 12 seconds.' },
+    });
+    expect(result).toMatchObject({
+      code: 'throttled',
+      action: 'throttled',
+      retryAfterMs: 12_000,
+      globalThrottle: true,
+    });
   });
 
   it('lets only the global throttle penalise the key, not the quote throttles', () => {
-    const quote = classifyErrorResponse({ status: 429, body: { detail: 'Too many same-chain fixed-rate quote requests' } });
+    const quote = classifyErrorResponse({
+      status: 429,
+      body: { detail: 'Too many same-chain fixed-rate quote requests' },
+    });
     expect(quote.globalThrottle).toBe(false);
     expect(classifyErrorResponse({ status: 429, body: 'slow down' }).globalThrottle).toBe(true);
   });
@@ -84,7 +103,12 @@ describe('fallback on the HTTP status', () => {
 describe('error bodies', () => {
   it('collects detail, field errors, DRF field lists and the pre-screening message', () => {
     expect(
-      errorMessages({ detail: 'a', errors: { withdraw_address: ['b', 'c'] }, non_field_errors: ['d'], deposit_amount: ['e'] }),
+      errorMessages({
+        detail: 'a',
+        errors: { withdraw_address: ['b', 'c'] },
+        non_field_errors: ['d'],
+        deposit_amount: ['e'],
+      }),
     ).toEqual(['withdraw_address: b', 'withdraw_address: c', 'd', 'deposit_amount: e', 'a']);
     expect(errorMessages({ status: 'failed', message: 'm' })).toEqual(['m']);
     expect(errorMessages(null)).toEqual([]);

@@ -5,13 +5,29 @@ import { ExchangeError, toExchangeFailure } from '../../../src/exchange/errors.t
 
 describe('ExchangeError', () => {
   it('is a WorkerError whose retryable flag follows the action', () => {
-    const backoff = new ExchangeError({ code: 'http_503', action: 'backoff', message: 'HTTP 503', endpoint: 'GET /rate/', httpStatus: 503 });
+    const backoff = new ExchangeError({
+      code: 'http_503',
+      action: 'backoff',
+      message: 'HTTP 503',
+      endpoint: 'GET /rate/',
+      httpStatus: 503,
+    });
     expect(backoff).toBeInstanceOf(WorkerError);
     expect(backoff.retryable).toBe(true);
     expect(backoff.message).toBe('GET /rate/: HTTP 503');
-    const fatal = new ExchangeError({ code: 'http_400', action: 'fatal', message: 'bad', endpoint: 'POST /orders/' });
+    const fatal = new ExchangeError({
+      code: 'http_400',
+      action: 'fatal',
+      message: 'bad',
+      endpoint: 'POST /orders/',
+    });
     expect(fatal.retryable).toBe(false);
-    const unknown = new ExchangeError({ code: 'timeout', action: 'unknown_outcome', message: 't', endpoint: 'POST /orders/' });
+    const unknown = new ExchangeError({
+      code: 'timeout',
+      action: 'unknown_outcome',
+      message: 't',
+      endpoint: 'POST /orders/',
+    });
     expect(unknown.retryable).toBe(false);
   });
 
@@ -37,7 +53,9 @@ describe('ExchangeError', () => {
   });
 
   it('omits absent optional fields and reports foreign errors as fatal', () => {
-    const failure = toExchangeFailure(new ExchangeError({ code: 'timeout', action: 'backoff', message: 't', endpoint: 'GET /rate/' }));
+    const failure = toExchangeFailure(
+      new ExchangeError({ code: 'timeout', action: 'backoff', message: 't', endpoint: 'GET /rate/' }),
+    );
     expect(Object.keys(failure)).not.toContain('httpStatus');
     expect(toExchangeFailure(new TypeError('boom'))).toEqual({
       kind: 'exchange_failure',

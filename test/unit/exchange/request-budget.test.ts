@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { LocalLimiter, apiKeyFingerprint, budgetPolicy, gcraStep } from '../../../src/exchange/request-budget.ts';
+import {
+  LocalLimiter,
+  apiKeyFingerprint,
+  budgetPolicy,
+  gcraStep,
+} from '../../../src/exchange/request-budget.ts';
 
 describe('budget policy', () => {
   it('keeps the documented 2500/min under the limit in any window, with ~98% of it sustained', () => {

@@ -66,7 +66,9 @@ describe('v1 order -> v2 vocabulary', () => {
   });
 
   it('tolerates unknown fields and null addresses', () => {
-    const order = parseV1Order(v1OrderFixture({ brand_new_field: [1, 2], deposit_address: null, withdraw_address: null }));
+    const order = parseV1Order(
+      v1OrderFixture({ brand_new_field: [1, 2], deposit_address: null, withdraw_address: null }),
+    );
     expect(order.deposit_address).toBe('');
     expect(order.withdraw_address).toBe('');
   });
@@ -78,7 +80,12 @@ describe('v1 order -> v2 vocabulary', () => {
   });
 
   it('converts the v1 list envelope', () => {
-    const page = parseV1OrderPage({ count: 1, next: 'http://x/api/v1/orders/?page=2', previous: null, results: [v1OrderFixture()] });
+    const page = parseV1OrderPage({
+      count: 1,
+      next: 'http://x/api/v1/orders/?page=2',
+      previous: null,
+      results: [v1OrderFixture()],
+    });
     expect(page.results.map((o) => o.status)).toEqual(['PAID']);
     expect(page.next).toBe('http://x/api/v1/orders/?page=2');
   });

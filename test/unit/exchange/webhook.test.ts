@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { parseOrderWebhook } from '../../../src/exchange/order-webhook.ts';
-import { signWebhook, verifyWebhookSignature, webhookVerifier } from '../../../src/exchange/webhook-signature.ts';
+import {
+  signWebhook,
+  verifyWebhookSignature,
+  webhookVerifier,
+} from '../../../src/exchange/webhook-signature.ts';
 import { v1OrderFixture } from '../../support/exchange/v1-fixtures.ts';
 
 const secret = 'whsec-SECRET-0005';
@@ -51,48 +55,105 @@ describe('webhook signature', () => {
   it('rejects a body re-serialised after parsing (whitespace changed), a wrong secret and a tampered timestamp', () => {
     const raw = '{"id": "a",  "status": "PAID"}';
     const headers = signWebhook(secret, raw, nowSeconds);
-    const base = { secret, timestamp: headers['x-webhook-timestamp'], signature: headers['x-webhook-signature'], nowMs: now };
-    expect(verifyWebhookSignature({ ...base, rawBody: JSON.stringify(JSON.parse(raw)) })).toEqual({ ok: false, reason: 'mismatch' });
-    expect(verifyWebhookSignature({ ...base, rawBody: raw, secret: 'other' })).toEqual({ ok: false, reason: 'mismatch' });
-    expect(verifyWebhookSignature({ ...base, rawBody: raw, timestamp: String(nowSeconds - 1) })).toEqual({ ok: false, reason: 'mismatch' });
+    const base = {
+      secret,
+      timestamp: headers['x-webhook-timestamp'],
+      signature: headers['x-webhook-signature'],
+      nowMs: now,
+    };
+    expect(verifyWebhookSignature({ ...base, rawBody: JSON.stringify(JSON.parse(raw)) })).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
+    expect(verifyWebhookSignature({ ...base, rawBody: raw, secret: 'other' })).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
+    expect(verifyWebhookSignature({ ...base, rawBody: raw, timestamp: String(nowSeconds - 1) })).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
   });
 
   it('allows about five minutes of skew and no more', () => {
     const raw = v2Body();
     const at = (seconds: number) => {
       const headers = signWebhook(secret, raw, seconds);
-      return verifyWebhookSignature({ secret, rawBody: raw, timestamp: headers['x-webhook-timestamp'], signature: headers['x-webhook-signature'], nowMs: now });
+      return verifyWebhookSignature({
+        secret,
+        rawBody: raw,
+        timestamp: headers['x-webhook-timestamp'],
+        signature: headers['x-webhook-signature'],
+        nowMs: now,
+      });
     };
     expect(at(nowSeconds - 299).ok).toBe(true);
     expect(at(nowSeconds - 301)).toEqual({ ok: false, reason: 'stale' });
     expect(at(nowSeconds + 301)).toEqual({ ok: false, reason: 'stale' });
   });
 
-  it('binds a secret into the receiver\'s verify(rawBody, headers) shape', () => {
+  it("binds a secret into the receiver's verify(rawBody, headers) shape", () => {
     const raw = Buffer.from(v2Body());
     const verify = webhookVerifier(secret, { now: () => now });
     expect(verify(raw, signWebhook(secret, raw, nowSeconds)).ok).toBe(true);
-    expect(verify(raw, { ...signWebhook('other', raw, nowSeconds) })).toEqual({ ok: false, reason: 'mismatch' });
+    expect(verify(raw, { ...signWebhook('other', raw, nowSeconds) })).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
     expect(verify(raw, {})).toEqual({ ok: false, reason: 'missing' });
   });
 
   it('rejects missing and malformed headers without comparing', () => {
     const raw = v2Body();
-    expect(verifyWebhookSignature({ secret, rawBody: raw, timestamp: undefined, signature: 'sha256=00', nowMs: now })).toEqual({ ok: false, reason: 'missing' });
-    expect(verifyWebhookSignature({ secret, rawBody: raw, timestamp: String(nowSeconds), signature: 'md5=abc', nowMs: now })).toEqual({ ok: false, reason: 'malformed' });
-    expect(verifyWebhookSignature({ secret, rawBody: raw, timestamp: 'yesterday', signature: `sha256=${'0'.repeat(64)}`, nowMs: now })).toEqual({ ok: false, reason: 'malformed' });
+    expect(
+      verifyWebhookSignature({
+        secret,
+        rawBody: raw,
+        timestamp: undefined,
+        signature: 'sha256=00',
+        nowMs: now,
+      }),
+    ).toEqual({ ok: false, reason: 'missing' });
+    expect(
+      verifyWebhookSignature({
+        secret,
+        rawBody: raw,
+        timestamp: String(nowSeconds),
+        signature: 'md5=abc',
+        nowMs: now,
+      }),
+    ).toEqual({ ok: false, reason: 'malformed' });
+    expect(
+      verifyWebhookSignature({
+        secret,
+        rawBody: raw,
+        timestamp: 'yesterday',
+        signature: `sha256=${'0'.repeat(64)}`,
+        nowMs: now,
+      }),
+    ).toEqual({ ok: false, reason: 'malformed' });
   });
 });
 
 describe('order webhook payloads', () => {
   it('reads a v2 payload with its delivery id and dedupe key', () => {
     const hook = parseOrderWebhook(v2Body());
-    expect(hook).toMatchObject({ version: 'v2', deliveryId: 'dlv-1', dedupeKey: 'ORD9:PAID', order: { uniqueReference: 'ORD9', depositAmount: '0.10000000' } });
+    expect(hook).toMatchObject({
+      version: 'v2',
+      deliveryId: 'dlv-1',
+      dedupeKey: 'ORD9:PAID',
+      order: { uniqueReference: 'ORD9', depositAmount: '0.10000000' },
+    });
   });
 
   it('reads a v1 payload into the same model', () => {
     const hook = parseOrderWebhook(Buffer.from(JSON.stringify(v1OrderFixture())));
-    expect(hook).toMatchObject({ version: 'v1', deliveryId: undefined, dedupeKey: 'V1REF42:PAID', order: { side: 'BUY', depositCurrency: 'BTC', withdrawAmount: '1.234567890000000000' } });
+    expect(hook).toMatchObject({
+      version: 'v1',
+      deliveryId: undefined,
+      dedupeKey: 'V1REF42:PAID',
+      order: { side: 'BUY', depositCurrency: 'BTC', withdrawAmount: '1.234567890000000000' },
+    });
   });
 
   it('names the field of a malformed payload and refuses non-JSON', () => {
