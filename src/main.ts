@@ -106,19 +106,23 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     logger: logger.child({ component: 'exchange' }),
   });
 
+  let actors: ReturnType<typeof createExchangeActors> | undefined;
   const worker = new Worker(config, logger, {
     kafka,
     leases,
-    binding: (host) =>
-      createXStateBinding({
-        actors: createExchangeActors({
-          client,
-          cooldown,
-          durable: (orderId) => host().durable(orderId),
-          now: () => Date.now(),
-        }),
+    binding: (host) => {
+      actors = createExchangeActors({
+        client,
+        cooldown,
+        durable: (orderId) => host().durable(orderId),
+        now: () => Date.now(),
+      });
+      return createXStateBinding({
+        actors,
         orderConfig: { pollIntervalMs: config.pollIntervalMs, quoteCooldownMs: config.quoteCooldownMs },
-      }),
+      });
+    },
+    inflightExchangeCalls: () => actors?.inflight() ?? 0,
     webhooks: {
       verify: config.webhookSecret
         ? (() => {

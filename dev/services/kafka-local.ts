@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
+import { silenceKafkajsTimerWarning } from '../../src/kafka/kafka-client.ts';
 import {
   canConnect,
   freePort,
@@ -124,6 +125,7 @@ function log4jProperties(logFile: string): string {
 }
 
 export async function kafkaAnswers(brokers: string[], timeoutMs = 5000): Promise<boolean> {
+  silenceKafkajsTimerWarning();
   const admin = new Kafka({
     clientId: 'services-probe',
     brokers,

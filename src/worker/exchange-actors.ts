@@ -55,8 +55,14 @@ function quoteAmount(request: QuoteRequest): string {
   return request.depositAmount ?? request.withdrawAmount ?? '';
 }
 
-export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctions {
+export interface ExchangeActors extends OrderActorFunctions {
+  /** Exchange calls in progress (waiting for the request budget or for the exchange): the backpressure signal. */
+  inflight(): number;
+}
+
+export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   const { client, now } = deps;
+  let inflight = 0;
   const skew = deps.lookupSkewMs ?? 120_000;
   const pages = deps.lookupPages ?? 5;
 
@@ -71,14 +77,18 @@ export function createExchangeActors(deps: ExchangeActorDeps): OrderActorFunctio
         now(),
       );
     }
+    inflight++;
     try {
       return await call();
     } catch (error) {
       throw stamped(error, now());
+    } finally {
+      inflight--;
     }
   };
 
   return {
+    inflight: () => inflight,
     acquireQuoteSlot: async (input) => {
       const decision = await deps.cooldown.tryAcquire(
         input.mode,

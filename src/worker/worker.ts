@@ -21,6 +21,8 @@ export interface WorkerAdapters {
   binding: (host: () => OrderHost) => MachineBinding;
   webhooks: Pick<WebhookReceiverDeps, 'verify' | 'normalize' | 'firstSeen' | 'forget'>;
   checks: { redis: () => Promise<boolean>; exchange: () => Promise<boolean> };
+  /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */
+  inflightExchangeCalls: () => number;
   metrics?: () => string;
   close: () => Promise<void>;
 }
@@ -184,7 +186,7 @@ export class Worker {
       },
       partitions,
     );
-    this.backpressureTimer = setInterval(() => this.applyBackpressure(), 500);
+    this.backpressureTimer = setInterval(() => this.applyBackpressure(), 100);
     this.backpressureTimer.unref();
     logger.info(
       { port: this.listeningPort, partitions, topics: config.topics, workerId: config.workerId },
@@ -192,11 +194,18 @@ export class Worker {
     );
   }
 
+  /**
+   * Pauses consumption while the exchange is slow or the budget is spent (too many calls in progress), or while
+   * this replica holds its maximum of active orders; resumes with some hysteresis. Calls in progress finish on
+   * their own, so a pause always ends.
+   */
   private applyBackpressure(): void {
     if (!this.consumer || !this.host || this.stopping) return;
     const active = this.host.activeOrders;
-    if (active >= this.config.maxActiveOrders) this.consumer.pause();
-    else if (active < this.config.maxActiveOrders * 0.9) this.consumer.resume();
+    const inflight = this.adapters.inflightExchangeCalls();
+    const { maxActiveOrders, maxInflightExchangeCalls } = this.config;
+    if (active >= maxActiveOrders || inflight >= maxInflightExchangeCalls) this.consumer.pause();
+    else if (active < maxActiveOrders * 0.9 && inflight < Math.max(1, Math.floor(maxInflightExchangeCalls * 0.8))) this.consumer.resume();
   }
 
   async readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> {

@@ -139,6 +139,14 @@ describe('worker failover', () => {
     expect(victim).toBeDefined();
     await victim!.kill('SIGKILL');
     await completeAll(cluster, orders, 180_000);
+    // The survivors took over the victim's partitions and restored its unfinished orders from the state topic.
+    const restored = await Promise.all(
+      [0, 2].map(async (i) => {
+        const text = await (await fetch(`http://127.0.0.1:${cluster.workers[i]?.port ?? 0}/metrics`)).text();
+        return Number(/^worker_orders_restored_total (\d+)/m.exec(text)?.[1] ?? 0);
+      }),
+    );
+    expect(restored[0]! + restored[1]!).toBeGreaterThan(0);
     assertExactlyOnce(cluster, orders);
     expect(cluster.sandbox.orders.list()).toHaveLength(orders.length);
   });
