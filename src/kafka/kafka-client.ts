@@ -44,7 +44,13 @@ export function createKafka(opts: { clientId: string; brokers: string[]; logger:
           error: rest['error'] as unknown,
           broker: rest['broker'] as unknown,
         };
-        if (level === logLevel.ERROR) log.error(fields, message);
+        // The broker answers CONCURRENT_TRANSACTIONS while the previous commit's markers are still being written;
+        // kafkajs retries it. It is routine, not an error an operator should be paged for.
+        const routine = /concurrent operation on the same transaction|CONCURRENT_TRANSACTIONS/.test(
+          `${message} ${String(rest['error'] ?? '')}`,
+        );
+        if (routine) log.debug(fields, message);
+        else if (level === logLevel.ERROR) log.error(fields, message);
         else if (level === logLevel.WARN) log.warn(fields, message);
         else log.debug(fields, message);
       },

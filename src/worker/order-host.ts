@@ -3,6 +3,7 @@
 // record, and the offset of the command that caused it) in one Kafka transaction. An order is driven only while
 // this replica holds its Redis lease; a record is written only while the lease is still valid (fencing).
 import { createHash } from 'node:crypto';
+import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
 import { parseCommand } from '../contract/commands.ts';
 import { orderEvent, type RejectionReason } from '../contract/events.ts';
@@ -47,6 +48,8 @@ interface OrderSlot {
   persistScheduled: boolean;
   stopped: boolean;
 }
+
+const tracer = trace.getTracer('exchange-order-worker');
 
 export function commandContentHash(command: OrderCommand): string {
   const { command_id: _ignored, ...content } = command;
@@ -340,7 +343,36 @@ export class OrderHost {
 
   // ---- commands -----------------------------------------------------------------------------------------------
 
-  async handleMessage(message: InboundCommandMessage): Promise<void> {
+  /** Handles one command message inside a consumer span (OpenTelemetry), so every command is traceable. */
+  handleMessage(message: InboundCommandMessage): Promise<void> {
+    return tracer.startActiveSpan(
+      'order command',
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'kafka',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': message.topic,
+          'messaging.kafka.partition': message.partition,
+          'messaging.kafka.offset': message.offset,
+          ...(message.key ? { 'order.id': message.key } : {}),
+        },
+      },
+      async (span) => {
+        try {
+          await this.processMessage(message, span);
+        } catch (error) {
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  private async processMessage(message: InboundCommandMessage, span: Span): Promise<void> {
     this.counters.commands++;
     const offset: OffsetToCommit = {
       topic: message.topic,
@@ -349,6 +381,8 @@ export class OrderHost {
     };
     const source = { topic: message.topic, partition: message.partition, offset: message.offset };
     const parsed = parseCommand(message.value, message.key);
+    span.setAttribute('command.type', parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown'));
+    if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
     if (!parsed.ok) {
       await this.reject(parsed.orderId, message.partition, offset, {
         command_id: parsed.commandId,

@@ -205,7 +205,11 @@ export class Worker {
     const inflight = this.adapters.inflightExchangeCalls();
     const { maxActiveOrders, maxInflightExchangeCalls } = this.config;
     if (active >= maxActiveOrders || inflight >= maxInflightExchangeCalls) this.consumer.pause();
-    else if (active < maxActiveOrders * 0.9 && inflight < Math.max(1, Math.floor(maxInflightExchangeCalls * 0.8))) this.consumer.resume();
+    else if (
+      active < maxActiveOrders * 0.9 &&
+      inflight < Math.max(1, Math.floor(maxInflightExchangeCalls * 0.8))
+    )
+      this.consumer.resume();
   }
 
   async readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> {
@@ -274,6 +278,9 @@ export class Worker {
       this.consumer?.isPaused ? 1 : 0,
     );
     gauge('worker_assigned_partitions', 'command partitions assigned', this.consumer?.assigned.length ?? 0);
+    const memory = process.memoryUsage();
+    gauge('process_resident_memory_bytes', 'resident set size of the worker process', memory.rss);
+    gauge('process_heap_used_bytes', 'V8 heap in use', memory.heapUsed);
     for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>)
       gauge(`worker_webhooks_${name}_total`, `webhooks ${name}`, value);
     return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;

@@ -155,9 +155,27 @@ describe('worker lifecycle against the sandbox', () => {
   });
 
   const modes = [
-    { mode: 'defi', deposit_currency: 'USDT', withdraw_currency: 'ETH', withdraw_address: addresses.eth, amount: 150 },
-    { mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', withdraw_address: addresses.btc, amount: 3 },
-    { mode: 'cefi_fixed', deposit_currency: 'BTC', withdraw_currency: 'ETH', withdraw_address: addresses.eth2, amount: 0.02 },
+    {
+      mode: 'defi',
+      deposit_currency: 'USDT',
+      withdraw_currency: 'ETH',
+      withdraw_address: addresses.eth,
+      amount: 150,
+    },
+    {
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      withdraw_address: addresses.btc,
+      amount: 3,
+    },
+    {
+      mode: 'cefi_fixed',
+      deposit_currency: 'BTC',
+      withdraw_currency: 'ETH',
+      withdraw_address: addresses.eth2,
+      amount: 0.02,
+    },
   ] as const;
   const outcomes = [
     { target: 'completed', steps: ['completed'], event: 'order.completed', status: 'COMPLETED' },
@@ -168,14 +186,19 @@ describe('worker lifecycle against the sandbox', () => {
     for (const [o, outcome] of outcomes.entries()) {
       it(`takes a ${spec.mode} order to ${outcome.status} only after the exchange confirms it`, async () => {
         const { amount, ...fields } = spec;
-        const command = createCommand({ ...fields, deposit_amount: (amount * (1.1 + m / 10 + o / 100)).toFixed(6) });
+        const command = createCommand({
+          ...fields,
+          deposit_amount: (amount * (1.1 + m / 10 + o / 100)).toFixed(6),
+        });
         const orderId = String(command['order_id']);
         await cluster.send(command);
         const reference = String((await createdOrder(orderId))['unique_reference']);
         for (const step of outcome.steps) cluster.sandbox.advanceOrder(reference, step);
         const final = await cluster.collector.waitForOrderEvent(orderId, outcome.event);
         const history = cluster.collector.of(orderId);
-        const statusEvent = history.find((e) => e.type === 'order.status_changed' && e['status'] === outcome.status);
+        const statusEvent = history.find(
+          (e) => e.type === 'order.status_changed' && e['status'] === outcome.status,
+        );
         expect(statusEvent, 'the confirming status change').toBeDefined();
         expect(final.seq).toBeGreaterThan(statusEvent!.seq);
         expect(final.seq).toBe(history.at(-1)?.seq);
@@ -185,8 +208,20 @@ describe('worker lifecycle against the sandbox', () => {
   }
 
   it('cancels an order by command while it is still quoting, before any exchange order exists', async () => {
-    cluster.sandbox.injectFault({ target: 'endpoint', endpoint: 'GET /rate/', kind: 'latency', latencyMs: 2_500, times: 1 });
-    const command = createCommand({ mode: 'defi', deposit_currency: 'USDT', withdraw_currency: 'ETH', deposit_amount: '123.45', withdraw_address: addresses.eth });
+    cluster.sandbox.injectFault({
+      target: 'endpoint',
+      endpoint: 'GET /rate/',
+      kind: 'latency',
+      latencyMs: 2_500,
+      times: 1,
+    });
+    const command = createCommand({
+      mode: 'defi',
+      deposit_currency: 'USDT',
+      withdraw_currency: 'ETH',
+      deposit_amount: '123.45',
+      withdraw_address: addresses.eth,
+    });
     const orderId = String(command['order_id']);
     await cluster.send(command);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -195,23 +230,47 @@ describe('worker lifecycle against the sandbox', () => {
     expect(canceled['reason']).toBe('command');
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(cluster.collector.of(orderId).some((e) => e.type === 'order.created')).toBe(false);
-    expect(cluster.sandbox.orders.list().filter((o) => Number(o.order['deposit_amount']) === 123.45)).toHaveLength(0);
+    expect(
+      cluster.sandbox.orders.list().filter((o) => Number(o.order['deposit_amount']) === 123.45),
+    ).toHaveLength(0);
   });
 
   it('stops an order that fails compliance pre-screening with the exchange message, and creates one that passes', async () => {
-    const risky = createCommand({ mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: '4.4', withdraw_address: addresses.btc, pre_screening: { ip: '203.0.113.66' } });
-    const clean = createCommand({ mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: '4.5', withdraw_address: addresses.btc, pre_screening: { ip: '198.51.100.7' } });
+    const risky = createCommand({
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '4.4',
+      withdraw_address: addresses.btc,
+      pre_screening: { ip: '203.0.113.66' },
+    });
+    const clean = createCommand({
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '4.5',
+      withdraw_address: addresses.btc,
+      pre_screening: { ip: '198.51.100.7' },
+    });
     await cluster.send(risky);
     await cluster.send(clean);
     const failed = await cluster.collector.waitForOrderEvent(String(risky['order_id']), 'order.failed');
     expect(failed['reason']).toBe('compliance_rejected');
     expect(String(failed['message']).length).toBeGreaterThan(0);
     await createdOrder(String(clean['order_id']));
-    expect(cluster.sandbox.orders.list().filter((o) => Number(o.order['deposit_amount']) === 4.4)).toHaveLength(0);
+    expect(
+      cluster.sandbox.orders.list().filter((o) => Number(o.order['deposit_amount']) === 4.4),
+    ).toHaveLength(0);
   });
 
   it('fails an order the exchange refuses for good, with the exchange reason', async () => {
-    const command = createCommand({ mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: '4.6', withdraw_address: 'bc1qnotavalidaddress0000000000000000' });
+    const command = createCommand({
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '4.6',
+      withdraw_address: 'bc1qnotavalidaddress0000000000000000',
+    });
     await cluster.send(command);
     const failed = await cluster.collector.waitForOrderEvent(String(command['order_id']), 'order.failed');
     expect(failed['code']).toBe('address_invalid');

@@ -6,7 +6,10 @@ import { addresses, startCluster, type Cluster } from '../support/worker-cluster
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()?.().catch(() => {});
+  while (cleanups.length)
+    await cleanups
+      .pop()?.()
+      .catch(() => {});
 });
 
 async function metrics(cluster: Cluster, index = 0): Promise<Record<string, number>> {
@@ -22,14 +25,32 @@ async function metrics(cluster: Cluster, index = 0): Promise<Record<string, numb
 
 function cefiOrder(amount: string): Record<string, unknown> {
   const orderId = uniqueName('order');
-  return { type: 'order.create', command_id: `${orderId}-c`, order_id: orderId, mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: amount, withdraw_address: addresses.btc };
+  return {
+    type: 'order.create',
+    command_id: `${orderId}-c`,
+    order_id: orderId,
+    mode: 'cefi',
+    deposit_currency: 'ETH',
+    withdraw_currency: 'BTC',
+    deposit_amount: amount,
+    withdraw_address: addresses.btc,
+  };
 }
 
 describe('worker resilience', () => {
   it('slows consumption instead of piling up exchange calls when the exchange is slow', async () => {
-    const cluster = await startCluster({ workers: 1, partitions: 1, env: { MAX_INFLIGHT_EXCHANGE_CALLS: '2' } });
+    const cluster = await startCluster({
+      workers: 1,
+      partitions: 1,
+      env: { MAX_INFLIGHT_EXCHANGE_CALLS: '2' },
+    });
     cleanups.push(() => cluster.stop());
-    cluster.sandbox.injectFault({ target: 'endpoint', endpoint: 'POST /orders/', kind: 'latency', latencyMs: 1_200 });
+    cluster.sandbox.injectFault({
+      target: 'endpoint',
+      endpoint: 'POST /orders/',
+      kind: 'latency',
+      latencyMs: 1_200,
+    });
     const commands = Array.from({ length: 8 }, (_, i) => cefiOrder(`1.${500 + i}`));
     for (const command of commands) await cluster.send(command);
 
@@ -40,9 +61,12 @@ describe('worker resilience', () => {
       const m = await metrics(cluster);
       maxInflight = Math.max(maxInflight, m['worker_exchange_calls_inflight'] ?? 0);
       sawPause ||= m['worker_consumer_paused'] === 1;
-      const created = commands.filter((c) => cluster.collector.of(String(c['order_id'])).some((e) => e.type === 'order.created'));
+      const created = commands.filter((c) =>
+        cluster.collector.of(String(c['order_id'])).some((e) => e.type === 'order.created'),
+      );
       if (created.length === commands.length) break;
-      if (Date.now() > deadline) throw new Error(`only ${created.length} of ${commands.length} orders created`);
+      if (Date.now() > deadline)
+        throw new Error(`only ${created.length} of ${commands.length} orders created`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(sawPause).toBe(true);

@@ -91,15 +91,29 @@ describe('webhook receiver', () => {
 
   it('records a KYC notification from the exchange and publishes it', async () => {
     const orderId = uniqueName('order');
-    await cluster.send({ type: 'order.create', command_id: `${orderId}-c`, order_id: orderId, mode: 'cefi', deposit_currency: 'ETH', withdraw_currency: 'BTC', deposit_amount: '1.85', withdraw_address: addresses.btc });
-    const reference = String((await cluster.collector.waitForOrderEvent(orderId, 'order.created'))['unique_reference']);
+    await cluster.send({
+      type: 'order.create',
+      command_id: `${orderId}-c`,
+      order_id: orderId,
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '1.85',
+      withdraw_address: addresses.btc,
+    });
+    const reference = String(
+      (await cluster.collector.waitForOrderEvent(orderId, 'order.created'))['unique_reference'],
+    );
     cluster.sandbox.emitKycStatus(reference, 'approved');
     const kyc = await cluster.collector.waitFor(
-      (events) => events.some((e) => e.type === 'exchange.kyc_status_changed' && e['unique_reference'] === reference),
+      (events) =>
+        events.some((e) => e.type === 'exchange.kyc_status_changed' && e['unique_reference'] === reference),
       'the KYC event',
       30_000,
     );
-    const event = kyc.find((e) => e.type === 'exchange.kyc_status_changed' && e['unique_reference'] === reference);
+    const event = kyc.find(
+      (e) => e.type === 'exchange.kyc_status_changed' && e['unique_reference'] === reference,
+    );
     expect(event).toMatchObject({ order_id: orderId, seq: 0, payload: { kyc_status: 'approved' } });
   });
 });

@@ -3,7 +3,7 @@
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silenceKafkajsTimerWarning } from '../../src/kafka/kafka-client.ts';
-import { uniqueName } from './services.ts';
+import { uniqueName } from './unique-name.ts';
 
 export interface PublishedEvent {
   type: string;

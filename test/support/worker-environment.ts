@@ -1,0 +1,103 @@
+// The system around real worker processes, for integration tests and benchmarks: the exchange sandbox in this
+// process (so the caller can drive it), worker child processes configured against it, topics and a consumer
+// group unique to the run. Webhooks from the sandbox go, signed, to the first worker.
+import { randomBytes } from 'node:crypto';
+import { freePort } from '../../dev/services/index.ts';
+import {
+  demoConfig,
+  demoKeys,
+  demoReferral,
+  startSandbox,
+  type SandboxConfigInput,
+  type SandboxHandle,
+} from '../../src/sandbox/index.ts';
+import { startWorker, type WorkerProcess } from './worker-process.ts';
+
+export const webhookSecret = 'test-webhook-secret-0123456789';
+
+export interface WorkerEnvironment {
+  sandbox: SandboxHandle;
+  workers: WorkerProcess[];
+  topics: { commands: string; events: string };
+  env: Record<string, string>;
+  webhookPort: number;
+  startAnotherWorker: (name: string) => Promise<WorkerProcess>;
+  stop: () => Promise<void>;
+}
+
+export async function startWorkerEnvironment(opts: {
+  kafkaBrokers: string[];
+  redisUrl: string;
+  workers: number;
+  partitions?: number;
+  env?: Record<string, string>;
+  sandbox?: (config: SandboxConfigInput) => SandboxConfigInput;
+  baseConfig?: SandboxConfigInput;
+}): Promise<WorkerEnvironment> {
+  const name = `it-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const topics = { commands: `${name}.commands`, events: `${name}.events` };
+  const webhookPort = await freePort();
+  const config = opts.baseConfig ?? demoConfig;
+  const base: SandboxConfigInput = {
+    ...config,
+    partners: config.partners.map((partner) =>
+      partner.id === 'demo'
+        ? {
+            ...partner,
+            webhooks: [
+              {
+                id: 'worker',
+                url: `http://127.0.0.1:${webhookPort}/webhooks/exchange`,
+                categories: ['order_status', 'kyc_status'],
+                payloadVersion: 'v2',
+                secret: webhookSecret,
+              },
+            ],
+          }
+        : partner,
+    ),
+    quotes: { ttlSeconds: 120, actionableDelayMs: 300 },
+  };
+  const sandbox = await startSandbox({ config: opts.sandbox ? opts.sandbox(base) : base });
+  const env: Record<string, string> = {
+    KAFKA_BROKERS: opts.kafkaBrokers.join(','),
+    REDIS_URL: opts.redisUrl,
+    EXCHANGE_API_URL: sandbox.url,
+    EXCHANGE_API_V1_URL: sandbox.v1Url,
+    EXCHANGE_API_KEY_DEFI: demoKeys.defi,
+    EXCHANGE_API_KEY_CEFI: demoKeys.cefi,
+    EXCHANGE_API_KEY_CEFI_FIXED: demoKeys.cefiFixed,
+    EXCHANGE_REFERRAL_TOKEN: demoReferral.token,
+    WEBHOOK_SECRET: webhookSecret,
+    TOPIC_COMMANDS: topics.commands,
+    TOPIC_EVENTS: topics.events,
+    TOPIC_PARTITIONS: String(opts.partitions ?? 3),
+    CONSUMER_GROUP: `${name}.workers`,
+    LEASE_TTL_MS: '6000',
+    KAFKA_TRANSACTION_TIMEOUT_MS: '10000',
+    SHUTDOWN_TIMEOUT_MS: '15000',
+    ...opts.env,
+  };
+  const workers: WorkerProcess[] = [];
+  const startAnotherWorker = async (workerName: string, port?: number): Promise<WorkerProcess> => {
+    const worker = await startWorker(workerName, env, port);
+    workers.push(worker);
+    return worker;
+  };
+  // The first worker creates the topics and receives the webhooks; the others join its consumer group.
+  for (let i = 0; i < opts.workers; i++)
+    await startAnotherWorker(`${name}-w${i + 1}`, i === 0 ? webhookPort : undefined);
+  await Promise.all(workers.map((w) => w.ready()));
+  return {
+    sandbox,
+    workers,
+    topics,
+    env,
+    webhookPort,
+    startAnotherWorker: (workerName) => startAnotherWorker(workerName),
+    stop: async () => {
+      await Promise.all(workers.map((w) => w.kill('SIGTERM')));
+      await sandbox.close();
+    },
+  };
+}
