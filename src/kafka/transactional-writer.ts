@@ -25,7 +25,8 @@ interface Pending {
   records: OutboundRecord[];
   offsets: OffsetToCommit[];
   guard: (() => boolean) | undefined;
-  resolve: () => void;
+  /** Resolves true once committed, false when the guard refused the records (nothing of them was written). */
+  resolve: (written: boolean) => void;
   reject: (error: Error) => void;
 }
 
@@ -68,10 +69,13 @@ export class TransactionalWriter {
     await this.producer.connect();
   }
 
-  /** Queues records (and offsets) for the next transaction; resolves once they are committed. */
-  write(records: OutboundRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean): Promise<void> {
+  /**
+   * Queues records (and offsets) for the next transaction; resolves true once they are committed, false when the
+   * guard refused them at commit time (then none of them, offsets included, was written).
+   */
+  write(records: OutboundRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean): Promise<boolean> {
     if (this.closed) return Promise.reject(new WorkerError('writer_closed', 'the Kafka writer is closed'));
-    if (records.length === 0 && offsets.length === 0) return Promise.resolve();
+    if (records.length === 0 && offsets.length === 0) return Promise.resolve(true);
     return new Promise((resolve, reject) => {
       this.queue.push({ records, offsets, guard, resolve, reject });
       this.kick();
@@ -98,8 +102,8 @@ export class TransactionalWriter {
       await new Promise((resolve) => setImmediate(resolve));
       const batch = this.queue.splice(0, this.queue.length);
       try {
-        await this.commitWithRetry(batch);
-        for (const item of batch) item.resolve();
+        const refused = await this.commitWithRetry(batch);
+        for (const item of batch) item.resolve(!refused.has(item));
       } catch (error) {
         const failure = error instanceof Error ? error : new Error(String(error));
         for (const item of batch) item.reject(failure);
@@ -109,12 +113,11 @@ export class TransactionalWriter {
     }
   }
 
-  private async commitWithRetry(batch: Pending[]): Promise<void> {
+  private async commitWithRetry(batch: Pending[]): Promise<Set<Pending>> {
     let lastError: unknown;
     for (let attempt = 1; attempt <= 5; attempt++) {
       try {
-        await this.commitOnce(batch);
-        return;
+        return await this.commitOnce(batch);
       } catch (error) {
         lastError = error;
         const name =
@@ -136,11 +139,15 @@ export class TransactionalWriter {
     );
   }
 
-  private async commitOnce(batch: Pending[]): Promise<void> {
+  private async commitOnce(batch: Pending[]): Promise<Set<Pending>> {
     const byTopic = new Map<string, OutboundRecord[]>();
     const offsets = new Map<string, OffsetToCommit>();
+    const refused = new Set<Pending>();
     for (const item of batch) {
-      if (item.guard && !item.guard()) continue;
+      if (item.guard && !item.guard()) {
+        refused.add(item);
+        continue;
+      }
       for (const record of item.records) {
         const list = byTopic.get(record.topic) ?? [];
         list.push(record);
@@ -152,7 +159,7 @@ export class TransactionalWriter {
         if (!current || BigInt(offset.offset) > BigInt(current.offset)) offsets.set(id, offset);
       }
     }
-    if (byTopic.size === 0 && offsets.size === 0) return;
+    if (byTopic.size === 0 && offsets.size === 0) return refused;
     const transaction = await this.producer.transaction();
     try {
       const topicMessages = [...byTopic.entries()].map(([topic, records]) => ({
@@ -180,6 +187,7 @@ export class TransactionalWriter {
       await transaction.commit();
       this.committedTransactions++;
       for (const list of byTopic.values()) this.committedRecords += list.length;
+      return refused;
     } catch (error) {
       await transaction.abort().catch(() => {});
       throw error;

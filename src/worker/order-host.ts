@@ -10,6 +10,7 @@ import { orderEvent, type RejectionReason } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord, TransactionalWriter } from '../kafka/transactional-writer.ts';
+import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type {
   EmittedDomainEvent,
@@ -74,6 +75,8 @@ function toActorEvent(command: OrderCommand, at: number): OrderActorEvent | null
 
 export class OrderHost {
   private readonly slots = new Map<string, OrderSlot>();
+  /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
+  private readonly reloading = new Map<string, Promise<void>>();
   private readonly opts: OrderHostOptions;
   private readonly logger: Logger;
   private readonly maxCommands: number;
@@ -193,9 +196,13 @@ export class OrderHost {
     slot.stopped = true;
     slot.actor?.stop();
     this.slots.delete(orderId);
-    await slot.lastWrite.catch(() => {});
-    const record = this.opts.store.get(orderId);
-    if (record && !record.terminal) await this.load(record);
+    const reload = (async () => {
+      await slot.lastWrite.catch(() => {});
+      const record = this.opts.store.get(orderId);
+      if (record && !record.terminal) await this.load(record);
+    })().finally(() => this.reloading.delete(orderId));
+    this.reloading.set(orderId, reload);
+    await reload;
   }
 
   private newSlot(record: OrderRecord, fence: number): OrderSlot {
@@ -287,8 +294,8 @@ export class OrderHost {
       command?: [string, string];
       events?: Array<Record<string, unknown>>;
     } = {},
-  ): Promise<void> {
-    if (slot.stopped) return Promise.resolve();
+  ): Promise<boolean> {
+    if (slot.stopped) return Promise.resolve(false);
     const records: OutboundRecord[] = [];
     let seq = slot.record.seq;
     const emitted = slot.pendingEvents.splice(0, slot.pendingEvents.length);
@@ -326,9 +333,31 @@ export class OrderHost {
         extra.offset ? [extra.offset] : [],
         () => !slot.stopped && this.opts.leases.isValid(slot.orderId),
       )
-      .then(() => this.opts.store.apply(record));
-    slot.lastWrite = write.catch(() => {});
+      .then((written) => {
+        // A record refused by the lease guard was never written: the store keeps the last durable one.
+        if (written) this.opts.store.apply(record);
+        return written;
+      });
+    slot.lastWrite = write.then(
+      () => {},
+      () => {},
+    );
     return write;
+  }
+
+  /**
+   * A command's effects were refused at commit time because the order's lease was lost meanwhile: nothing of it
+   * (offset included) was written. Throwing makes the consumer deliver the message again once the order is
+   * reloaded, so the command is neither lost nor applied twice.
+   */
+  private async requireWritten(written: boolean, orderId: string): Promise<void> {
+    if (written) return;
+    await this.reloading.get(orderId);
+    throw new WorkerError(
+      'command_not_committed',
+      `order ${orderId} lost its lease while a command was applied; it will be redelivered`,
+      { retryable: true },
+    );
   }
 
   private finishIfTerminal(slot: OrderSlot): void {
@@ -395,6 +424,7 @@ export class OrderHost {
       return;
     }
     const command = parsed.command;
+    await this.reloading.get(command.order_id);
     const hash = commandContentHash(command);
     const rejection = (reason: RejectionReason, text: string) => ({
       command_id: command.command_id,
@@ -486,7 +516,10 @@ export class OrderHost {
       return;
     }
     slot.actor.send(event);
-    await this.persist(slot, { offset, command: [command.command_id, hash] });
+    await this.requireWritten(
+      await this.persist(slot, { offset, command: [command.command_id, hash] }),
+      command.order_id,
+    );
     this.finishIfTerminal(slot);
   }
 
@@ -515,7 +548,7 @@ export class OrderHost {
     const slot = this.newSlot(record, fence);
     this.slots.set(command.order_id, slot);
     slot.actor = this.opts.binding.create(command, this.startOptions(slot));
-    await this.persist(slot, { offset });
+    await this.requireWritten(await this.persist(slot, { offset }), command.order_id);
     this.finishIfTerminal(slot);
   }
 
@@ -549,12 +582,13 @@ export class OrderHost {
           .digest('hex')
           .slice(0, 32)
       : undefined;
-    if (slot) {
-      await this.persist(slot, {
+    if (slot && orderId) {
+      const written = await this.persist(slot, {
         offset,
         events: [rejected],
         ...(hash && body.command_id ? { command: [body.command_id, hash] as [string, string] } : {}),
       });
+      await this.requireWritten(written, orderId);
       return;
     }
     const record = orderId ? this.opts.store.get(orderId) : undefined;
@@ -575,7 +609,7 @@ export class OrderHost {
         updated_at: new Date(this.opts.now()).toISOString(),
       };
       const event = { ...rejected, ...this.envelope(orderId, seq, `${orderId}:${seq}`) };
-      await this.opts.writer.write(
+      const written = await this.opts.writer.write(
         [
           this.eventRecord(orderId, record.partition, event),
           {
@@ -586,9 +620,11 @@ export class OrderHost {
           },
         ],
         [offset],
+        () => this.opts.leases.isValid(orderId),
       );
-      this.opts.store.apply(next);
+      if (written) this.opts.store.apply(next);
       await this.opts.leases.release(orderId).catch(() => {});
+      await this.requireWritten(written, orderId);
       return;
     }
     const eventId = `rejected:${body.source.topic}:${body.source.partition}:${body.source.offset}`;
