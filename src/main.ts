@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { ConfigError, loadConfig, type WorkerConfig } from './config.ts';
-import { ExchangeClient, RedisRequestBudget, readOrderWebhook, webhookVerifier } from './exchange/index.ts';
+import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderLease } from './redis/order-lease.ts';
@@ -11,7 +11,7 @@ import { QuoteCooldown } from './redis/quote-cooldown.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { startTracing } from './telemetry/tracing.ts';
-import type { NormalizedWebhook } from './webhooks/webhook-receiver.ts';
+import { normalizeWebhook } from './webhooks/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
 import { Worker } from './worker/worker.ts';
@@ -30,32 +30,6 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
-}
-
-/** An order-status webhook (v2 or v1 payload) or, failing that, a KYC notification (its shape is not documented). */
-export function normalizeWebhook(body: unknown): NormalizedWebhook | { error: string } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    return { error: 'webhook body must be a JSON object' };
-  const record = body as Record<string, unknown>;
-  const looksLikeOrder = 'status' in record || 'status_name' in record;
-  if (looksLikeOrder) {
-    try {
-      const parsed = readOrderWebhook(body);
-      return {
-        kind: 'order',
-        uniqueReference: parsed.order.uniqueReference,
-        status: parsed.order.status,
-        payloadVersion: parsed.version,
-      };
-    } catch (error) {
-      return { error: (error as Error).message };
-    }
-  }
-  const reference = typeof record['unique_reference'] === 'string' ? record['unique_reference'] : null;
-  if (!('kyc' in record) && !Object.keys(record).some((key) => /kyc|verification|tier/i.test(key))) {
-    return { error: 'neither an order-status payload (status / status_name) nor a KYC payload' };
-  }
-  return { kind: 'kyc', uniqueReference: reference, payload: record };
 }
 
 async function run(config: WorkerConfig, logger: Logger): Promise<void> {
