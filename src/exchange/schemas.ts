@@ -56,7 +56,11 @@ export const orderSchema = z.object({
   refund_address: optionalText,
   refund_address_extra_id: optionalText,
   payment_window_minutes: z.number().int().nullish(),
-  fixed_rate_deadline: timestampString.nullish(),
+  /** Floating orders may carry no deadline: "" (empty optional string) and null both read as null. */
+  fixed_rate_deadline: z
+    .union([timestampString, z.literal('')])
+    .nullish()
+    .transform((value) => (value === '' || value === undefined ? null : value)),
   /** A decimal string; "" is tolerated for orders that carry no rate yet. */
   rate: z.union([decimalString, z.literal('')]).nullish(),
   deposit_transaction: optionalText,
@@ -124,12 +128,24 @@ const pageLink = z
   .string()
   .nullish()
   .transform((value) => (value === '' || value === undefined ? null : value));
-export const orderPageSchema = z.object({
-  results: z.array(orderSchema),
-  pagination: z.object({ next: pageLink, previous: pageLink }).optional(),
-  next: pageLink,
-  previous: pageLink,
-});
+/**
+ * GET /orders/ page. "Name of the results array key: not shown": `results` (the DRF convention the v1 envelope
+ * uses) is expected; `orders`, `data` or `items` are accepted in its place.
+ */
+export const orderPageSchema = z.preprocess(
+  (body) => {
+    if (typeof body !== 'object' || body === null || 'results' in body) return body;
+    const record = body as Record<string, unknown>;
+    const key = ['orders', 'data', 'items'].find((k) => Array.isArray(record[k]));
+    return key === undefined ? body : { ...record, results: record[key] };
+  },
+  z.object({
+    results: z.array(orderSchema),
+    pagination: z.object({ next: pageLink, previous: pageLink }).optional(),
+    next: pageLink,
+    previous: pageLink,
+  }),
+);
 export type WireOrderPage = z.infer<typeof orderPageSchema>;
 
 export const preScreeningResultSchema = z.object({
