@@ -8,7 +8,7 @@
 import { servicesDown, servicesUp } from '../dev/services/index.ts';
 import { demoConfig } from '../src/sandbox/index.ts';
 import { EventCollector, commandProducer, testKafka } from '../test/support/kafka-helpers.ts';
-import { addresses } from '../test/support/addresses.ts';
+import { planOrders } from '../test/support/order-specs.ts';
 import { startWorkerEnvironment } from '../test/support/worker-environment.ts';
 
 const total = Number(process.env['BENCH_ORDERS'] ?? 300);
@@ -45,29 +45,6 @@ const worker = env.workers[0]!;
 const kafka = testKafka(services.endpoints.kafkaBrokers);
 const producer = await commandProducer(kafka, env.topics.commands);
 const collector = await EventCollector.start(kafka, env.topics.events);
-const specs = [
-  {
-    mode: 'defi',
-    deposit_currency: 'USDT',
-    withdraw_currency: 'ETH',
-    withdraw_address: addresses.eth,
-    base: 100,
-  },
-  {
-    mode: 'cefi',
-    deposit_currency: 'ETH',
-    withdraw_currency: 'BTC',
-    withdraw_address: addresses.btc,
-    base: 1,
-  },
-  {
-    mode: 'cefi_fixed',
-    deposit_currency: 'BTC',
-    withdraw_currency: 'ETH',
-    withdraw_address: addresses.eth2,
-    base: 0.01,
-  },
-];
 const sentAt = new Map<string, number>();
 let peakRss = await rss(worker.port);
 const idleRss = peakRss;
@@ -81,18 +58,9 @@ const sampler = setInterval(
 );
 
 const started = Date.now();
-for (let i = 0; i < total; i++) {
-  const spec = specs[i % specs.length]!;
-  const orderId = `bench-${started}-${i}`;
-  const { base, ...fields } = spec;
-  sentAt.set(orderId, Date.now());
-  await producer.send({
-    type: 'order.create',
-    command_id: `${orderId}-c`,
-    order_id: orderId,
-    ...fields,
-    deposit_amount: (base * (1 + i / 10_000)).toFixed(6),
-  });
+for (const order of planOrders(total, { variant: 0, orderId: (i) => `bench-${started}-${i}` })) {
+  sentAt.set(order.orderId, Date.now());
+  await producer.send(order.command);
 }
 const sendMs = Date.now() - started;
 await collector.waitFor(

@@ -483,36 +483,22 @@ export class OrderHost {
     }
     const slot = this.slots.get(command.order_id);
     const event = toActorEvent(command, this.opts.now());
-    if (!slot?.actor || !event) {
-      if (command.type === 'order.webhook_hint') {
-        await this.opts.writer.write([], [offset]);
-        return;
-      }
-      await this.reject(
-        command.order_id,
-        message.partition,
-        offset,
-        rejection(
-          'not_allowed',
-          `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : 'not active on this replica'}`,
-        ),
-      );
-      return;
-    }
-    if (!slot.actor.can(event)) {
-      if (command.type === 'order.webhook_hint') {
-        await this.opts.writer.write([], [offset]);
-        return;
-      }
-      await this.reject(
-        command.order_id,
-        message.partition,
-        offset,
-        rejection(
-          'not_allowed',
-          `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`,
-        ),
-      );
+    const refusal =
+      !slot?.actor || !event
+        ? `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : 'not active on this replica'}`
+        : slot.actor.can(event)
+          ? undefined
+          : `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`;
+    if (refusal !== undefined || !slot?.actor || !event) {
+      // A webhook hint for an order that cannot poll now is simply consumed: it never changes state by itself.
+      if (command.type === 'order.webhook_hint') await this.opts.writer.write([], [offset]);
+      else
+        await this.reject(
+          command.order_id,
+          message.partition,
+          offset,
+          rejection('not_allowed', refusal ?? 'not allowed'),
+        );
       return;
     }
     slot.actor.send(event);

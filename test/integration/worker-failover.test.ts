@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startLocalRedis, type LocalRedis } from '../../dev/services/index.ts';
 import { seqProblems, type PublishedEvent } from '../support/kafka-helpers.ts';
 import { uniqueName } from '../support/services.ts';
-import { addresses, startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { planOrders, type PlannedOrder } from '../support/order-specs.ts';
+import { startCluster, type Cluster } from '../support/worker-cluster.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -24,54 +25,8 @@ const fastQuotes = (config: Parameters<NonNullable<Parameters<typeof startCluste
   limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
 });
 
-interface PlannedOrder {
-  orderId: string;
-  amount: string;
-  command: Record<string, unknown>;
-}
-
-function planOrders(count: number, tag: number): PlannedOrder[] {
-  const modes = [
-    {
-      mode: 'defi',
-      deposit_currency: 'USDT',
-      withdraw_currency: 'ETH',
-      withdraw_address: addresses.eth,
-      base: 100,
-    },
-    {
-      mode: 'cefi',
-      deposit_currency: 'ETH',
-      withdraw_currency: 'BTC',
-      withdraw_address: addresses.btc,
-      base: 1,
-    },
-    {
-      mode: 'cefi_fixed',
-      deposit_currency: 'BTC',
-      withdraw_currency: 'ETH',
-      withdraw_address: addresses.eth2,
-      base: 0.01,
-    },
-  ];
-  return Array.from({ length: count }, (_, i) => {
-    const spec = modes[i % modes.length] ?? modes[0];
-    const orderId = uniqueName(`o${i}`);
-    // Unique amounts: each order is recognisable on the exchange, and no two share a quote cooldown.
-    const amount = (spec!.base * (1 + tag / 100) + i / 1000).toFixed(6);
-    const { base: _base, ...fields } = spec!;
-    return {
-      orderId,
-      amount,
-      command: {
-        type: 'order.create',
-        command_id: `${orderId}-create`,
-        order_id: orderId,
-        ...fields,
-        deposit_amount: amount,
-      },
-    };
-  });
+function planTestOrders(count: number, variant: number): PlannedOrder[] {
+  return planOrders(count, { variant, orderId: (i) => uniqueName(`o${i}`) });
 }
 
 async function completeAll(cluster: Cluster, orders: PlannedOrder[], timeoutMs: number): Promise<void> {
@@ -127,7 +82,7 @@ describe('worker failover', () => {
   it('three workers on 12 partitions: one SIGKILLed mid-flight, every order still completes exactly once', async () => {
     const cluster = await startCluster({ workers: 3, partitions: 12, sandbox: fastQuotes });
     cleanups.push(() => cluster.stop());
-    const orders = planOrders(24, 1);
+    const orders = planTestOrders(24, 1);
     for (const order of orders) await cluster.send(order.command);
     // Kill a worker that is not the webhook receiver while quotes and creations are in flight.
     await cluster.collector.waitFor(
@@ -165,7 +120,7 @@ describe('worker failover', () => {
       sandbox: fastQuotes,
     });
     cleanups.push(() => cluster.stop());
-    const orders = planOrders(12, 2);
+    const orders = planTestOrders(12, 2);
     for (const order of orders.slice(0, 6)) await cluster.send(order.command);
     await cluster.collector.waitFor(
       (events) => events.filter((e) => e.type === 'order.created').length >= 2,

@@ -24,8 +24,12 @@ describe('wire tolerance where the document leaves room', () => {
   });
 
   it('accepts the order list under results, or under orders when that is the key used', () => {
-    expect(orderPageSchema.parse({ results: [order], pagination: { next: null, previous: null } }).results).toHaveLength(1);
-    expect(orderPageSchema.parse({ orders: [order], pagination: { next: 'c2', previous: null } }).results).toHaveLength(1);
+    expect(
+      orderPageSchema.parse({ results: [order], pagination: { next: null, previous: null } }).results,
+    ).toHaveLength(1);
+    expect(
+      orderPageSchema.parse({ orders: [order], pagination: { next: 'c2', previous: null } }).results,
+    ).toHaveLength(1);
     expect(orderPageSchema.safeParse({ pagination: {} }).success).toBe(false);
   });
 });
