@@ -75,8 +75,8 @@ export const configSchema = z
           .replace(/[^A-Za-z0-9._-]/g, '-')
           .slice(0, 100) || 'worker',
       ),
-    POLL_INTERVAL_MS: intFromEnv(30_000, 1_000, 60_000),
-    RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 1_000, 60_000),
+    POLL_INTERVAL_MS: intFromEnv(30_000, 30_000, 60_000),
+    RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 30_000, 60_000),
     LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
     MAX_ACTIVE_ORDERS: intFromEnv(50_000, 1, 1_000_000),
     MAX_INFLIGHT_EXCHANGE_CALLS: intFromEnv(200, 1, 100_000),

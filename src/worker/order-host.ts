@@ -48,6 +48,8 @@ interface OrderSlot {
   lastWrite: Promise<void>;
   persistScheduled: boolean;
   stopped: boolean;
+  /** When the reconciliation sweep last nudged this order (at most one nudge per max age). */
+  lastNudgeAt: number;
 }
 
 const tracer = trace.getTracer('exchange-order-worker');
@@ -80,7 +82,7 @@ export class OrderHost {
   private readonly opts: OrderHostOptions;
   private readonly logger: Logger;
   private readonly maxCommands: number;
-  readonly counters = { commands: 0, rejected: 0, events: 0, restored: 0, leaseLost: 0 };
+  readonly counters = { commands: 0, rejected: 0, events: 0, restored: 0, leaseLost: 0, reconcileNudges: 0 };
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
@@ -108,6 +110,34 @@ export class OrderHost {
     await slot.lastWrite;
     if (slot.stopped || !this.opts.leases.isValid(orderId))
       throw new Error(`order ${orderId} is no longer driven by this replica`);
+  }
+
+  /**
+   * The reconciliation sweep's safety net: an order on the exchange whose status was last confirmed longer than
+   * `maxAgeMs` ago (its poll is overdue) is nudged to poll now. The machine polls on its own every poll interval;
+   * this only fires when something held a poll back. Returns how many orders were nudged.
+   */
+  reconcile(now: number, maxAgeMs: number): number {
+    let nudged = 0;
+    for (const slot of this.slots.values()) {
+      const status = slot.actor?.status();
+      if (
+        !slot.actor ||
+        !status ||
+        status.terminal ||
+        !status.uniqueReference ||
+        status.lastConfirmedAt === null
+      )
+        continue;
+      if (now - status.lastConfirmedAt <= maxAgeMs || now - slot.lastNudgeAt <= maxAgeMs) continue;
+      const nudge: OrderActorEvent = { type: 'WEBHOOK_HINT', at: now };
+      if (!slot.actor.can(nudge)) continue;
+      slot.actor.send(nudge);
+      slot.lastNudgeAt = now;
+      nudged++;
+    }
+    this.counters.reconcileNudges += nudged;
+    return nudged;
   }
 
   /** True while this replica may act for the order (used before every exchange call). */
@@ -216,6 +246,7 @@ export class OrderHost {
       lastWrite: Promise.resolve(),
       persistScheduled: false,
       stopped: false,
+      lastNudgeAt: 0,
     };
   }
 

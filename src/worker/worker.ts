@@ -38,6 +38,7 @@ export class Worker {
   private hintProducer: Producer | undefined;
   private server: Server | undefined;
   private backpressureTimer: NodeJS.Timeout | undefined;
+  private reconcileTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private kafkaHealthy = { ok: false, at: 0 };
   readonly now = (): number => Date.now();
@@ -188,6 +189,8 @@ export class Worker {
     );
     this.backpressureTimer = setInterval(() => this.applyBackpressure(), 100);
     this.backpressureTimer.unref();
+    this.reconcileTimer = setInterval(() => hostRef.reconcile(this.now(), config.reconcileMaxAgeMs), 5_000);
+    this.reconcileTimer.unref();
     logger.info(
       { port: this.listeningPort, partitions, topics: config.topics, workerId: config.workerId },
       'worker started',
@@ -268,6 +271,11 @@ export class Worker {
     );
     gauge('worker_lease_lost_total', 'order leases lost', host?.counters.leaseLost ?? 0);
     gauge(
+      'worker_reconcile_nudges_total',
+      'overdue polls started by the reconciliation sweep',
+      host?.counters.reconcileNudges ?? 0,
+    );
+    gauge(
       'worker_kafka_transactions_total',
       'Kafka transactions committed',
       this.writer?.committedTransactions ?? 0,
@@ -291,6 +299,7 @@ export class Worker {
     if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.backpressureTimer);
+    clearInterval(this.reconcileTimer);
     const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
       try {
         await fn();
