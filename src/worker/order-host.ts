@@ -273,7 +273,14 @@ export class OrderHost {
     slot.persistScheduled = true;
     queueMicrotask(() => {
       slot.persistScheduled = false;
-      void this.persist(slot).catch(() => {});
+      // An order can finish on its own (a poll confirms a terminal status, a deadline passes, creation fails):
+      // once its terminal record is durable it is unloaded and its lease released, as after a command.
+      void this.persist(slot).then(
+        (written) => {
+          if (written) this.finishIfTerminal(slot);
+        },
+        () => {},
+      );
     });
   }
 

@@ -92,6 +92,11 @@ describe('worker resilience', () => {
     // The poll interval is 30 s and a status is confirmed at least every 60 s.
     expect(Date.now() - started).toBeLessThan(65_000);
     expect(cluster.sandbox.listWebhookDeliveries()).toHaveLength(0);
+    // Finished on its own (a poll confirmed COMPLETED): unloaded and its lease released, like after a command.
+    const deadline = Date.now() + 10_000;
+    while ((await metrics(cluster))['worker_active_orders'] !== 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expect((await metrics(cluster))['worker_active_orders']).toBe(0);
 
     const worker = cluster.workers[0];
     const stopAt = Date.now();
