@@ -255,8 +255,10 @@ export class Worker {
 
   private metricsText(webhooks: object): string {
     const lines: string[] = [];
+    // Prometheus text format: *_total series are counters, everything else a gauge.
     const gauge = (name: string, help: string, value: number): void => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);
+      const type = name.endsWith('_total') ? 'counter' : 'gauge';
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
     };
     const host = this.host;
     gauge('worker_active_orders', 'orders driven by this replica', host?.activeOrders ?? 0);
@@ -289,8 +291,10 @@ export class Worker {
     const memory = process.memoryUsage();
     gauge('process_resident_memory_bytes', 'resident set size of the worker process', memory.rss);
     gauge('process_heap_used_bytes', 'V8 heap in use', memory.heapUsed);
-    for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>)
-      gauge(`worker_webhooks_${name}_total`, `webhooks ${name}`, value);
+    for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>) {
+      const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+      gauge(`worker_webhooks_${snake}_total`, `webhooks ${snake.replace(/_/g, ' ')}`, value);
+    }
     return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
   }
 
