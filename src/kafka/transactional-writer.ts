@@ -140,6 +140,21 @@ export class TransactionalWriter {
   }
 
   private async commitOnce(batch: Pending[]): Promise<Set<Pending>> {
+    const slow = setTimeout(() => {
+      this.opts.logger.error(
+        { transactionalId: this.opts.transactionalId },
+        'a Kafka transaction has not committed after 30 s: is the transaction coordinator available? ' +
+          '(a broker needs transaction.state.log.replication.factor and min.isr no larger than its broker count)',
+      );
+    }, 30_000);
+    try {
+      return await this.commitOnceUnwatched(batch);
+    } finally {
+      clearTimeout(slow);
+    }
+  }
+
+  private async commitOnceUnwatched(batch: Pending[]): Promise<Set<Pending>> {
     const byTopic = new Map<string, OutboundRecord[]>();
     const offsets = new Map<string, OffsetToCommit>();
     const refused = new Set<Pending>();

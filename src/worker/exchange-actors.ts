@@ -66,19 +66,21 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   const skew = deps.lookupSkewMs ?? 120_000;
   const pages = deps.lookupPages ?? 5;
 
+  // Counted from the moment the machine invokes the call (synchronously, as the transition is taken), so the
+  // consumer sees the pressure before it takes the next command.
   const guarded = async <T>(orderId: string, call: () => Promise<T>): Promise<T> => {
-    try {
-      await deps.durable(orderId);
-    } catch (error) {
-      // Not ours any more (lease lost, shutting down): no call is made; the machine sees a retryable failure
-      // but its actor is being stopped anyway.
-      throw new ActorFailure(
-        { kind: 'exchange_failure', action: 'backoff', code: 'not_owner', message: (error as Error).message },
-        now(),
-      );
-    }
     inflight++;
     try {
+      try {
+        await deps.durable(orderId);
+      } catch (error) {
+        // Not ours any more (lease lost, shutting down): no call is made; the machine sees a retryable failure
+        // but its actor is being stopped anyway.
+        throw new ActorFailure(
+          { kind: 'exchange_failure', action: 'backoff', code: 'not_owner', message: (error as Error).message },
+          now(),
+        );
+      }
       return await call();
     } catch (error) {
       throw stamped(error, now());

@@ -299,11 +299,12 @@ export class OrderHost {
     };
   }
 
-  private eventRecord(
-    orderId: string | null,
-    partition: number | undefined,
-    event: Record<string, unknown>,
-  ): OutboundRecord {
+  /**
+   * An event for TOPIC_EVENTS, keyed by order_id. Its partition is left to the key's hash (not tied to the command
+   * partition): the events topic may have been created with another partition count, and one key always lands on
+   * one partition, which is what keeps an order's events in order.
+   */
+  private eventRecord(orderId: string | null, event: Record<string, unknown>): OutboundRecord {
     const checked = orderEvent.safeParse(event);
     if (!checked.success) {
       // A machine/contract mismatch is a bug; publish anyway (losing the event is worse) and say so loudly.
@@ -316,7 +317,6 @@ export class OrderHost {
       topic: this.opts.topics.events,
       key: orderId ?? String(event['event_id']),
       value: JSON.stringify(event),
-      ...(partition === undefined ? {} : { partition }),
       headers: { 'event-type': String(event['type']) },
     };
   }
@@ -340,7 +340,7 @@ export class OrderHost {
     for (const event of [...emitted, ...(extra.events ?? [])]) {
       seq++;
       const full = { ...event, ...this.envelope(slot.orderId, seq, `${slot.orderId}:${seq}`) };
-      records.push(this.eventRecord(slot.orderId, slot.partition, { type: event.type, ...full }));
+      records.push(this.eventRecord(slot.orderId, { type: event.type, ...full }));
     }
     this.counters.events += records.length;
     const status = slot.actor?.status();
@@ -635,7 +635,7 @@ export class OrderHost {
       const event = { ...rejected, ...this.envelope(orderId, seq, `${orderId}:${seq}`) };
       const written = await this.opts.writer.write(
         [
-          this.eventRecord(orderId, record.partition, event),
+          this.eventRecord(orderId, event),
           {
             topic: this.opts.topics.state,
             key: orderId,
@@ -654,7 +654,7 @@ export class OrderHost {
     const eventId = `rejected:${body.source.topic}:${body.source.partition}:${body.source.offset}`;
     const event = { ...rejected, ...this.envelope(orderId, 0, eventId) };
     await this.opts.writer.write(
-      [this.eventRecord(orderId, orderId ? partition : undefined, event)],
+      [this.eventRecord(orderId, event)],
       [offset],
     );
   }
