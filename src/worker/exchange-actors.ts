@@ -77,7 +77,12 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
         // Not ours any more (lease lost, shutting down): no call is made; the machine sees a retryable failure
         // but its actor is being stopped anyway.
         throw new ActorFailure(
-          { kind: 'exchange_failure', action: 'backoff', code: 'not_owner', message: (error as Error).message },
+          {
+            kind: 'exchange_failure',
+            action: 'backoff',
+            code: 'not_owner',
+            message: (error as Error).message,
+          },
           now(),
         );
       }

@@ -20,6 +20,8 @@ export interface OrderActorStatus {
   uniqueReference: string | null;
   /** When the exchange's view of the order was last confirmed with a GET (epoch ms), if ever. */
   lastConfirmedAt: number | null;
+  /** The deposit transaction hash already accepted for this order (pending or recorded), if any. */
+  depositTxHash: string | null;
 }
 
 export interface OrderActorHandle {

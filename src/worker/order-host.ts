@@ -520,6 +520,11 @@ export class OrderHost {
       return;
     }
     const slot = this.slots.get(command.order_id);
+    if (command.type === 'order.submit_deposit' && slot?.actor?.status().depositTxHash === command.tx_hash) {
+      // The same deposit hash again (under a new command_id): already accepted, nothing more to do.
+      await this.opts.writer.write([], [offset]);
+      return;
+    }
     const event = toActorEvent(command, this.opts.now());
     const refusal =
       !slot?.actor || !event
@@ -653,9 +658,6 @@ export class OrderHost {
     }
     const eventId = `rejected:${body.source.topic}:${body.source.partition}:${body.source.offset}`;
     const event = { ...rejected, ...this.envelope(orderId, 0, eventId) };
-    await this.opts.writer.write(
-      [this.eventRecord(orderId, event)],
-      [offset],
-    );
+    await this.opts.writer.write([this.eventRecord(orderId, event)], [offset]);
   }
 }

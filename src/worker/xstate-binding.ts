@@ -71,6 +71,7 @@ export function createXStateBinding(opts: {
           state: JSON.stringify(snapshot.value),
           terminal: snapshot.status === 'done',
           uniqueReference: context.order?.uniqueReference ?? null,
+          depositTxHash: context.deposit?.txHash ?? context.depositRecorded?.txHash ?? null,
           lastConfirmedAt:
             context.nextPollAt === null ? null : context.nextPollAt - context.config.pollIntervalMs,
         };

@@ -52,6 +52,23 @@ describe('worker lifecycle against the sandbox', () => {
       tx_hash: '0xfeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface',
     });
     await cluster.collector.waitForOrderEvent(orderId, 'order.deposit_submitted');
+    // The same hash under a new command_id is already done; another hash is not allowed any more.
+    await cluster.send({
+      type: 'order.submit_deposit',
+      command_id: `${orderId}-deposit-again`,
+      order_id: orderId,
+      tx_hash: '0xfeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface',
+    });
+    await cluster.send({
+      type: 'order.submit_deposit',
+      command_id: `${orderId}-deposit-other`,
+      order_id: orderId,
+      tx_hash: '0x0000000000000000000000000000000000000000000000000000000000000bad',
+    });
+    const refused = await cluster.collector.waitForOrderEvent(orderId, 'command.rejected');
+    expect(refused).toMatchObject({ command_id: `${orderId}-deposit-other`, reason: 'not_allowed' });
+    expect(cluster.collector.of(orderId).filter((e) => e.type === 'command.rejected')).toHaveLength(1);
+    expect(cluster.collector.of(orderId).filter((e) => e.type === 'order.deposit_submitted')).toHaveLength(1);
     const reference = String(created['unique_reference']);
     expect(cluster.sandbox.orders.get(reference)?.order['deposit_transaction']).toMatch(/^0xfeedface/);
 
