@@ -97,6 +97,8 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   return {
     inflight: () => inflight,
     acquireQuoteSlot: async (input) => {
+      // The ~15 s cooldown concerns identical *actionable* quote requests; other quotes need no slot.
+      if (!input.actionable) return { granted: true, at: now() };
       const decision = await deps.cooldown.tryAcquire(
         input.mode,
         input.pair,

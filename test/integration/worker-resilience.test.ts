@@ -105,4 +105,29 @@ describe('worker resilience', () => {
     expect(Date.now() - stopAt).toBeLessThan(15_000);
     expect(worker?.log()).toContain('"msg":"stopped"');
   });
+
+  it('lets two orders with the same pair and amount share one actionable-quote cooldown across replicas', async () => {
+    const cluster = await startCluster({ workers: 2, partitions: 4 });
+    cleanups.push(() => cluster.stop());
+    const same = {
+      mode: 'defi',
+      deposit_currency: 'USDT',
+      withdraw_currency: 'ETH',
+      deposit_amount: '222.5',
+      withdraw_address: addresses.eth,
+    };
+    const ids = [uniqueName('twin-a'), uniqueName('twin-b')];
+    for (const id of ids)
+      await cluster.send({ type: 'order.create', command_id: `${id}-c`, order_id: id, ...same });
+    const quoted = await Promise.all(
+      ids.map((id) => cluster.collector.waitForOrderEvent(id, 'order.quoted', 60_000)),
+    );
+    await Promise.all(ids.map((id) => cluster.collector.waitForOrderEvent(id, 'order.created', 60_000)));
+    const [first, second] = quoted.map((e) => Date.parse(e.occurred_at)).sort((a, b) => a - b);
+    // The exchange allows one identical actionable request per ~15 s; the second order waited for the slot.
+    expect(second! - first!).toBeGreaterThanOrEqual(14_000);
+    expect(
+      cluster.sandbox.orders.list().filter((o) => Number(o.order['deposit_amount']) === 222.5),
+    ).toHaveLength(2);
+  });
 });
