@@ -7,6 +7,8 @@ import type { SeededRandom } from './seeded-random.ts';
 export const endpointFaultKinds = [
   'latency',
   'timeout',
+  /** The request takes effect (an order is created) but the connection drops before any response. */
+  'lost_response',
   'http_error',
   'throttle',
   'quote_provider_unavailable',

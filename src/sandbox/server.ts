@@ -206,6 +206,11 @@ export async function startSandboxServer(
           });
         }
         reply = await match.route.handler(request);
+        // The request took effect, but the client never hears of it: its outcome is unknown to the caller.
+        if (faults.endpointFaults(endpoint, ['lost_response']).length > 0) {
+          response.destroy();
+          return;
+        }
       }
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
