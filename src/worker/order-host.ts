@@ -77,6 +77,8 @@ function toActorEvent(command: OrderCommand, at: number): OrderActorEvent | null
 
 export class OrderHost {
   private readonly slots = new Map<string, OrderSlot>();
+  /** Command partitions assigned to this replica (an order is driven only while its partition is here). */
+  private readonly assigned = new Set<number>();
   /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
   private readonly reloading = new Map<string, Promise<void>>();
   private readonly opts: OrderHostOptions;
@@ -148,7 +150,15 @@ export class OrderHost {
 
   // ---- partitions ---------------------------------------------------------------------------------------------
 
+  /**
+   * Partitions moved. Revoked ones: their orders are persisted and their leases released. Added ones: read up to a
+   * barrier, take the leases of their unfinished orders (waiting for a previous owner to let go), then read up to a
+   * second barrier - a previous owner writes its last records before it releases a lease, so only after the lease
+   * is ours is the state topic known to hold the order's latest record - and restore from that.
+   */
   async onAssignment(revoked: number[], added: number[]): Promise<void> {
+    for (const partition of revoked) this.assigned.delete(partition);
+    for (const partition of added) this.assigned.add(partition);
     const revokedSet = new Set(revoked);
     await Promise.all(
       [...this.slots.values()]
@@ -157,12 +167,19 @@ export class OrderHost {
     );
     if (added.length === 0) return;
     await this.opts.store.catchUp(added);
-    for (const partition of added) {
-      for (const record of this.opts.store.recordsOfPartition(partition)) {
-        if (record.terminal || this.slots.has(record.order_id)) continue;
-        await this.load(record);
-        this.counters.restored++;
-      }
+    const candidates = added
+      .flatMap((partition) => this.opts.store.recordsOfPartition(partition))
+      .filter((record) => !record.terminal && !this.slots.has(record.order_id));
+    const leased = await Promise.all(
+      candidates.map(async (record) => ({
+        record,
+        fence: await this.acquireLease(record.order_id, record.fence, record.partition),
+      })),
+    );
+    await this.opts.store.catchUp(added);
+    for (const { record, fence } of leased) {
+      if (fence === null) continue;
+      if (await this.restoreLatest(record.order_id, fence)) this.counters.restored++;
     }
   }
 
@@ -185,8 +202,13 @@ export class OrderHost {
     });
   }
 
-  private async acquireLease(orderId: string, minFence: number): Promise<number> {
+  /**
+   * Takes the order's lease, waiting while another replica holds it. Gives up (null) when the order's partition is
+   * no longer assigned here: the new owner drives it.
+   */
+  private async acquireLease(orderId: string, minFence: number, partition: number): Promise<number | null> {
     for (let attempt = 0; ; attempt++) {
+      if (!this.assigned.has(partition)) return null;
       const grant = await this.opts.leases.acquire(orderId, minFence).catch((error: unknown) => {
         this.logger.warn({ orderId, err: { message: (error as Error).message } }, 'lease acquire failed');
         return null;
@@ -198,23 +220,30 @@ export class OrderHost {
     }
   }
 
-  private async load(record: OrderRecord): Promise<void> {
-    const fence = await this.acquireLease(record.order_id, record.fence);
+  /** Restores an order whose lease we hold from its latest durable record; false (lease released) if finished. */
+  private async restoreLatest(orderId: string, fence: number): Promise<boolean> {
+    if (this.slots.has(orderId)) return false;
+    const record = this.opts.store.get(orderId);
+    if (!record || record.terminal) {
+      await this.opts.leases.release(orderId).catch(() => {});
+      return false;
+    }
     const slot = this.newSlot(record, fence);
-    this.slots.set(record.order_id, slot);
+    this.slots.set(orderId, slot);
     try {
       slot.actor = this.opts.binding.restore(record.machine, this.startOptions(slot));
     } catch (error) {
       this.logger.error(
-        { orderId: record.order_id, err: { message: (error as Error).message } },
+        { orderId, err: { message: (error as Error).message } },
         'could not restore order; it stays unloaded',
       );
-      this.slots.delete(record.order_id);
-      await this.opts.leases.release(record.order_id).catch(() => {});
-      return;
+      this.slots.delete(orderId);
+      await this.opts.leases.release(orderId).catch(() => {});
+      return false;
     }
     this.schedulePersist(slot);
     this.finishIfTerminal(slot);
+    return true;
   }
 
   /** The lease of an order was lost (expired, stolen, or Redis restarted empty): stop it and reload from Kafka. */
@@ -229,7 +258,12 @@ export class OrderHost {
     const reload = (async () => {
       await slot.lastWrite.catch(() => {});
       const record = this.opts.store.get(orderId);
-      if (record && !record.terminal) await this.load(record);
+      if (!record || record.terminal) return;
+      const fence = await this.acquireLease(orderId, record.fence, record.partition);
+      if (fence === null) return;
+      // Whoever held the lease meanwhile wrote its last records before letting go: read up to them first.
+      await this.opts.store.catchUp([record.partition]);
+      await this.restoreLatest(orderId, fence);
     })().finally(() => this.reloading.delete(orderId));
     this.reloading.set(orderId, reload);
     await reload;
@@ -558,7 +592,14 @@ export class OrderHost {
     offset: OffsetToCommit,
     hash: string,
   ): Promise<void> {
-    const fence = await this.acquireLease(command.order_id, 0);
+    const fence = await this.acquireLease(command.order_id, 0, partition);
+    if (fence === null) {
+      throw new WorkerError(
+        'partition_revoked',
+        `partition ${partition} was revoked while order ${command.order_id} was being created`,
+        { retryable: true },
+      );
+    }
     const record: OrderRecord = {
       v: 1,
       order_id: command.order_id,
@@ -623,7 +664,14 @@ export class OrderHost {
     const record = orderId ? this.opts.store.get(orderId) : undefined;
     if (record && orderId) {
       // A finished order (no actor): extend its history under a fresh lease.
-      const fence = await this.acquireLease(orderId, record.fence);
+      const fence = await this.acquireLease(orderId, record.fence, record.partition);
+      if (fence === null) {
+        throw new WorkerError(
+          'partition_revoked',
+          `partition ${record.partition} was revoked while a command for ${orderId} was refused`,
+          { retryable: true },
+        );
+      }
       const seq = record.seq + 1;
       const commands =
         hash && body.command_id

@@ -106,6 +106,27 @@ describe('worker failover', () => {
     expect(cluster.sandbox.orders.list()).toHaveLength(orders.length);
   });
 
+  it('a replica paused longer than its lease (SIGSTOP) never drives an order twice once it wakes', async () => {
+    const cluster = await startCluster({ workers: 2, partitions: 4, sandbox: fastQuotes });
+    cleanups.push(() => cluster.stop());
+    const orders = planTestOrders(10, 3);
+    for (const order of orders) await cluster.send(order.command);
+    await cluster.collector.waitFor(
+      (events) => events.filter((e) => e.type === 'order.created').length >= 3,
+      'some orders created',
+      90_000,
+    );
+    const sleeper = cluster.workers[1]!;
+    sleeper.child.kill('SIGSTOP');
+    // Past the consumer session (15 s) and the lease (6 s): the other replica takes over and finishes the orders.
+    await completeAll(cluster, orders, 180_000);
+    sleeper.child.kill('SIGCONT');
+    // Give the woken replica time to do whatever it would do with its stale orders.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    assertExactlyOnce(cluster, orders);
+    expect(cluster.sandbox.orders.list()).toHaveLength(orders.length);
+  });
+
   it('Redis restarted empty mid-run loses nothing and duplicates nothing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'worker-redis-'));
     const redis: LocalRedis = await startLocalRedis({ dir });
