@@ -113,29 +113,35 @@ export class TransactionalWriter {
     }
   }
 
+  /**
+   * Retries a failed transaction (aborted first, so nothing of it is visible) for up to two minutes with a capped
+   * backoff; a fenced producer (another process took our transactional id) is final at once. Giving up is fatal:
+   * the process stops and another replica restores its orders from Kafka.
+   */
   private async commitWithRetry(batch: Pending[]): Promise<Set<Pending>> {
     let lastError: unknown;
-    for (let attempt = 1; attempt <= 5; attempt++) {
+    const deadline = Date.now() + 120_000;
+    for (let attempt = 1; ; attempt++) {
       try {
         return await this.commitOnce(batch);
       } catch (error) {
         lastError = error;
         const name =
           (error as { name?: string; type?: string }).type ?? (error as { name?: string }).name ?? '';
-        this.opts.logger.warn(
+        // CONCURRENT_TRANSACTIONS: the previous commit's markers are still being written; routine, retried.
+        this.opts.logger[name === 'CONCURRENT_TRANSACTIONS' ? 'debug' : 'warn'](
           { attempt, err: { name, message: (error as Error).message } },
           'kafka transaction failed',
         );
         if (/FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(name)) break;
-        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+        if (Date.now() > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
       }
     }
     throw new WorkerError(
       'kafka_transaction_failed',
       `could not commit a Kafka transaction: ${(lastError as Error)?.message ?? 'unknown'}`,
-      {
-        cause: lastError,
-      },
+      { cause: lastError },
     );
   }
 

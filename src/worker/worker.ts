@@ -283,6 +283,11 @@ export class Worker {
       this.writer?.committedTransactions ?? 0,
     );
     gauge(
+      'worker_exchange_calls_inflight',
+      'exchange calls in progress',
+      this.adapters.inflightExchangeCalls(),
+    );
+    gauge(
       'worker_consumer_paused',
       '1 while consumption is paused by backpressure',
       this.consumer?.isPaused ? 1 : 0,

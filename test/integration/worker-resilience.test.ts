@@ -59,7 +59,9 @@ describe('worker resilience', () => {
     const deadline = Date.now() + 90_000;
     for (;;) {
       const m = await metrics(cluster);
-      maxInflight = Math.max(maxInflight, m['worker_exchange_calls_inflight'] ?? 0);
+      const inflight = m['worker_exchange_calls_inflight'];
+      expect(inflight, 'the worker reports its exchange calls in flight').toBeTypeOf('number');
+      maxInflight = Math.max(maxInflight, inflight ?? 0);
       sawPause ||= m['worker_consumer_paused'] === 1;
       const created = commands.filter((c) =>
         cluster.collector.of(String(c['order_id'])).some((e) => e.type === 'order.created'),
@@ -70,6 +72,7 @@ describe('worker resilience', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(sawPause).toBe(true);
+    expect(maxInflight).toBeGreaterThanOrEqual(2);
     // A batch already fetched may add one call before the pause takes hold; never the whole backlog.
     expect(maxInflight).toBeLessThanOrEqual(3);
     expect(cluster.sandbox.orders.list()).toHaveLength(commands.length);
