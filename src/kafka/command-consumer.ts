@@ -33,6 +33,8 @@ export class CommandConsumer {
   private handlers: CommandConsumerHandlers | undefined;
   private assignmentChain: Promise<void> = Promise.resolve();
   restoredPartitions = new Set<number>();
+  /** Joined the consumer group at least once (a member may legitimately hold no partition). */
+  joined = false;
 
   constructor(opts: { kafka: Kafka; topic: string; groupId: string; partitions: number; logger: Logger }) {
     this.topic = opts.topic;
@@ -47,6 +49,7 @@ export class CommandConsumer {
       retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 5_000 },
     });
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
+      this.joined = true;
       const next = decodeAssignment(event.payload.memberAssignment, this.topic);
       this.changeAssignment(next);
     });
