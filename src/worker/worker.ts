@@ -242,9 +242,9 @@ export class Worker {
       this.kafkaHealthy = { ok, at: this.now() };
     }
     checks['kafka'] = { ok: this.kafkaHealthy.ok };
-    const restored = Boolean(
-      this.consumer && this.consumer.assigned.length > 0 && this.consumer.allRestored(),
-    );
+    // Ready once in the group with every assigned partition restored; a replica beyond the partition count holds
+    // none and is still ready (it takes over when another leaves).
+    const restored = Boolean(this.consumer?.joined && this.consumer.allRestored());
     checks['partitions'] = {
       ok: restored,
       detail: `${this.consumer?.restoredPartitions.size ?? 0}/${this.consumer?.assigned.length ?? 0} restored`,
