@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
-import { parseCommand } from '../contract/commands.ts';
+import { orderCommand, parseCommand } from '../contract/commands.ts';
 import { orderEvent, type RejectionReason } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
@@ -646,12 +646,11 @@ export class OrderHost {
     );
     const slot = orderId ? this.slots.get(orderId) : undefined;
     const rejected = { type: 'command.rejected', ...body };
-    const hash = body.command_id
-      ? createHash('sha256')
-          .update(JSON.stringify(body.command ?? null))
-          .digest('hex')
-          .slice(0, 32)
-      : undefined;
+    // A parsed command is remembered under its content hash (as accepted ones are), so the same command delivered
+    // again is a no-op rather than a conflict; an unparsed one is not remembered.
+    const parsedCommand = orderCommand.safeParse(body.command);
+    const hash =
+      body.command_id && parsedCommand.success ? commandContentHash(parsedCommand.data) : undefined;
     if (slot && orderId) {
       const written = await this.persist(slot, {
         offset,
