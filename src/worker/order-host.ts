@@ -485,7 +485,7 @@ export class OrderHost {
     span.setAttribute('command.type', parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown'));
     if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
     if (!parsed.ok) {
-      await this.reject(parsed.orderId, message.partition, offset, {
+      await this.reject(parsed.orderId, offset, {
         command_id: parsed.commandId,
         command_type: parsed.commandType,
         reason: parsed.reason,
@@ -517,7 +517,6 @@ export class OrderHost {
         }
         await this.reject(
           command.order_id,
-          message.partition,
           offset,
           rejection('order_exists', `order ${command.order_id} already exists with different content`),
         );
@@ -530,7 +529,6 @@ export class OrderHost {
     if (!existing) {
       await this.reject(
         command.order_id,
-        message.partition,
         offset,
         rejection('unknown_order', `no order ${command.order_id} exists`),
       );
@@ -544,7 +542,6 @@ export class OrderHost {
       }
       await this.reject(
         command.order_id,
-        message.partition,
         offset,
         rejection(
           'duplicate_conflict',
@@ -569,13 +566,7 @@ export class OrderHost {
     if (refusal !== undefined || !slot?.actor || !event) {
       // A webhook hint for an order that cannot poll now is simply consumed: it never changes state by itself.
       if (command.type === 'order.webhook_hint') await this.opts.writer.write([], [offset]);
-      else
-        await this.reject(
-          command.order_id,
-          message.partition,
-          offset,
-          rejection('not_allowed', refusal ?? 'not allowed'),
-        );
+      else await this.reject(command.order_id, offset, rejection('not_allowed', refusal ?? 'not allowed'));
       return;
     }
     slot.actor.send(event);
@@ -628,7 +619,6 @@ export class OrderHost {
    */
   private async reject(
     orderId: string | null,
-    partition: number,
     offset: OffsetToCommit,
     body: {
       command_id: string | null;
