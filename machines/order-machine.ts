@@ -678,6 +678,20 @@ export const orderMachineSetup = setup({
   },
 });
 
+/**
+ * A step before the exchange order exists failed: wait and try again while the failure is retryable and attempts
+ * remain, else fail the order with the reason. The same for pre-screening, the quote slot and the quote.
+ */
+const thrown = ({ event }: { event: { error: unknown } }): ThrownFailure => ({ error: event.error });
+const retryOrFail = [
+  {
+    guard: { type: 'mayRetry', params: thrown },
+    target: 'waiting',
+    actions: { type: 'scheduleRetry', params: thrown },
+  },
+  { target: '#order.failed', actions: { type: 'failOrder', params: thrown } },
+] as const;
+
 export const orderMachine = orderMachineSetup.createMachine({
   id: 'order',
   context: ({ input }) => initialOrderContext(input),
@@ -774,17 +788,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
               },
             ],
-            onError: [
-              {
-                guard: { type: 'mayRetry', params: ({ event }) => ({ error: event.error }) },
-                target: 'waiting',
-                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
-              },
-              {
-                target: '#order.failed',
-                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
-              },
-            ],
+            onError: retryOrFail,
           },
         },
         waiting: {
@@ -829,17 +833,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 },
               },
             ],
-            onError: [
-              {
-                guard: { type: 'mayRetry', params: ({ event }) => ({ error: event.error }) },
-                target: 'waiting',
-                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
-              },
-              {
-                target: '#order.failed',
-                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
-              },
-            ],
+            onError: retryOrFail,
           },
         },
         coolingDown: {
@@ -859,17 +853,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 { type: 'emitQuoted', params: ({ event }) => ({ quote: event.output }) },
               ],
             },
-            onError: [
-              {
-                guard: { type: 'mayRetry', params: ({ event }) => ({ error: event.error }) },
-                target: 'waiting',
-                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
-              },
-              {
-                target: '#order.failed',
-                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
-              },
-            ],
+            onError: retryOrFail,
           },
         },
         /** Backoff or throttle: the retry asks for a slot again, so it never breaks the cooldown either. */
