@@ -107,9 +107,13 @@ export async function servicesUp(opts: { log?: (line: string) => void } = {}): P
     let docker: boolean | undefined;
     const useDocker = async (): Promise<boolean> => (docker ??= await dockerEngineAnswers());
 
+    // Services given by the environment are used as they are and never recorded: the state file keeps only what
+    // this module started, so `services:down` can always stop it.
+    let kafka: KafkaRecord | undefined = state.kafka;
+    let redis: RedisRecord | undefined = state.redis;
     const envBrokers = process.env['KAFKA_BROKERS'];
     if (envBrokers) {
-      state.kafka = {
+      kafka = {
         kind: 'env',
         brokers: envBrokers
           .split(',')
@@ -123,15 +127,15 @@ export async function servicesUp(opts: { log?: (line: string) => void } = {}): P
         state.kafka = await startDockerKafka();
       } else {
         log('starting a local Kafka broker (KRaft, Maven Central jars, local JDK)');
-        const kafka = await startLocalKafka({ dir: join(servicesDir, 'kafka'), log });
-        state.kafka = kafka.state;
+        state.kafka = (await startLocalKafka({ dir: join(servicesDir, 'kafka'), log })).state;
       }
+      kafka = state.kafka;
       started.kafka = true;
     }
 
     const envRedis = process.env['REDIS_URL'];
     if (envRedis) {
-      state.redis = { kind: 'env', url: envRedis };
+      redis = { kind: 'env', url: envRedis };
     } else if (!(await redisRecordAnswers(state.redis))) {
       if (state.redis) await stopRedisRecord(state.redis);
       if (await useDocker()) {
@@ -139,25 +143,24 @@ export async function servicesUp(opts: { log?: (line: string) => void } = {}): P
         state.redis = await startDockerRedis();
       } else {
         log('starting a local redis-server');
-        const redis = await startLocalRedis({ dir: join(servicesDir, 'redis') });
-        state.redis = redis.state;
+        state.redis = (await startLocalRedis({ dir: join(servicesDir, 'redis') })).state;
       }
+      redis = state.redis;
       started.redis = true;
     }
     writeState(state);
-    if (!state.kafka || !state.redis) throw new Error('services: internal error, no Kafka or Redis record');
-    const endpoints = { kafkaBrokers: state.kafka.brokers, redisUrl: state.redis.url };
+    if (!kafka || !redis) throw new Error('services: internal error, no Kafka or Redis record');
+    const endpoints = { kafkaBrokers: kafka.brokers, redisUrl: redis.url };
     if (!(await kafkaAnswers(endpoints.kafkaBrokers, 10_000))) {
       throw new Error(`Kafka at ${endpoints.kafkaBrokers.join(',')} does not answer`);
     }
-    if (!(await redisRecordAnswers(state.redis)))
-      throw new Error(`Redis at ${endpoints.redisUrl} does not answer`);
+    if (!(await redisRecordAnswers(redis))) throw new Error(`Redis at ${endpoints.redisUrl} does not answer`);
     return {
       endpoints,
       started,
       describe: [
-        `kafka  ${state.kafka.kind.padEnd(6)} ${endpoints.kafkaBrokers.join(',')}${started.kafka ? '' : ' (reused)'}`,
-        `redis  ${state.redis.kind.padEnd(6)} ${endpoints.redisUrl}${started.redis ? '' : ' (reused)'}`,
+        `kafka  ${kafka.kind.padEnd(6)} ${endpoints.kafkaBrokers.join(',')}${started.kafka ? '' : ' (reused)'}`,
+        `redis  ${redis.kind.padEnd(6)} ${endpoints.redisUrl}${started.redis ? '' : ' (reused)'}`,
       ],
     };
   });

@@ -164,6 +164,9 @@ export async function startLocalKafka(opts: {
   const props = join(opts.dir, 'server.properties');
   const brokerLog = join(opts.dir, 'broker.log');
   const stdoutLog = join(opts.dir, 'stdout.log');
+  // A new broker starts from empty storage: data left by a broker that was killed (say, with the machine) belongs to
+  // another cluster id and would make the format step fail.
+  rmSync(join(opts.dir, 'data'), { recursive: true, force: true });
   writeFileSync(props, serverProperties(state));
   writeFileSync(join(opts.dir, 'log4j.properties'), log4jProperties(brokerLog));
   const log4j = `-Dlog4j.configuration=file:${join(opts.dir, 'log4j.properties')}`;
