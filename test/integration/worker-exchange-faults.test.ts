@@ -2,7 +2,7 @@
 // errors and unreliable webhooks. Every order must still end where the exchange says, with one exchange order.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { seqProblems } from '../support/kafka-helpers.ts';
-import { modeSpecs } from '../support/order-specs.ts';
+import { orderCreateCommand } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 import { startCluster, type Cluster } from '../support/worker-cluster.ts';
 
@@ -19,18 +19,8 @@ function order(
   mode: 'defi' | 'cefi' | 'cefi_fixed',
   amount: string,
 ): { orderId: string; command: Record<string, unknown> } {
-  const { base: _base, ...fields } = modeSpecs.find((s) => s.mode === mode)!;
   const orderId = uniqueName(`fault-${mode}`);
-  return {
-    orderId,
-    command: {
-      type: 'order.create',
-      command_id: `${orderId}-c`,
-      order_id: orderId,
-      ...fields,
-      deposit_amount: amount,
-    },
-  };
+  return { orderId, command: orderCreateCommand(mode, amount, orderId) };
 }
 
 function exchangeOrders(amount: string): number {

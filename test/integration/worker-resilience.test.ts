@@ -1,6 +1,7 @@
 // Operational behaviour of real worker processes: backpressure when the exchange is slow, reconciliation by
 // polling when no webhook ever arrives, and a graceful, bounded shutdown on SIGTERM.
 import { afterEach, describe, expect, it } from 'vitest';
+import { orderCreateCommand } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 import { addresses, startCluster, type Cluster } from '../support/worker-cluster.ts';
 
@@ -24,17 +25,7 @@ async function metrics(cluster: Cluster, index = 0): Promise<Record<string, numb
 }
 
 function cefiOrder(amount: string): Record<string, unknown> {
-  const orderId = uniqueName('order');
-  return {
-    type: 'order.create',
-    command_id: `${orderId}-c`,
-    order_id: orderId,
-    mode: 'cefi',
-    deposit_currency: 'ETH',
-    withdraw_currency: 'BTC',
-    deposit_amount: amount,
-    withdraw_address: addresses.btc,
-  };
+  return orderCreateCommand('cefi', amount, uniqueName('order'));
 }
 
 describe('worker resilience', () => {

@@ -2,7 +2,8 @@
 // (unique_reference, status), hints routed to the owning replica, KYC notifications published.
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addresses, startCluster, webhookSecret, type Cluster } from '../support/worker-cluster.ts';
+import { startCluster, webhookSecret, type Cluster } from '../support/worker-cluster.ts';
+import { orderCreateCommand } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 
 let cluster: Cluster;
@@ -43,16 +44,7 @@ async function metric(name: string): Promise<number> {
 describe('webhook receiver', () => {
   it('refuses unsigned, wrongly signed, stale and tampered webhooks, and deduplicates redeliveries', async () => {
     const orderId = uniqueName('order');
-    await cluster.send({
-      type: 'order.create',
-      command_id: `${orderId}-c`,
-      order_id: orderId,
-      mode: 'cefi',
-      deposit_currency: 'ETH',
-      withdraw_currency: 'BTC',
-      deposit_amount: '1.75',
-      withdraw_address: addresses.btc,
-    });
+    await cluster.send(orderCreateCommand('cefi', '1.75', orderId));
     const created = await cluster.collector.waitForOrderEvent(orderId, 'order.created');
     const reference = String(created['unique_reference']);
     const order = { ...cluster.sandbox.orders.get(reference)?.order, status: 'PAID', id: 'delivery-1' };
@@ -91,16 +83,7 @@ describe('webhook receiver', () => {
 
   it('records a KYC notification from the exchange and publishes it', async () => {
     const orderId = uniqueName('order');
-    await cluster.send({
-      type: 'order.create',
-      command_id: `${orderId}-c`,
-      order_id: orderId,
-      mode: 'cefi',
-      deposit_currency: 'ETH',
-      withdraw_currency: 'BTC',
-      deposit_amount: '1.85',
-      withdraw_address: addresses.btc,
-    });
+    await cluster.send(orderCreateCommand('cefi', '1.85', orderId));
     const reference = String(
       (await cluster.collector.waitForOrderEvent(orderId, 'order.created'))['unique_reference'],
     );

@@ -55,3 +55,20 @@ export function planOrders(
     };
   });
 }
+
+/** One order.create command of the given mode and deposit amount, for an order of its own. */
+export function orderCreateCommand(
+  mode: (typeof modeSpecs)[number]['mode'],
+  amount: string,
+  orderId: string,
+): Record<string, unknown> {
+  const spec = modeSpecs.find((s) => s.mode === mode) ?? modeSpecs[0];
+  const { base: _base, ...fields } = spec;
+  return {
+    type: 'order.create',
+    command_id: `${orderId}-c`,
+    order_id: orderId,
+    ...fields,
+    deposit_amount: amount,
+  };
+}
