@@ -19,6 +19,23 @@ export type ExchangeStatus = keyof typeof exchangeStatusCodes;
 export const terminalExchangeStatuses: readonly ExchangeStatus[] = ['COMPLETED', 'REFUNDED', 'CANCELED'];
 
 /**
+ * Progress of a known status: the v1 code for open statuses, above them every terminal one. An order never moves
+ * back (a GET answering INITIAL after PAID is a stale replica or cache, not news); undefined for unknown names.
+ */
+export function exchangeStatusRank(status: string): number | undefined {
+  if ((terminalExchangeStatuses as readonly string[]).includes(status)) return 100;
+  return status in exchangeStatusCodes ? exchangeStatusCodes[status as ExchangeStatus] : undefined;
+}
+
+/** True when `next` is a known status behind the known status `previous`. */
+export function movesBackwards(previous: string | null, next: string): boolean {
+  if (previous === null) return false;
+  const from = exchangeStatusRank(previous);
+  const to = exchangeStatusRank(next);
+  return from !== undefined && to !== undefined && to < from;
+}
+
+/**
  * What to do about a failed exchange call: the one vocabulary the client's classification table maps every
  * documented error message onto, and the machine acts upon.
  */
@@ -30,9 +47,38 @@ export const failureActions = [
   'idempotent_success', // "External deposit notification with tx_id <hash>already exists": treat as success
   'mode_mismatch', // DeFi rate_id used for a CeFi order: quote and order must use the same mode (not retryable as is)
   'non_actionable', // fixed-rate rate_id non-actionable for the route: request an actionable quote
-  'unknown_outcome', // the request may or may not have taken effect (timeout / connection lost after sending)
+  'unknown_outcome', // the request may or may not have taken effect (5xx, 408, timeout, connection lost after sending)
+  'unexpected', // no classification explains it (a bug or an unforeseen library failure): retried, boundedly
 ] as const;
 export type FailureAction = (typeof failureActions)[number];
+
+/** How a failed step may be tried again. */
+export type RetryPolicy =
+  | 'same_step' // the same call again, after a delay, a bounded number of times
+  | 'after_requote' // only with a fresh quote (a bounded number of times)
+  | 'after_verifying' // the call may have taken effect: never repeated before its outcome is established
+  | 'never'; // not retryable: the step fails (or, for a create in doubt, the order is parked)
+
+/**
+ * THE retry table: what each failure action allows. The machine's guards and the runtime's error classes
+ * (`ExchangeError.retryable`) both read it, so they cannot disagree.
+ */
+export const failureRetryPolicy: Readonly<Record<FailureAction, RetryPolicy>> = {
+  requote: 'after_requote',
+  non_actionable: 'after_requote',
+  backoff: 'same_step',
+  throttled: 'same_step',
+  unexpected: 'same_step',
+  unknown_outcome: 'after_verifying',
+  fatal: 'never',
+  idempotent_success: 'never',
+  mode_mismatch: 'never',
+};
+
+/** Whether trying again (in the way the table says) can help. */
+export function isRetryableAction(action: FailureAction): boolean {
+  return failureRetryPolicy[action] !== 'never';
+}
 
 /** A failed exchange call as the machine sees it (thrown by the runtime's actors; JSON-serialisable). */
 export interface ExchangeFailure {

@@ -148,11 +148,24 @@ export interface ExchangeClientOptions {
   readonly fiatCurrencies?: ReadonlySet<string>;
 }
 
+/**
+ * Statuses that do not say "not done" for a request with a side effect: 408 (the server gave up waiting, possibly
+ * after acting) and every 5xx (it may have failed after the order was written). Everything else in 4xx refuses.
+ */
+export function answerLeavesOutcomeUnknown(status: number): boolean {
+  return status === 408 || status >= 500;
+}
+
 export interface CallOptions {
   readonly signal?: AbortSignal;
   readonly priority?: RequestPriority;
   /** `X-User-Timezone`: "GMT +HH:MM (Area/City)". */
   readonly userTimezone?: string;
+  /**
+   * Called after the request budget is granted, immediately before each attempt leaves the process; throwing
+   * stops the call unsent. The worker checks its order lease here (fencing a money-moving request).
+   */
+  readonly beforeSend?: () => void;
 }
 
 export interface OrderPage {
@@ -450,6 +463,16 @@ export class ExchangeClient {
       orderSchema,
       options,
     );
+    // An answer about another order is not an answer about this one (a proxy or cache mix-up, or an exchange bug).
+    if (result.data.unique_reference !== params.uniqueReference) {
+      throw new ExchangeError({
+        code: 'invalid_response',
+        action: 'fatal',
+        message: `the answer describes order ${result.data.unique_reference.slice(0, 64)}, not the one requested`,
+        endpoint: 'GET /orders/{unique_reference}/',
+        httpStatus: result.status,
+      });
+    }
     return toOrderView(result.data);
   }
 
@@ -643,6 +666,8 @@ export class ExchangeClient {
 
     for (let attempt = 1; ; attempt++) {
       await this.#budget.acquire(credential.budgetKey, priority, options.signal);
+      options.signal?.throwIfAborted();
+      options.beforeSend?.();
       const span = this.#tracer.startSpan(`exchange ${spec.endpoint}`, {
         kind: SpanKind.CLIENT,
         attributes: {
@@ -716,7 +741,12 @@ export class ExchangeClient {
     callerSignal: AbortSignal | undefined,
   ): Promise<CallResult<z.output<S>>> {
     const timeout = AbortSignal.timeout(spec.timeoutMs);
-    const signal = callerSignal === undefined ? timeout : AbortSignal.any([callerSignal, timeout]);
+    // A request that may have a side effect is not abandoned once it has left: its answer is worth more than the
+    // time saved (the caller's signal still stops it before it is sent). It ends by its own timeout.
+    const signal =
+      callerSignal === undefined || spec.outcomeUnknownWhenLost
+        ? timeout
+        : AbortSignal.any([callerSignal, timeout]);
     let status: number;
     let text: string;
     let retryAfter: string | undefined;
@@ -744,10 +774,15 @@ export class ExchangeClient {
     if (!ok) {
       const classified = classifyErrorResponse({ status, body, retryAfter });
       if (classified.globalThrottle) await this.#budget.penalize(budgetKey, classified.retryAfterMs ?? 1_000);
+      // A request with a side effect answered by a server error or a request timeout may have taken effect
+      // before the server failed to answer: that is not a "no", whatever the body says.
+      const inDoubt = spec.outcomeUnknownWhenLost && answerLeavesOutcomeUnknown(status);
       throw new ExchangeError({
         code: classified.code,
-        action: classified.action,
-        message: classified.message,
+        action: inDoubt ? 'unknown_outcome' : classified.action,
+        message: inDoubt
+          ? `${classified.message} (HTTP ${status}); the order may have been created, look it up`
+          : classified.message,
         endpoint: spec.endpoint,
         httpStatus: status,
         retryAfterMs: classified.retryAfterMs,

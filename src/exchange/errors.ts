@@ -1,18 +1,11 @@
 // Errors of the exchange client: every failure of a call, whether refused before sending, answered with an error
 // by the exchange, lost in transport or malformed on return, is one ExchangeError carrying the FailureAction of
 // the classification table. Invariant: messages hold the exchange's text and our own, never a key or token.
-import type { ExchangeFailure, FailureAction } from '../../machines/domain.ts';
+import { isRetryableAction, type ExchangeFailure, type FailureAction } from '../../machines/domain.ts';
 import { WorkerError } from '../errors.ts';
 
 /** An endpoint as a method and path template, e.g. "PATCH /orders/{unique_reference}/". Never carries ids. */
 export type EndpointName = `${'GET' | 'POST' | 'PATCH'} /${string}`;
-
-const retryableActions: ReadonlySet<FailureAction> = new Set([
-  'requote',
-  'backoff',
-  'throttled',
-  'non_actionable',
-]);
 
 export interface ExchangeErrorInit {
   readonly code: string;
@@ -32,7 +25,7 @@ export class ExchangeError extends WorkerError {
 
   constructor(init: ExchangeErrorInit) {
     super(init.code, `${init.endpoint}: ${init.message}`, {
-      retryable: retryableActions.has(init.action),
+      retryable: isRetryableAction(init.action),
       cause: init.cause,
     });
     this.action = init.action;
@@ -53,9 +46,13 @@ export function isExchangeError(value: unknown): value is ExchangeError {
 
 /**
  * The plain, serialisable failure the machine receives. Anything that is not an ExchangeError is a bug or an
- * unforeseen library failure: reported as fatal so the machine parks the order instead of looping on it.
+ * unforeseen library failure: `unexpected` (retried boundedly, per the retry table), or `unknown_outcome` when the
+ * call it interrupted may already have reached the exchange with a side effect.
  */
-export function toExchangeFailure(err: unknown): ExchangeFailure {
+export function toExchangeFailure(
+  err: unknown,
+  opts: { mayHaveTakenEffect?: boolean } = {},
+): ExchangeFailure {
   if (err instanceof ExchangeError) {
     return {
       kind: 'exchange_failure',
@@ -67,5 +64,10 @@ export function toExchangeFailure(err: unknown): ExchangeFailure {
     };
   }
   const message = err instanceof Error ? err.message : String(err);
-  return { kind: 'exchange_failure', action: 'fatal', code: 'unexpected_error', message };
+  return {
+    kind: 'exchange_failure',
+    action: opts.mayHaveTakenEffect === true ? 'unknown_outcome' : 'unexpected',
+    code: 'unexpected_error',
+    message,
+  };
 }

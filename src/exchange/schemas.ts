@@ -10,10 +10,25 @@ export const decimalString = z
   .regex(/^-?\d+(\.\d+)?$/, { message: 'expected a decimal string such as "0.12345678"' });
 export type DecimalString = z.infer<typeof decimalString>;
 
+/**
+ * Times the worker turns into dates and deadlines. Values that pass a loose schema but are absurd (year 275760,
+ * a payment window of 10^15 minutes) would make date arithmetic throw inside the order machine; they are invalid
+ * responses instead. Assumption (the document gives no bounds): years 2000 to 2199, windows up to one year.
+ */
+export const plausibleTimeRangeMs = { from: Date.UTC(2000, 0, 1), to: Date.UTC(2200, 0, 1) - 1 } as const;
+export const maxPaymentWindowMinutes = 366 * 24 * 60;
+
 /** An ISO 8601 timestamp string; kept as text (the machine receives epoch ms from the runtime, not from here). */
 export const timestampString = z
   .string()
-  .refine((value) => !Number.isNaN(Date.parse(value)), { message: 'expected an ISO 8601 timestamp' });
+  .refine((value) => !Number.isNaN(Date.parse(value)), { message: 'expected an ISO 8601 timestamp' })
+  .refine(
+    (value) => {
+      const at = Date.parse(value);
+      return at >= plausibleTimeRangeMs.from && at <= plausibleTimeRangeMs.to;
+    },
+    { message: 'timestamp outside the plausible range (years 2000 to 2199)' },
+  );
 
 /** "Empty optional strings are returned as empty strings": null or a missing key are read as "" too. */
 const optionalText = z
@@ -55,7 +70,7 @@ export const orderSchema = z.object({
   withdraw_address_extra_id: optionalText,
   refund_address: optionalText,
   refund_address_extra_id: optionalText,
-  payment_window_minutes: z.number().int().nullish(),
+  payment_window_minutes: z.number().int().min(0).max(maxPaymentWindowMinutes).nullish(),
   /** Floating orders may carry no deadline: "" (empty optional string) and null both read as null. */
   fixed_rate_deadline: z
     .union([timestampString, z.literal('')])
@@ -103,8 +118,13 @@ export const rateSchema = z.looseObject({
   min_deposit_amount: decimalString,
   /** Unix seconds as a string; an integer is accepted and turned into its string. */
   expiration_time_unix: z
-    .union([z.string().regex(/^\d+$/, { message: 'expected Unix seconds' }), z.number().int()])
-    .transform(String),
+    .union([z.string().regex(/^\d{1,12}$/, { message: 'expected Unix seconds' }), z.number().int().min(0)])
+    .transform(String)
+    .refine(
+      (value) =>
+        Number(value) * 1000 >= plausibleTimeRangeMs.from && Number(value) * 1000 <= plausibleTimeRangeMs.to,
+      { message: 'expiration_time_unix outside the plausible range (years 2000 to 2199)' },
+    ),
   withdraw_amount: decimalString.optional(),
   deposit_amount: decimalString.optional(),
 });

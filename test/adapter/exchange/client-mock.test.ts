@@ -513,12 +513,55 @@ describe('retries only where they are safe', () => {
     expect(budget.acquired).toHaveLength(2);
   });
 
-  it('never repeats POST /orders/ after a 5xx', async () => {
+  it('never repeats POST /orders/ after a 5xx or 408, and reports it as unknown_outcome (it may have been created)', async () => {
+    for (const status of [500, 502, 503, 504, 408]) {
+      const ex = fresh();
+      ex.reply('POST', '/orders/', status, { detail: 'Server Error' });
+      const err = await failure(mockedClient(ex).createOrder('cefi', order));
+      expect(err, `HTTP ${status}`).toMatchObject({ code: `http_${status}`, action: 'unknown_outcome' });
+      expect(err.message).toContain('look it up');
+      expect(ex.requests).toHaveLength(1);
+      await ex.agent.close();
+    }
+    // A 4xx is a definite refusal, and a documented message on a 5xx does not make it one.
+    const refused = fresh();
+    refused.reply('POST', '/orders/', 400, {
+      errors: { withdraw_address: ['xyz has invalid characters for a valid value'] },
+    });
+    expect(await failure(mockedClient(refused).createOrder('cefi', order))).toMatchObject({
+      action: 'fatal',
+    });
+    await refused.agent.close();
+    const busy = fresh();
+    busy.reply('POST', '/orders/', 503, {
+      detail: 'Quote provider is unavailable. Please request a new rate.',
+    });
+    expect(await failure(mockedClient(busy).createOrder('defi', order))).toMatchObject({
+      code: 'quote_provider_unavailable',
+      action: 'unknown_outcome',
+    });
+  });
+
+  it('answers a GET of one order with another order as an invalid response', async () => {
     const ex = fresh();
-    ex.reply('POST', '/orders/', 500, { detail: 'Server Error' });
-    const err = await failure(mockedClient(ex).createOrder('cefi', order));
-    expect(err).toMatchObject({ code: 'http_500', action: 'backoff' });
-    expect(ex.requests).toHaveLength(1);
+    ex.reply('GET', '/orders/A/', 200, orderFixture({ unique_reference: 'B' }), { times: 3 });
+    const err = await failure(mockedClient(ex).getOrder('cefi', { uniqueReference: 'A' }));
+    expect(err).toMatchObject({ code: 'invalid_response', action: 'fatal' });
+    expect(err.message).toContain('not the one requested');
+  });
+
+  it('checks the lease hook as each attempt leaves, and sends nothing when it refuses', async () => {
+    const ex = fresh();
+    ex.reply('POST', '/orders/', 201, orderFixture());
+    const refusal = new Error('not the owner any more');
+    await expect(
+      mockedClient(ex).createOrder('cefi', order, {
+        beforeSend: () => {
+          throw refusal;
+        },
+      }),
+    ).rejects.toBe(refusal);
+    expect(ex.requests).toHaveLength(0);
   });
 
   it('reports a POST /orders/ whose connection dropped after sending as unknown_outcome, without repeating it', async () => {
@@ -547,7 +590,7 @@ describe('retries only where they are safe', () => {
   it('times out a POST /orders/ as unknown_outcome and a GET as a retried backoff', async () => {
     const ex = fresh();
     ex.reply('POST', '/orders/', 201, orderFixture(), { delayMs: 400 });
-    ex.reply('GET', '/orders/A/', 200, orderFixture(), { delayMs: 400, times: 2 });
+    ex.reply('GET', '/orders/A/', 200, orderFixture({ unique_reference: 'A' }), { delayMs: 400, times: 2 });
     const client = mockedClient(ex, {
       timeouts: { createOrder: 100, getOrder: 100 },
       retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 },
@@ -576,8 +619,14 @@ describe('retries only where they are safe', () => {
     const client = mockedClient(ex);
     const get = client.listPairs('cefi', { signal: AbortSignal.timeout(50) });
     await expect(get).rejects.toMatchObject({ name: 'TimeoutError' });
-    const post = await failure(client.createOrder('cefi', order, { signal: AbortSignal.timeout(50) }));
-    expect(post).toMatchObject({ code: 'aborted', action: 'unknown_outcome' });
+    // A POST that has left is not abandoned (its answer says whether the order exists); one not yet sent is.
+    const sent = await client.createOrder('cefi', order, { signal: AbortSignal.timeout(50) });
+    expect(sent.order.uniqueReference).toBe('ORD123ABC');
+    const before = ex.requests.length;
+    await expect(client.createOrder('cefi', order, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+    expect(ex.requests).toHaveLength(before);
   });
 });
 
@@ -585,7 +634,7 @@ describe('secrets and telemetry', () => {
   it('records one span per attempt with endpoint, status, error class and attempt', async () => {
     const ex = fresh();
     ex.reply('GET', '/orders/A/', 503, '');
-    ex.reply('GET', '/orders/A/', 200, orderFixture());
+    ex.reply('GET', '/orders/A/', 200, orderFixture({ unique_reference: 'A' }));
     const { exporter, provider } = spanRecorder();
     await mockedClient(ex, { tracer: provider.getTracer('test') }).getOrder('cefi', { uniqueReference: 'A' });
     const spans = exporter.getFinishedSpans();

@@ -28,7 +28,15 @@ describe('ExchangeError', () => {
       message: 't',
       endpoint: 'POST /orders/',
     });
-    expect(unknown.retryable).toBe(false);
+    // Retryable only after verifying (the one retry table, machines/domain.ts), so not "never".
+    expect(unknown.retryable).toBe(true);
+    const modeMismatch = new ExchangeError({
+      code: 'rate_id_mode_mismatch',
+      action: 'mode_mismatch',
+      message: 'm',
+      endpoint: 'POST /orders/',
+    });
+    expect(modeMismatch.retryable).toBe(false);
   });
 
   it('becomes the plain, serialisable ExchangeFailure of the machine', () => {
@@ -52,16 +60,19 @@ describe('ExchangeError', () => {
     expect(isExchangeFailure(JSON.parse(JSON.stringify(failure)))).toBe(true);
   });
 
-  it('omits absent optional fields and reports foreign errors as fatal', () => {
+  it('omits absent optional fields and reports foreign errors as unexpected (or in doubt after a side effect)', () => {
     const failure = toExchangeFailure(
       new ExchangeError({ code: 'timeout', action: 'backoff', message: 't', endpoint: 'GET /rate/' }),
     );
     expect(Object.keys(failure)).not.toContain('httpStatus');
     expect(toExchangeFailure(new TypeError('boom'))).toEqual({
       kind: 'exchange_failure',
-      action: 'fatal',
+      action: 'unexpected',
       code: 'unexpected_error',
       message: 'boom',
+    });
+    expect(toExchangeFailure(new TypeError('boom'), { mayHaveTakenEffect: true })).toMatchObject({
+      action: 'unknown_outcome',
     });
   });
 });
