@@ -7,11 +7,13 @@
 
 import { and, assign, emit, enqueueActions, fromPromise, not, setup } from 'xstate';
 import { backoffDelay, defaultBackoffPolicy, seedFromString } from './backoff.ts';
-import { isExchangeFailure } from './domain.ts';
+import { failureRetryPolicy, isExchangeFailure, movesBackwards } from './domain.ts';
 import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
 import type {
   AcquireQuoteSlotInput,
   AcquireQuoteSlotOutput,
+  AdoptOrderInput,
+  AdoptOrderOutput,
   CreateOrderInput,
   CreateOrderOutput,
   FailureRecord,
@@ -29,6 +31,7 @@ import type {
   OrderEvent,
   OrderFailureReason,
   OrderInput,
+  OrderParkedEvent,
   OrderQuotedEvent,
   OrderRequest,
   PreScreenInput,
@@ -50,6 +53,8 @@ export const defaultOrderConfig: OrderConfig = {
   backoff: defaultBackoffPolicy,
   quoteCooldownMs: 15_000,
   fixedRateThrottleDelayMs: 20_000,
+  createSettleMs: 60_000,
+  parkedRecheckMs: 300_000,
 };
 
 /** The exchange recommends one GET per order every 30 to 60 seconds. */
@@ -60,14 +65,6 @@ export const maxTimerDelayMs = 2_147_483_647;
 
 /** The exchange status of an order waiting for its deposit. */
 export const awaitingDepositStatus: ExchangeStatus = 'INITIAL';
-
-const retryableActions: readonly (FailureAction | 'unexpected')[] = [
-  'backoff',
-  'throttled',
-  'unknown_outcome',
-  'unexpected',
-];
-const requoteActions: readonly FailureAction[] = ['requote', 'non_actionable'];
 
 export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderConfig {
   const pollIntervalMs = Math.min(
@@ -81,6 +78,8 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
     quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
     fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
+    createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
+    parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
   };
 }
 
@@ -107,8 +106,19 @@ function normaliseRequest(input: OrderCreateInput): OrderRequest {
 
 export function initialOrderContext(input: OrderInput): OrderContext {
   if ('restore' in input) {
-    // The stored context is taken as it was; only the clock moves and the router learns where to resume.
-    return { ...input.restore.context, now: input.now, resumeFrom: input.restore.resumeFrom };
+    // The stored context is taken as it was; only the clock moves and the router learns where to resume. Fields
+    // added since the record was written get their initial values; a config stored before a new tunable existed
+    // takes its default.
+    const stored = input.restore.context;
+    return {
+      ...stored,
+      config: resolveOrderConfig(stored.config),
+      lookupScans: stored.lookupScans ?? 0,
+      parkedAt: stored.parkedAt ?? null,
+      adoptReference: stored.adoptReference ?? null,
+      now: input.now,
+      resumeFrom: input.restore.resumeFrom,
+    };
   }
   return {
     request: normaliseRequest(input),
@@ -121,6 +131,9 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     retryAt: null,
     requotes: 0,
     createAttempts: 0,
+    lookupScans: 0,
+    parkedAt: null,
+    adoptReference: null,
     quote: null,
     lastFailure: null,
     order: null,
@@ -207,6 +220,7 @@ export function failureRecordOf(error: unknown, fallbackAt: number): FailureReco
     };
   }
   const message = error instanceof Error ? error.message : String(error);
+  // No classification explains it (the one retry table says what that allows).
   return { action: 'unexpected', code: 'unexpected_error', message, at: fallbackAt };
 }
 
@@ -255,12 +269,17 @@ export function paymentDeadlineOf(order: ExchangeOrderView): number | null {
   return null;
 }
 
+/** The same step may be tried again after a delay (the retry table's `same_step`). */
 function isRetryable(error: unknown): boolean {
-  return retryableActions.includes(failureRecordOf(error, 0).action);
+  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'same_step';
 }
 
 function needsRequote(error: unknown): boolean {
-  return (requoteActions as readonly string[]).includes(failureRecordOf(error, 0).action);
+  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'after_requote';
+}
+
+function mayHaveTakenEffect(error: unknown): boolean {
+  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'after_verifying';
 }
 
 function hasAttemptsLeft(context: OrderContext): boolean {
@@ -281,9 +300,33 @@ function isoOf(epochMs: number): string {
 
 function failureReasonOf(failure: FailureRecord): OrderFailureReason {
   if (failure.action === 'mode_mismatch') return 'mode_mismatch';
-  if ((requoteActions as readonly string[]).includes(failure.action)) return 'requote_limit_reached';
-  if ((retryableActions as readonly string[]).includes(failure.action)) return 'retries_exhausted';
+  const policy = failureRetryPolicy[failure.action];
+  if (policy === 'after_requote') return 'requote_limit_reached';
+  if (policy === 'same_step') return 'retries_exhausted';
   return 'rejected';
+}
+
+/** What was tried to establish a create's outcome, for the operator reading order.parked. */
+function parkedEventOf(context: OrderContext, failure: FailureRecord): OrderParkedEvent {
+  const intent = context.pendingIntent?.kind === 'create' ? context.pendingIntent : null;
+  const rateId = intent?.rateId ?? null;
+  const tried = [`POST /orders/ sent ${context.createAttempts} time(s)`];
+  if (rateId !== null && context.request.mode === 'defi')
+    tried.push(`repeated with the same rate_id ${rateId} (answered: ${failure.code})`);
+  if (context.lookupScans > 0) tried.push(`GET /orders/ scanned ${context.lookupScans} time(s)`);
+  tried.push(`last answer: ${failure.code}`);
+  return {
+    type: 'order.parked',
+    reason: 'create_outcome_unknown',
+    mode: context.request.mode,
+    rate_id: rateId,
+    window_from: isoOf(intent?.startedAt ?? failure.at),
+    window_to: isoOf(Math.max(failure.at, intent?.startedAt ?? failure.at)),
+    attempts: context.createAttempts,
+    tried,
+    code: failure.code,
+    message: failure.message,
+  };
 }
 
 function quotedEventOf(quote: RequestQuoteOutput): OrderQuotedEvent {
@@ -347,11 +390,13 @@ export const orderMachineSetup = setup({
     findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(
       notProvided('findExistingOrder'),
     ),
+    adoptOrder: fromPromise<AdoptOrderOutput, AdoptOrderInput>(notProvided('adoptOrder')),
     submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(notProvided('submitDeposit')),
     fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(notProvided('fetchOrder')),
   },
   delays: {
     retryDelay: ({ context }) => remainingMs(context.retryAt, context.now),
+    parkedRecheckDelay: ({ context }) => remainingMs(context.retryAt, context.now),
     pollDelay: ({ context }) => remainingMs(context.nextPollAt, context.now),
     paymentDeadlineDelay: ({ context }) => remainingMs(context.paymentDeadline, context.now),
     depositRetryDelay: ({ context }) => remainingMs(context.depositRetryAt, context.now),
@@ -366,9 +411,21 @@ export const orderMachineSetup = setup({
     retryableFailure: (_, params: ThrownFailure) => isRetryable(params.error),
     /** A retryable failure of a step that has attempts left. */
     mayRetry: ({ context }, params: ThrownFailure) => isRetryable(params.error) && hasAttemptsLeft(context),
-    /** A create is never given up by attempts while it is in doubt: the order may exist. */
-    mayRetryCreate: ({ context }, params: ThrownFailure) =>
-      isRetryable(params.error) && (hasAttemptsLeft(context) || isCreateInDoubt(context)),
+    /**
+     * The create is (now) in doubt and may be tried again: a POST that may have taken effect, or a retryable
+     * failure of the verification of one, with attempts left. Only a definite order ends a doubt.
+     */
+    doubtMayRetry: ({ context }, params: ThrownFailure) =>
+      (isCreateInDoubt(context) || mayHaveTakenEffect(params.error)) &&
+      (isRetryable(params.error) || mayHaveTakenEffect(params.error)) &&
+      hasAttemptsLeft(context),
+    /** The create is (now) in doubt and nothing more can be learnt now: park it rather than fail or repeat it. */
+    doubtRemains: ({ context }, params: ThrownFailure) =>
+      isCreateInDoubt(context) || mayHaveTakenEffect(params.error),
+    settleAdopt: (_, params: { readonly event: OrderEvent }) =>
+      params.event.type === 'SETTLE' && params.event.resolution === 'adopt',
+    settleAbandon: (_, params: { readonly event: OrderEvent }) =>
+      params.event.type === 'SETTLE' && params.event.resolution === 'abandon',
     /** Expired or invalid rate_id, promised-rate mismatch, non-actionable rate: a fresh quote, a bounded number of times. */
     mayRequote: ({ context }, params: ThrownFailure) =>
       needsRequote(params.error) && needsQuote(context.request) && canRequote(context),
@@ -467,6 +524,82 @@ export const orderMachineSetup = setup({
         pendingIntent: keepIntent ? context.pendingIntent : null,
       };
     }),
+    /**
+     * A create fell (or stays) in doubt: wait, then repeat (DeFi, same rate_id) or look it up (CeFi). A CeFi
+     * lookup is not run before the settle window has passed: a POST still in flight could land after it.
+     */
+    scheduleDoubtCheck: assign(({ context }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      const { delayMs, rngState } = retryDelayFor(
+        context.config,
+        failure,
+        retryAfterOf(params.error),
+        context.attempt,
+        context.rngState,
+      );
+      const repeatable = context.request.mode === 'defi' && boundRateId(context) !== null;
+      const settle = repeatable ? 0 : context.config.createSettleMs;
+      return {
+        now: failure.at,
+        attempt: context.attempt + 1,
+        retryAt: failure.at + Math.max(delayMs, settle),
+        rngState,
+        lastFailure: failure,
+      };
+    }),
+    /** Taken over in doubt from another replica: its POST may still land; look only after the settle window. */
+    scheduleSettle: assign(({ context }) => ({ retryAt: context.now + context.config.createSettleMs })),
+    countLookup: assign(({ context }) => ({ lookupScans: context.lookupScans + 1 })),
+    /** A complete lookup found nothing: the create definitely did not happen; a later doubt is a new one. */
+    doubtCleared: assign({ parkedAt: null }),
+    parkOrder: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      enqueue.assign({
+        now: failure.at,
+        lastFailure: failure,
+        parkedAt: context.parkedAt ?? failure.at,
+        retryAt: failure.at + context.config.parkedRecheckMs,
+      });
+      // Published once per doubt; re-checks that change nothing stay quiet.
+      if (context.parkedAt === null) enqueue.emit(parkedEventOf(context, failure));
+    }),
+    parkedRecheckDue: assign(({ context }) => ({
+      now: Math.max(context.now, context.retryAt ?? context.now),
+      retryAt: null,
+      attempt: 0,
+    })),
+    noteAdoptReference: assign((_, params: { readonly event: OrderEvent }) => ({
+      now: params.event.at,
+      adoptReference:
+        params.event.type === 'SETTLE' && params.event.resolution === 'adopt'
+          ? params.event.uniqueReference
+          : null,
+    })),
+    refuseSettle: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
+      const failure = failureRecordOf(params.error, context.now);
+      enqueue.assign({
+        now: failure.at,
+        lastFailure: failure,
+        adoptReference: null,
+        retryAt: failure.at + context.config.parkedRecheckMs,
+      });
+      enqueue.emit({
+        type: 'order.settle_refused',
+        resolution: 'adopt',
+        unique_reference: context.adoptReference ?? '',
+        code: failure.code,
+        message: failure.message,
+      });
+    }),
+    abandonByOperator: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+      const failure = {
+        reason: 'abandoned_by_operator' as const,
+        code: 'operator_abandoned',
+        message: 'an operator settled the parked order as abandoned (order.settle)',
+      };
+      enqueue.assign({ now: params.at, pendingIntent: null, retryAt: null, failure });
+      enqueue.emit({ type: 'order.failed', ...failure });
+    }),
     countRequote: assign(({ context }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
       return {
@@ -541,6 +674,17 @@ export const orderMachineSetup = setup({
     /** A confirming GET: the only way a status is believed. Publishes status_changed only for a status not yet published. */
     observeOrder: enqueueActions(({ context, enqueue }, params: ObservedOrder) => {
       const previous = context.lastStatus;
+      if (movesBackwards(previous, params.order.status)) {
+        // A status behind one already confirmed is stale (a lagging replica or cache): noted, never published.
+        enqueue.assign({
+          now: params.at,
+          pollStartedAt: null,
+          pollAttempt: 0,
+          hintPending: false,
+          nextPollAt: params.at + context.config.pollIntervalMs,
+        });
+        return;
+      }
       enqueue.assign({
         now: params.at,
         order: params.order,
@@ -722,7 +866,8 @@ export const orderMachine = orderMachineSetup.createMachine({
           target: 'quoting.coolingDown',
         },
         { guard: { type: 'resumesIn', params: { states: ['quoting.waiting'] } }, target: 'quoting.waiting' },
-        // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse), CeFi looks for the order.
+        // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse); CeFi looks for the
+        // order, but only once the settle window has passed (the previous owner's POST may still be in flight).
         {
           guard: and([{ type: 'resumesIn', params: { states: ['creating.posting'] } }, 'createRepeatable']),
           target: 'creating.posting',
@@ -730,8 +875,8 @@ export const orderMachine = orderMachineSetup.createMachine({
         },
         {
           guard: { type: 'resumesIn', params: { states: ['creating.posting'] } },
-          target: 'creating.verifying',
-          actions: 'markCreateInDoubt',
+          target: 'creating.waiting',
+          actions: ['markCreateInDoubt', 'scheduleSettle'],
         },
         {
           guard: { type: 'resumesIn', params: { states: ['creating.verifying'] } },
@@ -740,6 +885,14 @@ export const orderMachine = orderMachineSetup.createMachine({
         {
           guard: { type: 'resumesIn', params: { states: ['creating.waiting'] } },
           target: 'creating.waiting',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['creating.parked'] } },
+          target: 'creating.parked',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['creating.adopting'] } },
+          target: 'creating.adopting',
         },
         { guard: { type: 'resumesIn', params: { states: ['open'] } }, target: 'open' },
         { guard: { type: 'resumesIn', params: { states: ['completed'] } }, target: 'completed' },
@@ -884,47 +1037,46 @@ export const orderMachine = orderMachineSetup.createMachine({
               },
             },
             onError: [
+              // The POST may have taken effect (5xx, 408, timeout, lost or unreadable answer), or an earlier one
+              // may have and this repeat did not settle it: only a definite order ends a doubt. Nothing else -
+              // not "expired", not a validation error, not a cancel - may lead to a fresh quote or a second POST.
+              {
+                guard: { type: 'doubtMayRetry', params: thrown },
+                target: 'waiting',
+                actions: ['markCreateInDoubt', { type: 'scheduleDoubtCheck', params: thrown }],
+              },
+              {
+                guard: { type: 'doubtRemains', params: thrown },
+                target: 'parked',
+                actions: ['markCreateInDoubt', { type: 'parkOrder', params: thrown }],
+              },
               // Expired or invalid rate_id, promised-rate mismatch, non-actionable rate: a fresh quote, a bounded number of times.
               {
-                guard: { type: 'mayRequote', params: ({ event }) => ({ error: event.error }) },
+                guard: { type: 'mayRequote', params: thrown },
                 target: '#order.quoting',
-                actions: { type: 'countRequote', params: ({ event }) => ({ error: event.error }) },
+                actions: { type: 'countRequote', params: thrown },
               },
               // Without a quote (limit, floating CeFi) "pair temporarily unavailable" is retried after a backoff, as boundedly.
               {
-                guard: { type: 'mayRetryUnquoted', params: ({ event }) => ({ error: event.error }) },
+                guard: { type: 'mayRetryUnquoted', params: thrown },
                 target: 'waiting',
                 actions: [
-                  { type: 'countRequote', params: ({ event }) => ({ error: event.error }) },
-                  { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+                  { type: 'countRequote', params: thrown },
+                  { type: 'scheduleRetry', params: thrown },
                 ],
               },
               {
-                guard: {
-                  type: 'failureIs',
-                  params: ({ event }) => ({ error: event.error, action: 'unknown_outcome' }),
-                },
+                guard: { type: 'mayRetry', params: thrown },
                 target: 'waiting',
-                actions: [
-                  'markCreateInDoubt',
-                  { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
-                ],
+                actions: { type: 'scheduleRetry', params: thrown },
               },
-              // A create in doubt is never given up by attempts: the order may exist.
-              {
-                guard: { type: 'mayRetryCreate', params: ({ event }) => ({ error: event.error }) },
-                target: 'waiting',
-                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
-              },
-              {
-                target: '#order.failed',
-                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
-              },
+              { target: '#order.failed', actions: { type: 'failOrder', params: thrown } },
             ],
           },
         },
-        /** A CeFi create whose outcome is unknown: find the order it may have created before any repeat. */
+        /** A CeFi create whose outcome is unknown: a complete scan of GET /orders/ over the window it could land in. */
         verifying: {
+          entry: 'countLookup',
           invoke: {
             id: 'findExistingOrder',
             src: 'findExistingOrder',
@@ -945,22 +1097,23 @@ export const orderMachine = orderMachineSetup.createMachine({
                   }),
                 },
               },
-              // Definitely not created: the POST may go out again.
+              // Definitely not created (complete scan, settle window passed): the POST may go out again.
               {
                 target: 'posting',
-                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+                actions: [
+                  { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+                  'doubtCleared',
+                ],
               },
             ],
             onError: [
               {
-                guard: { type: 'retryableFailure', params: ({ event }) => ({ error: event.error }) },
+                guard: { type: 'mayRetry', params: thrown },
                 target: 'waiting',
-                actions: { type: 'scheduleRetry', params: ({ event }) => ({ error: event.error }) },
+                actions: { type: 'scheduleRetry', params: thrown },
               },
-              {
-                target: '#order.failed',
-                actions: { type: 'failOrder', params: ({ event }) => ({ error: event.error }) },
-              },
+              // The lookup itself cannot be completed (or was refused for good): the order may exist. Park it.
+              { target: 'parked', actions: { type: 'parkOrder', params: thrown } },
             ],
           },
         },
@@ -982,6 +1135,53 @@ export const orderMachine = orderMachineSetup.createMachine({
               { guard: 'createInDoubt', target: 'verifying', actions: 'retryDeadlineReached' },
               { target: 'posting', actions: 'retryDeadlineReached' },
             ],
+          },
+        },
+        /**
+         * The create's outcome could not be established: order.parked was published. The evidence is re-checked
+         * now and then (DeFi: the POST with the same rate_id, which only ever returns the one order; CeFi: a
+         * scan); an operator's order.settle adopts a named exchange order or abandons the order. A cancel is
+         * refused: the exchange order may exist.
+         */
+        parked: {
+          on: {
+            SETTLE: [
+              {
+                guard: { type: 'settleAdopt', params: ({ event }) => ({ event }) },
+                target: 'adopting',
+                actions: { type: 'noteAdoptReference', params: ({ event }) => ({ event }) },
+              },
+              {
+                guard: { type: 'settleAbandon', params: ({ event }) => ({ event }) },
+                target: '#order.failed',
+                actions: { type: 'abandonByOperator', params: ({ event }) => ({ at: event.at }) },
+              },
+            ],
+          },
+          after: {
+            parkedRecheckDelay: [
+              { guard: 'createRepeatable', target: 'posting', actions: 'parkedRecheckDue' },
+              { target: 'verifying', actions: 'parkedRecheckDue' },
+            ],
+          },
+        },
+        /** The operator named the exchange order: confirm with a GET that it matches and belongs to no other order. */
+        adopting: {
+          invoke: {
+            id: 'adoptOrder',
+            src: 'adoptOrder',
+            input: ({ context }): AdoptOrderInput => ({
+              create: createInputOf(context),
+              uniqueReference: context.adoptReference ?? '',
+            }),
+            onDone: {
+              target: '#order.open',
+              actions: {
+                type: 'orderCreated',
+                params: ({ event }) => ({ order: event.output.order, reused: false, at: event.output.at }),
+              },
+            },
+            onError: { target: 'parked', actions: { type: 'refuseSettle', params: thrown } },
           },
         },
       },
@@ -1202,6 +1402,9 @@ export function provideOrderActors(functions: OrderActorFunctions) {
       ),
       findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(({ input, signal }) =>
         functions.findExistingOrder(input, signal),
+      ),
+      adoptOrder: fromPromise<AdoptOrderOutput, AdoptOrderInput>(({ input, signal }) =>
+        functions.adoptOrder(input, signal),
       ),
       submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(({ input, signal }) =>
         functions.submitDeposit(input, signal),

@@ -25,6 +25,8 @@ export const resumableStates = [
   'creating.posting',
   'creating.verifying',
   'creating.waiting',
+  'creating.parked',
+  'creating.adopting',
   'open',
   'completed',
   'refunded',

@@ -21,6 +21,14 @@ export interface OrderConfigInput {
   readonly quoteCooldownMs?: number;
   /** Wait after a fixed-rate quote throttle (429) that came without Retry-After; default 20 000. */
   readonly fixedRateThrottleDelayMs?: number;
+  /**
+   * How long after a create fell into doubt (or after an order in doubt was taken over from another replica) its
+   * lookup may conclude "not created": covers a POST still in flight, the exchange's create timeout and the
+   * lease TTL. Default 60 000.
+   */
+  readonly createSettleMs?: number;
+  /** How often a parked order re-checks the evidence (a DeFi repeat with the same rate_id, a CeFi scan); default 300 000. */
+  readonly parkedRecheckMs?: number;
 }
 
 export interface OrderConfig {
@@ -30,6 +38,8 @@ export interface OrderConfig {
   readonly backoff: BackoffPolicy;
   readonly quoteCooldownMs: number;
   readonly fixedRateThrottleDelayMs: number;
+  readonly createSettleMs: number;
+  readonly parkedRecheckMs: number;
 }
 
 export type OrderSide = 'BUY' | 'SELL';
@@ -139,7 +149,7 @@ export interface DepositIntent {
 }
 
 export interface FailureRecord {
-  readonly action: ExchangeFailure['action'] | 'unexpected';
+  readonly action: ExchangeFailure['action'];
   readonly code: string;
   readonly message: string;
   readonly at: number;
@@ -151,7 +161,8 @@ export type OrderFailureReason =
   | 'retries_exhausted'
   | 'mode_mismatch'
   | 'rejected'
-  | 'unrestorable';
+  | 'unrestorable'
+  | 'abandoned_by_operator';
 
 export interface OrderFailure {
   readonly reason: OrderFailureReason;
@@ -179,6 +190,12 @@ export interface OrderContext {
   readonly retryAt: number | null;
   readonly requotes: number;
   readonly createAttempts: number;
+  /** GET /orders/ scans made for the create in doubt. */
+  readonly lookupScans: number;
+  /** When the order was parked (its create's outcome could not be established), else null. */
+  readonly parkedAt: number | null;
+  /** The unique_reference an operator asked a parked order to adopt (order.settle), while it is being checked. */
+  readonly adoptReference: string | null;
   readonly quote: QuoteView | null;
   readonly lastFailure: FailureRecord | null;
 
@@ -223,7 +240,16 @@ export interface WebhookHintEvent {
   readonly status?: string;
   readonly at: number;
 }
-export type OrderEvent = SubmitDepositEvent | CancelEvent | WebhookHintEvent;
+/** An operator's decision about a parked order (command order.settle). */
+export type SettleEvent =
+  | {
+      readonly type: 'SETTLE';
+      readonly resolution: 'adopt';
+      readonly uniqueReference: string;
+      readonly at: number;
+    }
+  | { readonly type: 'SETTLE'; readonly resolution: 'abandon'; readonly at: number };
+export type OrderEvent = SubmitDepositEvent | CancelEvent | WebhookHintEvent | SettleEvent;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Actors the runtime provides (machine.provide({ actors })). Each throws ExchangeFailure (machines/domain.ts),
@@ -326,6 +352,16 @@ export interface FindExistingOrderOutput {
   readonly at: number;
 }
 
+/** An operator named the exchange order of a parked order: confirm it matches and that no other order owns it. */
+export interface AdoptOrderInput {
+  readonly create: CreateOrderInput;
+  readonly uniqueReference: string;
+}
+export interface AdoptOrderOutput {
+  readonly order: ExchangeOrderView;
+  readonly at: number;
+}
+
 export interface SubmitDepositInput {
   readonly orderId: string;
   readonly mode: TradingMode;
@@ -355,6 +391,7 @@ export interface OrderActorTypes {
   preScreen: { input: PreScreenInput; output: PreScreenOutput };
   createOrder: { input: CreateOrderInput; output: CreateOrderOutput };
   findExistingOrder: { input: FindExistingOrderInput; output: FindExistingOrderOutput };
+  adoptOrder: { input: AdoptOrderInput; output: AdoptOrderOutput };
   submitDeposit: { input: SubmitDepositInput; output: SubmitDepositOutput };
   fetchOrder: { input: FetchOrderInput; output: FetchOrderOutput };
 }
@@ -365,6 +402,7 @@ export const orderActorNames = [
   'preScreen',
   'createOrder',
   'findExistingOrder',
+  'adoptOrder',
   'submitDeposit',
   'fetchOrder',
 ] as const satisfies readonly OrderActorName[];
@@ -438,6 +476,33 @@ export interface OrderCanceledEvent {
   readonly unique_reference?: string;
   readonly reason: CancelReason;
 }
+/**
+ * A create whose outcome could not be established: the exchange order may or may not exist. Nothing is retried
+ * blindly; the order keeps re-checking the evidence and waits for an operator's order.settle.
+ */
+export interface OrderParkedEvent {
+  readonly type: 'order.parked';
+  readonly reason: 'create_outcome_unknown';
+  readonly mode: TradingMode;
+  readonly rate_id: string | null;
+  /** ISO 8601 UTC: the window in which the exchange order may have been created. */
+  readonly window_from: string;
+  readonly window_to: string;
+  /** POST /orders/ attempts made. */
+  readonly attempts: number;
+  /** What was tried to establish the outcome. */
+  readonly tried: readonly string[];
+  readonly code: string;
+  readonly message: string;
+}
+/** An operator's order.settle could not be carried out; the order stays parked. */
+export interface OrderSettleRefusedEvent {
+  readonly type: 'order.settle_refused';
+  readonly resolution: 'adopt';
+  readonly unique_reference: string;
+  readonly code: string;
+  readonly message: string;
+}
 export interface OrderFailedEvent {
   readonly type: 'order.failed';
   readonly reason: OrderFailureReason;
@@ -454,5 +519,7 @@ export type OrderDomainEvent =
   | OrderCompletedEvent
   | OrderRefundedEvent
   | OrderCanceledEvent
+  | OrderParkedEvent
+  | OrderSettleRefusedEvent
   | OrderFailedEvent;
 export type OrderDomainEventType = OrderDomainEvent['type'];

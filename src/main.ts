@@ -8,6 +8,7 @@ import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
+import { RedisReferenceClaims } from './redis/reference-claims.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { startTracing } from './telemetry/tracing.ts';
@@ -61,6 +62,7 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
   const cooldown = new QuoteCooldown(redis, {
     onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown degraded to local'),
   });
+  const referenceClaims = new RedisReferenceClaims(redis);
   const dedupe = new WebhookDedupe(redis, {
     onDegraded: (error) => redisLog.warn({ code: error.code }, 'webhook dedupe degraded'),
   });
@@ -89,14 +91,23 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
         client,
         cooldown,
         durable: (orderId) => host().durable(orderId),
+        mayAct: (orderId) => host().mayAct(orderId),
+        claims: referenceClaims,
+        ownerOfReference: (reference) => host().ownerOfReference(reference),
         now: () => Date.now(),
       });
       return createXStateBinding({
         actors,
-        orderConfig: { pollIntervalMs: config.pollIntervalMs, quoteCooldownMs: config.quoteCooldownMs },
+        orderConfig: {
+          pollIntervalMs: config.pollIntervalMs,
+          quoteCooldownMs: config.quoteCooldownMs,
+          createSettleMs: config.createSettleMs,
+          parkedRecheckMs: config.parkedRecheckMs,
+        },
       });
     },
     inflightExchangeCalls: () => actors?.inflight() ?? 0,
+    callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
     webhooks: {
       verify: config.webhookSecret
         ? (() => {

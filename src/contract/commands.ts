@@ -102,6 +102,37 @@ export const orderCancelCommand = z
   .strict();
 
 /**
+ * Operator: settles an order parked because its create's outcome could not be established (event order.parked).
+ * `adopt` names the exchange order (checked by a GET: it must match the order and belong to no other order);
+ * `abandon` ends the order with order.failed (reason abandoned_by_operator) - for when no exchange order exists.
+ */
+export const orderSettleCommand = z.discriminatedUnion('resolution', [
+  z
+    .object({
+      type: z.literal('order.settle'),
+      command_id: identifier,
+      order_id: identifier,
+      resolution: z.literal('adopt'),
+      unique_reference: z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[A-Za-z0-9_-]+$/, 'must be an exchange unique_reference'),
+      note: z.string().max(500).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('order.settle'),
+      command_id: identifier,
+      order_id: identifier,
+      resolution: z.literal('abandon'),
+      note: z.string().max(500).optional(),
+    })
+    .strict(),
+]);
+
+/**
  * Internal: a verified webhook, routed through the commands topic to the partition (and so the replica) that owns
  * the order. It only triggers an immediate GET; the status in it is never believed.
  */
@@ -121,6 +152,7 @@ export const commandTypes = [
   'order.submit_deposit',
   'order.cancel',
   'order.webhook_hint',
+  'order.settle',
 ] as const;
 
 export const orderCommand = z.discriminatedUnion('type', [
@@ -128,12 +160,14 @@ export const orderCommand = z.discriminatedUnion('type', [
   orderSubmitDepositCommand,
   orderCancelCommand,
   orderWebhookHintCommand,
+  orderSettleCommand,
 ]);
 
 export type OrderCreateCommand = z.infer<typeof orderCreateCommand>;
 export type OrderSubmitDepositCommand = z.infer<typeof orderSubmitDepositCommand>;
 export type OrderCancelCommand = z.infer<typeof orderCancelCommand>;
 export type OrderWebhookHintCommand = z.infer<typeof orderWebhookHintCommand>;
+export type OrderSettleCommand = z.infer<typeof orderSettleCommand>;
 export type OrderCommand = z.infer<typeof orderCommand>;
 
 export type ParsedCommand =

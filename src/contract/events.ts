@@ -83,6 +83,39 @@ export const orderCanceledEvent = z.object({
   reason: z.enum(['command', 'payment_window_lapsed', 'exchange']),
 });
 
+export const orderParkedEvent = z
+  .object({
+    type: z.literal('order.parked'),
+    ...envelope,
+    reason: z
+      .enum(['create_outcome_unknown', 'internal_error'])
+      .describe(
+        'create_outcome_unknown: the exchange order may or may not exist; internal_error: the order stopped on a worker bug',
+      ),
+    mode: z.enum(['defi', 'cefi', 'cefi_fixed']),
+    rate_id: z.string().nullable(),
+    window_from: isoTime.describe('earliest time the exchange order may have been created'),
+    window_to: isoTime.describe('latest time the exchange order may have been created (so far)'),
+    attempts: z.number().int().min(0).describe('POST /orders/ attempts made'),
+    tried: z.array(z.string()).describe('what was tried to establish the outcome'),
+    code: z.string(),
+    message: z.string(),
+  })
+  .describe(
+    'Alert on it. The order is neither failed nor retried; it keeps re-checking the evidence and waits for an order.settle command (adopt a unique_reference, or abandon).',
+  );
+
+export const orderSettleRefusedEvent = z
+  .object({
+    type: z.literal('order.settle_refused'),
+    ...envelope,
+    resolution: z.literal('adopt'),
+    unique_reference: z.string(),
+    code: z.string().describe('adopt_mismatch, reference_owned, or the exchange failure code'),
+    message: z.string(),
+  })
+  .describe('An order.settle could not be carried out; the order stays parked.');
+
 export const orderFailedEvent = z.object({
   type: z.literal('order.failed'),
   ...envelope,
@@ -131,6 +164,8 @@ export const orderEvent = z.discriminatedUnion('type', [
   orderCompletedEvent,
   orderRefundedEvent,
   orderCanceledEvent,
+  orderParkedEvent,
+  orderSettleRefusedEvent,
   orderFailedEvent,
   kycStatusChangedEvent,
   commandRejectedEvent,

@@ -23,6 +23,11 @@ export const orderRecordSchema = z.object({
   commands: z.array(z.tuple([z.string(), z.string()])),
   unique_reference: z.string().nullable(),
   terminal: z.boolean(),
+  /**
+   * Set when the order's actor stopped on an error the machine did not model (a bug): order.parked (reason
+   * internal_error) was published once. A replica that restores the order tries its last good state again.
+   */
+  halted: z.object({ code: z.string(), message: z.string(), at: z.string() }).nullish(),
   /** The machine's durable form (versioned by the machine module). */
   machine: z.unknown(),
 });

@@ -44,6 +44,8 @@ export class TransactionalWriter {
   private readonly producer: Producer;
   private queue: Pending[] = [];
   private running = false;
+  /** Set once a transaction failed for good: no further write is accepted. */
+  private failure: Error | undefined;
   private closed = false;
   private idle: Promise<void> = Promise.resolve();
   committedTransactions = 0;
@@ -75,6 +77,7 @@ export class TransactionalWriter {
    */
   write(records: OutboundRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean): Promise<boolean> {
     if (this.closed) return Promise.reject(new WorkerError('writer_closed', 'the Kafka writer is closed'));
+    if (this.failure) return Promise.reject(this.failure);
     if (records.length === 0 && offsets.length === 0) return Promise.resolve(true);
     return new Promise((resolve, reject) => {
       this.queue.push({ records, offsets, guard, resolve, reject });
@@ -106,8 +109,12 @@ export class TransactionalWriter {
         for (const item of batch) item.resolve(!refused.has(item));
       } catch (error) {
         const failure = error instanceof Error ? error : new Error(String(error));
-        for (const item of batch) item.reject(failure);
+        // Failed for good: every later write is refused too, and onFatal runs before any waiter resumes, so
+        // nothing that waited for durability acts on a write that never happened.
+        this.failure = failure;
+        const waiting = [...batch, ...this.queue.splice(0, this.queue.length)];
         this.opts.onFatal(failure);
+        for (const item of waiting) item.reject(failure);
         return;
       }
     }

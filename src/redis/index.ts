@@ -19,3 +19,4 @@ export {
 export { redisErrorCodes, toRedisWorkerError } from './redis-errors.ts';
 export type { RedisPort, RedisScriptCommands } from './redis-port.ts';
 export { WebhookDedupe, type WebhookDedupeOptions } from './webhook-dedupe.ts';
+export { RedisReferenceClaims, referenceClaimKey, type ReferenceClaims } from './reference-claims.ts';

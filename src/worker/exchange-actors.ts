@@ -3,22 +3,30 @@
 // Kafka and checks that this replica still holds the order's lease; failures reach the machine as plain
 // ExchangeFailure objects stamped with the runtime's clock.
 import type { ExchangeFailure, ExchangeOrderView } from '../../machines/domain.ts';
-import type { OrderActorFunctions, QuoteRequest } from '../../machines/order-types.ts';
+import type { CreateOrderInput, OrderActorFunctions, QuoteRequest } from '../../machines/order-types.ts';
+import { sameAddress } from '../exchange/address-match.ts';
 import type { ExchangeClient } from '../exchange/client.ts';
 import { toExchangeFailure } from '../exchange/errors.ts';
 import type { CreateOrderRequest } from '../exchange/schemas.ts';
 import type { QuoteCooldown } from '../redis/quote-cooldown.ts';
+import type { ReferenceClaims } from '../redis/reference-claims.ts';
 
 export interface ExchangeActorDeps {
   client: ExchangeClient;
   cooldown: QuoteCooldown;
   /** Resolves when the order's state, with its intent, is durable; rejects when the order is no longer ours. */
   durable: (orderId: string) => Promise<void>;
+  /** True while this replica still holds the order's lease: checked immediately before a request leaves. */
+  mayAct: (orderId: string) => boolean;
+  /** Who owns which exchange order across the fleet (taken before an order adopts or records a reference). */
+  claims: ReferenceClaims;
+  /** The order whose durable record already names this unique_reference, if any (the state topic's view). */
+  ownerOfReference: (uniqueReference: string) => string | undefined;
   now: () => number;
-  /** How far back to look for an order a lost POST may have created (clock skew allowance). */
+  /** How far before the create in doubt to look for the order it may have created (clock skew allowance). */
   lookupSkewMs?: number;
-  /** How many pages of GET /orders/ to search for it. */
-  lookupPages?: number;
+  /** A safety cap on pages of GET /orders/; reaching it makes the lookup inconclusive (retried), never "not found". */
+  maxLookupPages?: number;
 }
 
 /** An ExchangeFailure (the machine's vocabulary) that is also an Error, stamped with the runtime's clock. */
@@ -41,8 +49,10 @@ class ActorFailure extends Error implements ExchangeFailure {
   }
 }
 
-function stamped(error: unknown, at: number): ActorFailure {
-  return error instanceof ActorFailure ? error : new ActorFailure(toExchangeFailure(error), at);
+function stamped(error: unknown, at: number, mayHaveTakenEffect: boolean): ActorFailure {
+  return error instanceof ActorFailure
+    ? error
+    : new ActorFailure(toExchangeFailure(error, { mayHaveTakenEffect }), at);
 }
 
 function sameDecimal(a: string | null | undefined, b: string | null | undefined): boolean {
@@ -58,44 +68,104 @@ function quoteAmount(request: QuoteRequest): string {
 export interface ExchangeActors extends OrderActorFunctions {
   /** Exchange calls in progress (waiting for the request budget or for the exchange): the backpressure signal. */
   inflight(): number;
+  /**
+   * Resolves once no call of this order is in progress, or after `timeoutMs`. A lease is released only after
+   * this, so a request already sent (a POST in flight) ends before another replica may act for the order.
+   */
+  settled(orderId: string, timeoutMs: number): Promise<void>;
+}
+
+/** Does this exchange order look like the one this create asked for? */
+function matchesCreate(order: ExchangeOrderView, create: CreateOrderInput): boolean {
+  return (
+    order.depositCurrency.toUpperCase() === create.depositCurrency.toUpperCase() &&
+    order.withdrawCurrency.toUpperCase() === create.withdrawCurrency.toUpperCase() &&
+    sameAddress(order.withdrawAddress, create.withdrawAddress) &&
+    (create.withdrawAddressExtraId === null ||
+      order.withdrawAddressExtraId === create.withdrawAddressExtraId) &&
+    (create.refundAddress === null || sameAddress(order.refundAddress, create.refundAddress)) &&
+    (create.depositAmount === null || sameDecimal(order.depositAmount, create.depositAmount)) &&
+    (create.withdrawAmount === null ||
+      create.depositAmount !== null ||
+      sameDecimal(order.withdrawAmount, create.withdrawAmount))
+  );
+}
+
+/** True when a page of GET /orders/ is newest first (then a page entirely before the window ends the scan). */
+function newestFirst(orders: readonly ExchangeOrderView[]): boolean {
+  for (let i = 1; i < orders.length; i++) {
+    if (Date.parse(orders[i - 1]?.createdOn ?? '') < Date.parse(orders[i]?.createdOn ?? '')) return false;
+  }
+  return true;
 }
 
 export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   const { client, now } = deps;
   let inflight = 0;
+  const calls = new Map<string, Set<Promise<unknown>>>();
   const skew = deps.lookupSkewMs ?? 120_000;
-  const pages = deps.lookupPages ?? 5;
+  const maxPages = deps.maxLookupPages ?? 1_000;
+
+  const failure = (action: ExchangeFailure['action'], code: string, message: string): ActorFailure =>
+    new ActorFailure({ kind: 'exchange_failure', action, code, message }, now());
 
   // Counted from the moment the machine invokes the call (synchronously, as the transition is taken), so the
   // consumer sees the pressure before it takes the next command.
-  const guarded = async <T>(orderId: string, call: () => Promise<T>): Promise<T> => {
+  const guarded = <T>(
+    orderId: string,
+    call: (beforeSend: () => void) => Promise<T>,
+    opts: { mayHaveTakenEffect?: boolean } = {},
+  ): Promise<T> => {
     inflight++;
-    try {
+    const beforeSend = (): void => {
+      // Fencing: the lease is checked again after every wait (durability, budget), as the request leaves.
+      if (!deps.mayAct(orderId))
+        throw failure('backoff', 'not_owner', `order ${orderId} is no longer driven by this replica`);
+    };
+    const run = (async () => {
       try {
         await deps.durable(orderId);
       } catch (error) {
-        // Not ours any more (lease lost, shutting down): no call is made; the machine sees a retryable failure
-        // but its actor is being stopped anyway.
-        throw new ActorFailure(
-          {
-            kind: 'exchange_failure',
-            action: 'backoff',
-            code: 'not_owner',
-            message: (error as Error).message,
-          },
-          now(),
-        );
+        // Not ours any more, or its intent could not be written: no call is made.
+        throw failure('backoff', 'not_owner', (error as Error).message);
       }
-      return await call();
-    } catch (error) {
-      throw stamped(error, now());
-    } finally {
+      return await call(beforeSend);
+    })().catch((error: unknown) => {
+      throw stamped(error, now(), opts.mayHaveTakenEffect === true);
+    });
+    let set = calls.get(orderId);
+    if (!set) calls.set(orderId, (set = new Set()));
+    const entry = run.finally(() => {
       inflight--;
-    }
+      set.delete(entry);
+      if (set.size === 0 && calls.get(orderId) === set) calls.delete(orderId);
+    });
+    entry.catch(() => {});
+    set.add(entry);
+    return run;
+  };
+
+  /** Claims a reference for an order; false when another order owns it (durably or by claim). */
+  const claim = async (uniqueReference: string, orderId: string): Promise<boolean> => {
+    const owner = deps.ownerOfReference(uniqueReference);
+    if (owner !== undefined && owner !== orderId) return false;
+    return deps.claims.claim(uniqueReference, orderId);
   };
 
   return {
     inflight: () => inflight,
+    settled: async (orderId, timeoutMs) => {
+      const pending = calls.get(orderId);
+      if (!pending || pending.size === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...pending]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    },
     acquireQuoteSlot: async (input) => {
       // The ~15 s cooldown concerns identical *actionable* quote requests; other quotes need no slot.
       if (!input.actionable) return { granted: true, at: now() };
@@ -111,7 +181,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
     },
 
     requestQuote: (input, signal) =>
-      guarded(input.orderId, async () => {
+      guarded(input.orderId, async (beforeSend) => {
         const rates = await client.getRates(
           input.mode,
           {
@@ -120,19 +190,10 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
             ...(input.actionable ? { actionable_quote: true } : {}),
             ...(input.markup !== null ? { markup: input.markup } : {}),
           },
-          { priority: 'normal', signal },
+          { priority: 'normal', signal, beforeSend },
         );
         const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
-        if (!rate)
-          throw new ActorFailure(
-            {
-              kind: 'exchange_failure',
-              action: 'backoff',
-              code: 'no_quote',
-              message: `GET /rate/ returned no rate for ${input.pair}`,
-            },
-            now(),
-          );
+        if (!rate) throw failure('backoff', 'no_quote', `GET /rate/ returned no rate for ${input.pair}`);
         return {
           rateId: rate.rate_id,
           rate: rate.rate,
@@ -152,7 +213,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
       }),
 
     preScreen: (input, signal) =>
-      guarded(input.orderId, async () => {
+      guarded(input.orderId, async (beforeSend) => {
         const result = await client.preScreen(
           input.mode,
           {
@@ -163,7 +224,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
               ? { withdraw_amount: input.withdrawAmount }
               : {}),
           },
-          { priority: 'normal', signal },
+          { priority: 'normal', signal, beforeSend },
         );
         return {
           status: result.status === 'failed' ? 'failed' : 'success',
@@ -172,78 +233,122 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
         };
       }),
 
-    createOrder: (input) =>
-      guarded(input.orderId, async () => {
-        const body: CreateOrderRequest = {
-          deposit_currency: input.depositCurrency,
-          withdraw_currency: input.withdrawCurrency,
-          withdraw_address: input.withdrawAddress,
-          ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
-          ...(input.withdrawAmount && !input.depositAmount ? { withdraw_amount: input.withdrawAmount } : {}),
-          ...(input.withdrawAddressExtraId
-            ? { withdraw_address_extra_id: input.withdrawAddressExtraId }
-            : {}),
-          ...(input.refundAddress ? { refund_address: input.refundAddress } : {}),
-          ...(input.refundAddressExtraId ? { refund_address_extra_id: input.refundAddressExtraId } : {}),
-          ...(input.referralCode ? { referral_code: input.referralCode } : {}),
-          ...(input.markup !== null ? { markup: input.markup } : {}),
-          ...(input.side ? { side: input.side } : {}),
-          ...(input.rateId && !input.isLimitOrder ? { rate_id: input.rateId } : {}),
-          ...(input.isLimitOrder ? { is_limit_order: true } : {}),
-          ...(input.isLimitOrder && input.limitTtlSeconds !== null
-            ? { limit_ttl: input.limitTtlSeconds }
-            : {}),
-        };
-        const result = await client.createOrder(input.mode, body, {
-          priority: 'high',
-          ...(input.userTimezone ? { userTimezone: input.userTimezone } : {}),
-        });
-        return { order: result.order, reused: result.reused, at: now() };
-      }),
+    createOrder: (input, signal) =>
+      guarded(
+        input.orderId,
+        async (beforeSend) => {
+          const body: CreateOrderRequest = {
+            deposit_currency: input.depositCurrency,
+            withdraw_currency: input.withdrawCurrency,
+            withdraw_address: input.withdrawAddress,
+            ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
+            ...(input.withdrawAmount && !input.depositAmount
+              ? { withdraw_amount: input.withdrawAmount }
+              : {}),
+            ...(input.withdrawAddressExtraId
+              ? { withdraw_address_extra_id: input.withdrawAddressExtraId }
+              : {}),
+            ...(input.refundAddress ? { refund_address: input.refundAddress } : {}),
+            ...(input.refundAddressExtraId ? { refund_address_extra_id: input.refundAddressExtraId } : {}),
+            ...(input.referralCode ? { referral_code: input.referralCode } : {}),
+            ...(input.markup !== null ? { markup: input.markup } : {}),
+            ...(input.side ? { side: input.side } : {}),
+            ...(input.rateId && !input.isLimitOrder ? { rate_id: input.rateId } : {}),
+            ...(input.isLimitOrder ? { is_limit_order: true } : {}),
+            ...(input.isLimitOrder && input.limitTtlSeconds !== null
+              ? { limit_ttl: input.limitTtlSeconds }
+              : {}),
+          };
+          const result = await client.createOrder(input.mode, body, {
+            priority: 'high',
+            signal,
+            beforeSend,
+            ...(input.userTimezone ? { userTimezone: input.userTimezone } : {}),
+          });
+          // Mark the reference as ours before anyone's lookup could take it for a sibling's. Never fails the
+          // create: the order exists, and its order.created record will name the owner durably.
+          await claim(result.order.uniqueReference, input.orderId).catch(() => true);
+          return { order: result.order, reused: result.reused, at: now() };
+        },
+        { mayHaveTakenEffect: true },
+      ),
 
     findExistingOrder: ({ create, since }, signal) =>
-      guarded(create.orderId, async () => {
-        // GET /orders/ lists CeFi orders only; a DeFi create is verified by repeating it with the same rate_id.
-        const matches = (order: ExchangeOrderView): boolean =>
-          order.depositCurrency.toUpperCase() === create.depositCurrency.toUpperCase() &&
-          order.withdrawCurrency.toUpperCase() === create.withdrawCurrency.toUpperCase() &&
-          order.withdrawAddress === create.withdrawAddress &&
-          (create.depositAmount === null || sameDecimal(order.depositAmount, create.depositAmount)) &&
-          (create.withdrawAmount === null ||
-            create.depositAmount !== null ||
-            sameDecimal(order.withdrawAmount, create.withdrawAmount)) &&
-          Date.parse(order.createdOn) >= since - skew;
+      guarded(create.orderId, async (beforeSend) => {
+        // GET /orders/ lists CeFi orders only (a DeFi create in doubt is repeated with its rate_id instead). "Not
+        // created" is concluded only from a complete scan of the window in which the order could have been made.
+        const from = since - skew;
+        const candidates: ExchangeOrderView[] = [];
         let cursor: string | undefined;
-        for (let page = 0; page < pages; page++) {
+        for (let page = 0; ; page++) {
+          if (page >= maxPages)
+            throw failure(
+              'backoff',
+              'lookup_incomplete',
+              `GET /orders/ still had pages after ${maxPages}; the lookup is inconclusive`,
+            );
           const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, {
             priority: 'high',
             signal,
+            beforeSend,
           });
-          const found = result.results.find(matches);
-          if (found) return { order: found, at: now() };
-          const oldest = result.results.at(-1);
-          if (!result.next || (oldest && Date.parse(oldest.createdOn) < since - skew)) break;
+          for (const order of result.results) {
+            const createdOn = Date.parse(order.createdOn);
+            if (createdOn >= from && matchesCreate(order, create)) candidates.push(order);
+          }
+          const allBefore =
+            result.results.length > 0 &&
+            result.results.every((order) => Date.parse(order.createdOn) < from) &&
+            newestFirst(result.results);
+          if (!result.next || allBefore) break;
           cursor = result.next;
+        }
+        // Oldest first: the earliest match is the likeliest to be this create's first attempt.
+        candidates.sort((a, b) => Date.parse(a.createdOn) - Date.parse(b.createdOn));
+        for (const order of candidates) {
+          if (await claim(order.uniqueReference, create.orderId)) return { order, at: now() };
         }
         return { order: null, at: now() };
       }),
 
+    adoptOrder: ({ create, uniqueReference }, signal) =>
+      guarded(create.orderId, async (beforeSend) => {
+        const order = await client.getOrder(
+          create.mode,
+          { uniqueReference },
+          { priority: 'high', signal, beforeSend },
+        );
+        if (!matchesCreate(order, create))
+          throw failure(
+            'fatal',
+            'adopt_mismatch',
+            `exchange order ${uniqueReference} does not match this order (currencies, addresses or amounts differ)`,
+          );
+        if (!(await claim(uniqueReference, create.orderId)))
+          throw failure(
+            'fatal',
+            'reference_owned',
+            `exchange order ${uniqueReference} belongs to another order`,
+          );
+        return { order, at: now() };
+      }),
+
     submitDeposit: (input, signal) =>
-      guarded(input.orderId, async () => {
+      guarded(input.orderId, async (beforeSend) => {
         const result = await client.submitDepositTransaction(
           input.mode,
           { uniqueReference: input.uniqueReference, depositTransaction: input.txHash },
-          { priority: 'high', signal },
+          { priority: 'high', signal, beforeSend },
         );
         return { alreadyRecorded: result.alreadyRecorded, at: now() };
       }),
 
     fetchOrder: (input, signal) =>
-      guarded(input.orderId, async () => ({
+      guarded(input.orderId, async (beforeSend) => ({
         order: await client.getOrder(
           input.mode,
           { uniqueReference: input.uniqueReference },
-          { priority: 'low', signal },
+          { priority: 'low', signal, beforeSend },
         ),
         at: now(),
       })),

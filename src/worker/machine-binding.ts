@@ -11,7 +11,9 @@ export interface EmittedDomainEvent {
 export type OrderActorEvent =
   | { type: 'SUBMIT_DEPOSIT'; txHash: string; at: number }
   | { type: 'CANCEL'; at: number }
-  | { type: 'WEBHOOK_HINT'; status?: string; at: number };
+  | { type: 'WEBHOOK_HINT'; status?: string; at: number }
+  | { type: 'SETTLE'; resolution: 'adopt'; uniqueReference: string; at: number }
+  | { type: 'SETTLE'; resolution: 'abandon'; at: number };
 
 export interface OrderActorStatus {
   /** The machine's state value, flattened (for logs and metrics). */

@@ -36,6 +36,13 @@ export interface OrderHostOptions {
   logger: Logger;
   now: () => number;
   maxRememberedCommands?: number;
+  /**
+   * Resolves once no exchange call of the order is in progress (or after the bound). The lease is released only
+   * after it, so a request already sent ends before another replica may act for the order.
+   */
+  callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
+  /** The bound of that wait: the longest exchange call (a DeFi create: 30 s) plus a margin. Default 35 000. */
+  callsSettleTimeoutMs?: number;
 }
 
 interface OrderSlot {
@@ -45,7 +52,10 @@ interface OrderSlot {
   record: OrderRecord;
   actor: OrderActorHandle | undefined;
   pendingEvents: EmittedDomainEvent[];
+  /** The latest write of this order: resolves once committed, rejects when it was refused or failed. */
   lastWrite: Promise<void>;
+  /** The actor stopped on an unmodelled error; the slot keeps the lease and refuses all but order.settle abandon. */
+  halted: boolean;
   persistScheduled: boolean;
   stopped: boolean;
   /** When the reconciliation sweep last nudged this order (at most one nudge per max age). */
@@ -54,10 +64,41 @@ interface OrderSlot {
 
 const tracer = trace.getTracer('exchange-order-worker');
 
+/** JSON with object keys sorted at every depth (undefined members dropped), so equal content hashes equally. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, member]) => member !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const contentHashPrefix = 'v2:';
+
+/** The content of a command (all but its command_id), canonicalised at every depth and hashed. */
 export function commandContentHash(command: OrderCommand): string {
+  const { command_id: _ignored, ...content } = command;
+  return contentHashPrefix + createHash('sha256').update(canonicalJson(content)).digest('hex').slice(0, 32);
+}
+
+/**
+ * Hashes stored before "v2:" (f4cae36 and earlier) covered top-level fields only. They are still honoured for the
+ * orders that carry them, so a redelivered command of such an order is recognised after an upgrade.
+ */
+function legacyContentHash(command: OrderCommand): string {
   const { command_id: _ignored, ...content } = command;
   const canonical = JSON.stringify(content, Object.keys(content).sort());
   return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
+}
+
+/** Whether a stored content hash (either version) names this command's content. */
+export function sameCommandContent(stored: string, command: OrderCommand): boolean {
+  return stored.startsWith(contentHashPrefix)
+    ? stored === commandContentHash(command)
+    : stored === legacyContentHash(command);
 }
 
 function toActorEvent(command: OrderCommand, at: number): OrderActorEvent | null {
@@ -70,6 +111,10 @@ function toActorEvent(command: OrderCommand, at: number): OrderActorEvent | null
       return command.status === undefined
         ? { type: 'WEBHOOK_HINT', at }
         : { type: 'WEBHOOK_HINT', status: command.status, at };
+    case 'order.settle':
+      return command.resolution === 'adopt'
+        ? { type: 'SETTLE', resolution: 'adopt', uniqueReference: command.unique_reference, at }
+        : { type: 'SETTLE', resolution: 'abandon', at };
     default:
       return null;
   }
@@ -84,6 +129,7 @@ export class OrderHost {
   private readonly opts: OrderHostOptions;
   private readonly logger: Logger;
   private readonly maxCommands: number;
+  private writerFailed = false;
   readonly counters = { commands: 0, rejected: 0, events: 0, restored: 0, leaseLost: 0, reconcileNudges: 0 };
 
   constructor(opts: OrderHostOptions) {
@@ -104,14 +150,32 @@ export class OrderHost {
     return this.slots.get(orderId)?.actor?.status();
   }
 
-  /** Waits until everything this order's actor has recorded so far is durable in Kafka. */
+  /**
+   * Waits until everything this order's actor has recorded so far is durable in Kafka. Rejects unless the latest
+   * write committed (refused by the lease guard, or the writer failed): no call may go out on an unwritten intent.
+   */
   async durable(orderId: string): Promise<void> {
     await new Promise((resolve) => setImmediate(resolve));
     const slot = this.slots.get(orderId);
     if (!slot) throw new Error(`order ${orderId} is not driven by this replica`);
     await slot.lastWrite;
-    if (slot.stopped || !this.opts.leases.isValid(orderId))
+    if (slot.stopped || this.writerFailed || !this.opts.leases.isValid(orderId))
       throw new Error(`order ${orderId} is no longer driven by this replica`);
+  }
+
+  /**
+   * The Kafka writer failed for good: nothing more can be made durable, so nothing more may be done. Stops every
+   * actor at once (before any continuation of the failed writes runs); leases are left to expire, since the
+   * records they guard may not be the latest.
+   */
+  halt(reason: Error): void {
+    if (this.writerFailed) return;
+    this.writerFailed = true;
+    this.logger.error({ err: { message: reason.message } }, 'Kafka writer failed: every order actor stopped');
+    for (const slot of this.slots.values()) {
+      slot.stopped = true;
+      slot.actor?.stop();
+    }
   }
 
   /**
@@ -142,10 +206,18 @@ export class OrderHost {
     return nudged;
   }
 
-  /** True while this replica may act for the order (used before every exchange call). */
+  /** True while this replica may act for the order: checked as each exchange request leaves the process. */
   mayAct(orderId: string): boolean {
     const slot = this.slots.get(orderId);
-    return Boolean(slot && !slot.stopped && this.opts.leases.isValid(orderId));
+    return Boolean(slot && !slot.stopped && !this.writerFailed && this.opts.leases.isValid(orderId));
+  }
+
+  /** The order whose durable record names this exchange order, if any. */
+  ownerOfReference(uniqueReference: string): string | undefined {
+    for (const slot of this.slots.values()) {
+      if (slot.record.unique_reference === uniqueReference) return slot.orderId;
+    }
+    return this.opts.store.orderIdByReference(uniqueReference);
   }
 
   // ---- partitions ---------------------------------------------------------------------------------------------
@@ -194,6 +266,9 @@ export class OrderHost {
     slot.actor?.stop();
     this.slots.delete(slot.orderId);
     await slot.lastWrite.catch(() => {});
+    // A request that already left (stopping the actor does not recall a POST in flight) must end before the
+    // lease does: the next owner's lookup must not run while it can still land.
+    await this.opts.callsSettled?.(slot.orderId, this.opts.callsSettleTimeoutMs ?? 35_000);
     await this.opts.leases.release(slot.orderId).catch((error: unknown) => {
       this.logger.warn(
         { orderId: slot.orderId, err: { message: (error as Error).message } },
@@ -278,6 +353,7 @@ export class OrderHost {
       actor: undefined,
       pendingEvents: [],
       lastWrite: Promise.resolve(),
+      halted: false,
       persistScheduled: false,
       stopped: false,
       lastNudgeAt: 0,
@@ -296,8 +372,9 @@ export class OrderHost {
       onError: (error) => {
         this.logger.error(
           { orderId: slot.orderId, err: { message: (error as Error)?.message } },
-          'order actor failed unexpectedly',
+          'order actor failed unexpectedly; the order is parked (internal_error)',
         );
+        this.haltOrder(slot, error);
       },
     };
   }
@@ -365,6 +442,8 @@ export class OrderHost {
       offset?: OffsetToCommit;
       command?: [string, string];
       events?: Array<Record<string, unknown>>;
+      /** The host itself ends the order (an abandoned halted order). */
+      terminal?: boolean;
     } = {},
   ): Promise<boolean> {
     if (slot.stopped) return Promise.resolve(false);
@@ -390,7 +469,10 @@ export class OrderHost {
       commands,
       unique_reference: status?.uniqueReference ?? slot.record.unique_reference,
       terminal: status?.terminal ?? slot.record.terminal,
+      // A live actor that writes again has recovered from an earlier halt.
+      halted: slot.actor ? null : (slot.record.halted ?? null),
       machine: slot.actor ? slot.actor.durable() : slot.record.machine,
+      ...(extra.terminal ? { terminal: true } : {}),
     };
     slot.record = record;
     records.push({
@@ -410,11 +492,46 @@ export class OrderHost {
         if (written) this.opts.store.apply(record);
         return written;
       });
-    slot.lastWrite = write.then(
-      () => {},
-      () => {},
-    );
+    const lastWrite = write.then((written) => {
+      if (!written) throw new Error(`order ${slot.orderId}: a write was refused (lease lost)`);
+    });
+    lastWrite.catch(() => {}); // observed through durable(); never an unhandled rejection
+    slot.lastWrite = lastWrite;
     return write;
+  }
+
+  /**
+   * The order's actor stopped on an error its machine does not model: publish order.parked (internal_error) once,
+   * keep the lease and the last good state, and refuse commands but order.settle abandon. A replica that restores
+   * the order later (a restart, a fixed build) tries its last good state again.
+   */
+  private haltOrder(slot: OrderSlot, error: unknown): void {
+    if (slot.stopped || slot.halted) return;
+    slot.halted = true;
+    // The last written record keeps the last good state (the errored snapshot may be half-way through a step).
+    slot.actor = undefined;
+    slot.pendingEvents.length = 0;
+    const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
+    const at = new Date(this.opts.now()).toISOString();
+    const alreadyReported = Boolean(slot.record.halted);
+    slot.record = { ...slot.record, halted: { code: 'actor_error', message, at } };
+    const events: Array<Record<string, unknown>> = alreadyReported
+      ? []
+      : [
+          {
+            type: 'order.parked',
+            reason: 'internal_error',
+            mode: slot.record.mode,
+            rate_id: null,
+            window_from: at,
+            window_to: at,
+            attempts: 0,
+            tried: [],
+            code: 'actor_error',
+            message,
+          },
+        ];
+    void this.persist(slot, { events }).catch(() => {});
   }
 
   /**
@@ -435,11 +552,13 @@ export class OrderHost {
   private finishIfTerminal(slot: OrderSlot): void {
     if (!slot.actor?.status().terminal) return;
     // The terminal record is written by the pending persist; unload once it is durable.
-    void slot.lastWrite.then(async () => {
-      await new Promise((resolve) => setImmediate(resolve));
-      await slot.lastWrite;
-      if (this.slots.get(slot.orderId) === slot) await this.unload(slot);
-    });
+    void slot.lastWrite
+      .then(async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+        await slot.lastWrite;
+        if (this.slots.get(slot.orderId) === slot) await this.unload(slot);
+      })
+      .catch(() => {}); // a refused terminal write: the lease-loss reload takes the order over
   }
 
   // ---- commands -----------------------------------------------------------------------------------------------
@@ -510,7 +629,7 @@ export class OrderHost {
 
     if (command.type === 'order.create') {
       if (existing) {
-        if (existing.create_hash === hash) {
+        if (sameCommandContent(existing.create_hash, command)) {
           // The same order.create again (redelivery, replay, retrying producer): nothing to do.
           await this.opts.writer.write([], [offset]);
           return;
@@ -536,7 +655,7 @@ export class OrderHost {
     }
     const seen = existing.commands.find(([id]) => id === command.command_id);
     if (seen) {
-      if (seen[1] === hash) {
+      if (sameCommandContent(seen[1], command)) {
         await this.opts.writer.write([], [offset]);
         return;
       }
@@ -551,6 +670,27 @@ export class OrderHost {
       return;
     }
     const slot = this.slots.get(command.order_id);
+    if (slot?.halted && command.type === 'order.settle' && command.resolution === 'abandon') {
+      // An order halted by a bug has no machine to decide: the operator's abandon ends it here.
+      await this.requireWritten(
+        await this.persist(slot, {
+          offset,
+          command: [command.command_id, hash],
+          terminal: true,
+          events: [
+            {
+              type: 'order.failed',
+              reason: 'abandoned_by_operator',
+              code: 'operator_abandoned',
+              message: 'an operator settled the halted order as abandoned (order.settle)',
+            },
+          ],
+        }),
+        command.order_id,
+      );
+      if (this.slots.get(slot.orderId) === slot) await this.unload(slot);
+      return;
+    }
     if (command.type === 'order.submit_deposit' && slot?.actor?.status().depositTxHash === command.tx_hash) {
       // The same deposit hash again (under a new command_id): already accepted, nothing more to do.
       await this.opts.writer.write([], [offset]);
@@ -559,7 +699,7 @@ export class OrderHost {
     const event = toActorEvent(command, this.opts.now());
     const refusal =
       !slot?.actor || !event
-        ? `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : 'not active on this replica'}`
+        ? `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : slot?.halted ? 'halted by an internal error (see order.parked; only order.settle abandon is possible)' : 'not active on this replica'}`
         : slot.actor.can(event)
           ? undefined
           : `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`;

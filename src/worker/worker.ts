@@ -23,6 +23,8 @@ export interface WorkerAdapters {
   checks: { redis: () => Promise<boolean>; exchange: () => Promise<boolean> };
   /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */
   inflightExchangeCalls: () => number;
+  /** Resolves once no exchange call of the order is in progress, or after timeoutMs. */
+  callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
   metrics?: () => string;
   close: () => Promise<void>;
 }
@@ -65,7 +67,11 @@ export class Worker {
       consumerGroupId: config.consumerGroup,
       transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
       logger,
-      onFatal,
+      // Stop every order actor first (synchronously), then let the process shut down.
+      onFatal: (error) => {
+        this.host?.halt(error);
+        onFatal(error);
+      },
     });
     await writer.connect();
     this.writer = writer;
@@ -92,6 +98,7 @@ export class Worker {
       topics: config.topics,
       logger,
       now: this.now,
+      ...(adapters.callsSettled ? { callsSettled: adapters.callsSettled } : {}),
     });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));

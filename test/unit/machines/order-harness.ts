@@ -154,6 +154,7 @@ export class OrderHarness {
     preScreen: [],
     createOrder: [],
     findExistingOrder: [],
+    adoptOrder: [],
     submitDeposit: [],
     fetchOrder: [],
   };
@@ -174,6 +175,7 @@ export class OrderHarness {
       preScreen: this.stub('preScreen'),
       createOrder: this.stub('createOrder'),
       findExistingOrder: this.stub('findExistingOrder'),
+      adoptOrder: this.stub('adoptOrder'),
       submitDeposit: this.stub('submitDeposit'),
       fetchOrder: this.stub('fetchOrder'),
     });

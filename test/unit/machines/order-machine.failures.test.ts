@@ -319,22 +319,32 @@ describe('order machine: creating failures', () => {
     expect(h.emitted.at(-1)).toMatchObject({ type: 'order.created', reused: true });
   });
 
-  it('keeps a create in doubt while its verification keeps failing, past maxAttempts', async () => {
+  it('parks a create in doubt whose verification keeps failing past maxAttempts, and keeps re-checking', async () => {
     const h = await OrderHarness.start(
-      orderInput({ mode: 'cefi', config: { maxAttempts: 2, backoff: { baseMs: 100, maxMs: 100 } } }),
+      orderInput({
+        mode: 'cefi',
+        config: {
+          maxAttempts: 3,
+          backoff: { baseMs: 100, maxMs: 100 },
+          createSettleMs: 100,
+          parkedRecheckMs: 5_000,
+        },
+      }),
       {
         createOrder: [fails('unknown_outcome')],
-        findExistingOrder: [
-          fails('backoff'),
-          fails('backoff'),
-          fails('backoff'),
-          ok({ order: exchangeOrder() }),
-        ],
+        findExistingOrder: [fails('backoff'), fails('backoff'), ok({ order: exchangeOrder() })],
       },
     );
-    for (let step = 0; step < 4; step += 1) await h.advance(100);
-    expect(h.calls.findExistingOrder).toHaveLength(4);
+    for (let step = 0; step < 3; step += 1) await h.advance(100);
+    expect(h.calls.findExistingOrder).toHaveLength(2);
+    expect(h.state).toBe('creating.parked');
+    expect(h.types()).toEqual(['order.parked']);
+    expect(h.emitted[0]).toMatchObject({ reason: 'create_outcome_unknown', mode: 'cefi', attempts: 1 });
+    expect(h.calls.createOrder).toHaveLength(1);
+    await h.advance(5_000);
+    expect(h.calls.findExistingOrder).toHaveLength(3);
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    expect(h.types()).toEqual(['order.parked', 'order.created']);
   });
 
   it('fails on a non-retryable create error', async () => {
@@ -354,14 +364,19 @@ describe('order machine: creating failures', () => {
     ]);
   });
 
-  it('fails when the existing-order lookup is refused for good', async () => {
+  it('parks (never fails) a create in doubt whose lookup is refused for good: the order may exist', async () => {
     const h = await OrderHarness.start(orderInput({ mode: 'cefi' }), {
       createOrder: [fails('unknown_outcome')],
       findExistingOrder: [fails('fatal', { code: 'unauthorized' })],
     });
     await h.advance((h.context.retryAt ?? 0) - h.context.now);
-    expect(h.state).toBe('failed');
-    expect(h.context.failure).toMatchObject({ reason: 'rejected', code: 'unauthorized' });
+    expect(h.state).toBe('creating.parked');
+    expect(h.context.failure).toBeNull();
+    expect(h.types()).toEqual(['order.parked']);
+    expect(h.emitted[0]).toMatchObject({
+      code: 'unauthorized',
+      tried: expect.arrayContaining([expect.stringContaining('GET /orders/ scanned 1')]),
+    });
   });
 
   it('retries a failed pre-screening after a backoff and fails when it is refused for good', async () => {

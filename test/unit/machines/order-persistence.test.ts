@@ -90,6 +90,8 @@ describe('durable form', () => {
       [
         'canceled',
         'completed',
+        'creating.adopting',
+        'creating.parked',
         'creating.posting',
         'creating.verifying',
         'creating.waiting',
@@ -246,7 +248,7 @@ describe('restore: before the exchange order exists', () => {
     expect(restored.emitted[0]).toMatchObject({ reused: true });
   });
 
-  it('re-quotes when a DeFi create in doubt is answered with an expired rate_id', async () => {
+  it('parks (never re-quotes) a DeFi create in doubt whose repeat is answered with an expired rate_id', async () => {
     const h = await OrderHarness.start(orderInput(), {
       acquireQuoteSlot: [granted],
       requestQuote: [quoteReply('rate-7')],
@@ -254,12 +256,25 @@ describe('restore: before the exchange order exists', () => {
     const { restored } = await crashAndRestore(
       h,
       120_000,
-      { createOrder: [fails('requote', { code: 'rate_id_expired' })] },
+      { createOrder: [fails('requote', { code: 'rate_id_invalid_or_expired' })] },
       { always: { acquireQuoteSlot: granted } },
     );
-    expect(restored.context.pendingIntent).toMatchObject({ kind: 'request_quote' });
-    expect(restored.context.requotes).toBe(1);
-    expect(restored.state).toBe('quoting.requesting');
+    // The first POST may have created the order: a fresh quote and a second POST could make a second one.
+    expect(restored.calls.requestQuote).toHaveLength(0);
+    expect(restored.calls.createOrder).toHaveLength(1);
+    expect(restored.context.requotes).toBe(0);
+    expect(restored.context.pendingIntent).toMatchObject({
+      kind: 'create',
+      rateId: 'rate-7',
+      outcome: 'unknown',
+    });
+    expect(restored.state).toBe('creating.parked');
+    expect(restored.types()).toEqual(['order.parked']);
+    expect(restored.emitted[0]).toMatchObject({
+      rate_id: 'rate-7',
+      mode: 'defi',
+      code: 'rate_id_invalid_or_expired',
+    });
   });
 
   it('looks for the CeFi order a create in flight may have made instead of posting again', async () => {
@@ -270,6 +285,10 @@ describe('restore: before the exchange order exists', () => {
     const { restored } = await crashAndRestore(h, 2_000, {
       findExistingOrder: [ok({ order: exchangeOrder({ uniqueReference: 'FOUND' }) })],
     });
+    // The previous owner's POST may still land: no lookup before the settle window has passed.
+    expect(restored.state).toBe('creating.waiting');
+    expect(restored.calls.findExistingOrder).toHaveLength(0);
+    await restored.advance(restored.context.config.createSettleMs);
     expect(restored.calls.findExistingOrder[0]?.input).toMatchObject({
       since: T0,
       create: { rateId: 'rate-1' },
