@@ -477,7 +477,11 @@ export const orderMachineSetup = setup({
             context.pendingIntent?.kind === 'create' && inDoubt
               ? context.pendingIntent.rateId
               : boundRateId(context),
-          startedAt: context.now,
+          // A doubt's window opens with the first POST that may have taken effect, not with its repeats.
+          startedAt:
+            context.pendingIntent?.kind === 'create' && inDoubt
+              ? context.pendingIntent.startedAt
+              : context.now,
           outcome: inDoubt ? ('unknown' as const) : ('in_flight' as const),
         },
       };

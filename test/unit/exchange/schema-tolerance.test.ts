@@ -33,3 +33,38 @@ describe('wire tolerance where the document leaves room', () => {
     expect(orderPageSchema.safeParse({ pagination: {} }).success).toBe(false);
   });
 });
+
+describe('values that would break date arithmetic are invalid responses', () => {
+  const order = {
+    unique_reference: 'R1',
+    created_on: '2026-11-22T06:00:00Z',
+    status: 'INITIAL',
+    deposit_amount: '0.1',
+    withdraw_amount: '1',
+    deposit_currency: 'BTC',
+    withdraw_currency: 'ETH',
+  };
+  it('refuses a payment window or a timestamp outside plausible bounds', async () => {
+    const { rateSchema } = await import('../../../src/exchange/schemas.ts');
+    expect(orderSchema.safeParse(order).success).toBe(true);
+    expect(orderSchema.safeParse({ ...order, payment_window_minutes: 1e15 }).success).toBe(false);
+    expect(orderSchema.safeParse({ ...order, created_on: '+275760-09-13T00:00:00.000Z' }).success).toBe(
+      false,
+    );
+    const rate = {
+      pair: 'ETHBTC',
+      from: 'BTC',
+      to: 'ETH',
+      withdrawal_fee: '0',
+      rate: '1',
+      rate_id: 'r',
+      max_withdraw_amount: '1',
+      min_withdraw_amount: '0',
+      max_deposit_amount: '1',
+      min_deposit_amount: '0',
+    };
+    expect(rateSchema.safeParse({ ...rate, expiration_time_unix: '1795000000' }).success).toBe(true);
+    expect(rateSchema.safeParse({ ...rate, expiration_time_unix: '99999999999999' }).success).toBe(false);
+    expect(rateSchema.safeParse({ ...rate, expiration_time_unix: 1e300 }).success).toBe(false);
+  });
+});

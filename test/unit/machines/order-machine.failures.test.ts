@@ -373,10 +373,9 @@ describe('order machine: creating failures', () => {
     expect(h.state).toBe('creating.parked');
     expect(h.context.failure).toBeNull();
     expect(h.types()).toEqual(['order.parked']);
-    expect(h.emitted[0]).toMatchObject({
-      code: 'unauthorized',
-      tried: expect.arrayContaining([expect.stringContaining('GET /orders/ scanned 1')]),
-    });
+    expect(h.emitted[0]).toMatchObject({ code: 'unauthorized' });
+    const parked = h.emitted[0] as { tried?: readonly string[] };
+    expect(parked.tried).toContain('GET /orders/ scanned 1 time(s)');
   });
 
   it('retries a failed pre-screening after a backoff and fails when it is refused for good', async () => {
@@ -626,5 +625,121 @@ describe('order machine: monitoring', () => {
     await h.advance(90_000);
     expect(h.calls.fetchOrder.map((call) => call.at)).toEqual([T0 + 30_000, T0 + 60_000, T0 + 150_000]);
     expect(h.context.pollAttempt).toBe(0);
+  });
+});
+
+describe('order machine: a create in doubt (money safety)', () => {
+  const quick = { backoff: { baseMs: 100, maxMs: 100 }, createSettleMs: 100, parkedRecheckMs: 5_000 };
+
+  it('parks a DeFi create whose repeat after a lost answer says the rate expired: no fresh quote, no second order', async () => {
+    const h = await OrderHarness.start(orderInput({ config: quick }), {
+      acquireQuoteSlot: [granted],
+      requestQuote: [quoteReply('rate-1')],
+      createOrder: [fails('unknown_outcome'), fails('requote', { code: 'rate_id_invalid_or_expired' })],
+    });
+    await h.advance((h.context.retryAt ?? 0) - h.context.now);
+    expect(h.calls.createOrder.map((c) => c.input.rateId)).toEqual(['rate-1', 'rate-1']);
+    expect(h.calls.requestQuote).toHaveLength(1);
+    expect(h.state).toBe('creating.parked');
+    expect(h.types()).toEqual(['order.quoted', 'order.parked']);
+    expect(h.emitted[1]).toMatchObject({
+      type: 'order.parked',
+      reason: 'create_outcome_unknown',
+      rate_id: 'rate-1',
+      attempts: 2,
+      window_from: new Date(T0).toISOString(),
+    });
+  });
+
+  it('parks rather than fails when a repeat in doubt is refused for good (the first POST may have succeeded)', async () => {
+    const h = await OrderHarness.start(orderInput({ config: quick }), {
+      acquireQuoteSlot: [granted],
+      requestQuote: [quoteReply('rate-1')],
+      createOrder: [fails('unknown_outcome'), fails('fatal', { code: 'address_invalid' })],
+    });
+    await h.advance((h.context.retryAt ?? 0) - h.context.now);
+    expect(h.state).toBe('creating.parked');
+    expect(h.context.failure).toBeNull();
+  });
+
+  it('refuses a cancel while parked; re-checks the evidence with the same rate_id and adopts a definite answer', async () => {
+    const h = await OrderHarness.start(orderInput({ config: quick }), {
+      acquireQuoteSlot: [granted],
+      requestQuote: [quoteReply('rate-1')],
+      createOrder: [
+        fails('unknown_outcome'),
+        fails('requote', { code: 'rate_id_invalid_or_expired' }),
+        ok({ order: exchangeOrder({ uniqueReference: 'LATE' }), reused: true }),
+      ],
+    });
+    await h.advance((h.context.retryAt ?? 0) - h.context.now);
+    expect(h.state).toBe('creating.parked');
+    expect(h.snapshot.can({ type: 'CANCEL', at: h.context.now })).toBe(false);
+    await h.advance(5_000);
+    expect(h.calls.createOrder.map((c) => c.input.rateId)).toEqual(['rate-1', 'rate-1', 'rate-1']);
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    expect(h.types()).toEqual(['order.quoted', 'order.parked', 'order.created']);
+  });
+
+  it('lets an operator adopt a named exchange order, refusing one that does not match', async () => {
+    const h = await OrderHarness.start(orderInput({ mode: 'cefi', config: quick }), {
+      createOrder: [fails('unknown_outcome')],
+      findExistingOrder: [fails('fatal', { code: 'unauthorized' })],
+      adoptOrder: [
+        fails('fatal', { code: 'adopt_mismatch', message: 'does not match' }),
+        ok({ order: exchangeOrder({ uniqueReference: 'OPS1' }) }),
+      ],
+    });
+    await h.advance((h.context.retryAt ?? 0) - h.context.now);
+    expect(h.state).toBe('creating.parked');
+    await h.send({ type: 'SETTLE', resolution: 'adopt', uniqueReference: 'WRONG', at: h.context.now });
+    expect(h.calls.adoptOrder[0]?.input.uniqueReference).toBe('WRONG');
+    expect(h.state).toBe('creating.parked');
+    expect(h.emitted.at(-1)).toMatchObject({
+      type: 'order.settle_refused',
+      unique_reference: 'WRONG',
+      code: 'adopt_mismatch',
+    });
+    await h.send({ type: 'SETTLE', resolution: 'adopt', uniqueReference: 'OPS1', at: h.context.now });
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    expect(h.emitted.at(-1)).toMatchObject({ type: 'order.created', unique_reference: 'OPS1' });
+  });
+
+  it('lets an operator abandon a parked order', async () => {
+    const h = await OrderHarness.start(orderInput({ mode: 'cefi', config: quick }), {
+      createOrder: [fails('unknown_outcome')],
+      findExistingOrder: [fails('fatal', { code: 'unauthorized' })],
+    });
+    await h.advance((h.context.retryAt ?? 0) - h.context.now);
+    await h.send({ type: 'SETTLE', resolution: 'abandon', at: h.context.now });
+    expect(h.state).toBe('failed');
+    expect(h.emitted.at(-1)).toMatchObject({ type: 'order.failed', reason: 'abandoned_by_operator' });
+  });
+
+  it('does not look a CeFi create up before the settle window has passed, nor cancel it meanwhile', async () => {
+    const h = await OrderHarness.start(orderInput({ mode: 'cefi', config: { createSettleMs: 60_000 } }), {
+      createOrder: [fails('unknown_outcome', { code: 'http_503' })],
+      findExistingOrder: [ok({ order: null }), ok({ order: exchangeOrder() })],
+    });
+    expect(h.state).toBe('creating.waiting');
+    expect(h.context.retryAt).toBeGreaterThanOrEqual(h.context.now + 60_000);
+    expect(h.snapshot.can({ type: 'CANCEL', at: h.context.now })).toBe(false);
+    await h.advance(59_000);
+    expect(h.calls.findExistingOrder).toHaveLength(0);
+  });
+
+  it('never publishes a status that moves backwards (PAID, then a stale INITIAL)', async () => {
+    const h = await OrderHarness.start(orderInput({ mode: 'cefi' }), {
+      createOrder: [ok({ order: exchangeOrder(), reused: false })],
+      fetchOrder: [
+        ok({ order: exchangeOrder({ status: 'PAID' }) }),
+        ok({ order: exchangeOrder({ status: 'INITIAL' }) }),
+      ],
+    });
+    await h.advance(30_000);
+    await h.advance(30_000);
+    expect(h.calls.fetchOrder).toHaveLength(2);
+    expect(h.types()).toEqual(['order.created', 'order.status_changed']);
+    expect(h.context.lastStatus).toBe('PAID');
   });
 });

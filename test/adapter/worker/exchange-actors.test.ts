@@ -1,0 +1,248 @@
+// The runtime's actors over the exchange client and undici's MockAgent: the lookup of a create in doubt (complete,
+// format-aware, never adopting a sibling's order), the lease check as a request leaves, and the wait for calls in
+// flight before a lease may be released.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CreateOrderInput } from '../../../machines/order-types.ts';
+import type { QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
+import type { ReferenceClaims } from '../../../src/redis/reference-claims.ts';
+import { createExchangeActors, type ExchangeActorDeps } from '../../../src/worker/exchange-actors.ts';
+import {
+  mockExchange,
+  mockedClient,
+  orderFixture,
+  type MockExchange,
+} from '../../support/exchange/mock-exchange.ts';
+
+let exchange: MockExchange | undefined;
+afterEach(async () => {
+  await exchange?.agent.close();
+  exchange = undefined;
+});
+
+const T = Date.parse('2026-11-22T06:00:00.000Z');
+const address = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+
+const create: CreateOrderInput = {
+  orderId: 'o-1',
+  mode: 'cefi',
+  attempt: 1,
+  depositCurrency: 'BTC',
+  withdrawCurrency: 'ETH',
+  depositAmount: '0.1',
+  withdrawAmount: null,
+  withdrawAddress: address,
+  withdrawAddressExtraId: null,
+  refundAddress: null,
+  refundAddressExtraId: null,
+  referralCode: null,
+  markup: null,
+  side: null,
+  rateId: null,
+  isLimitOrder: false,
+  limitTtlSeconds: null,
+  userTimezone: null,
+};
+
+class MemoryClaims implements ReferenceClaims {
+  readonly owners = new Map<string, string>();
+  claim(reference: string, orderId: string): Promise<boolean> {
+    const owner = this.owners.get(reference);
+    if (owner === undefined) this.owners.set(reference, orderId);
+    return Promise.resolve(owner === undefined || owner === orderId);
+  }
+}
+
+function actors(overrides: Partial<ExchangeActorDeps> = {}) {
+  exchange = mockExchange();
+  const claims = new MemoryClaims();
+  const deps: ExchangeActorDeps = {
+    client: mockedClient(exchange),
+    cooldown: {} as QuoteCooldown,
+    durable: () => Promise.resolve(),
+    mayAct: () => true,
+    claims,
+    ownerOfReference: () => undefined,
+    now: () => T + 60_000,
+    ...overrides,
+  };
+  return { exchange, claims, actors: createExchangeActors(deps) };
+}
+
+/** A page of GET /orders/ (newest first), each order `minutesAgo` before T, with a `next` cursor when more follow. */
+function page(entries: Array<Record<string, unknown>>, next: string | null) {
+  return { results: entries, pagination: { next, previous: null } };
+}
+function order(ref: string, minutesAgo: number, overrides: Record<string, unknown> = {}) {
+  return orderFixture({
+    unique_reference: ref,
+    created_on: new Date(T - minutesAgo * 60_000).toISOString(),
+    deposit_amount: '0.10000000',
+    withdraw_address: address,
+    ...overrides,
+  });
+}
+const signal = new AbortController().signal;
+
+describe('exchange actors: the lookup of a create in doubt', () => {
+  it('scans every page of the window (past five) before answering, and finds a match on page seven', async () => {
+    const { exchange: ex, actors: a } = actors();
+    for (let p = 0; p < 8; p++) {
+      const entries = [
+        order(`OTHER${p}`, -1, { withdraw_address: '0x0000000000000000000000000000000000000001' }),
+      ];
+      if (p === 6) entries.push(order('MINE', -1));
+      ex.reply(
+        'GET',
+        p === 0 ? '/orders/' : `/orders/?cursor=c${p}`,
+        200,
+        page(entries, p < 7 ? `c${p + 1}` : null),
+      );
+    }
+    const found = await a.findExistingOrder({ create, since: T }, signal);
+    expect(found.order?.uniqueReference).toBe('MINE');
+  });
+
+  it('concludes "not created" only after the whole window: stops at a page entirely before it', async () => {
+    const { exchange: ex, actors: a } = actors();
+    ex.reply('GET', '/orders/', 200, page([order('X1', -1, { deposit_amount: '0.2' })], 'c1'));
+    ex.reply('GET', '/orders/?cursor=c1', 200, page([order('OLD', 10)], 'c2'));
+    const found = await a.findExistingOrder({ create, since: T }, signal);
+    expect(found.order).toBeNull();
+    expect(ex.requests.map((r) => r.path)).toEqual(['/orders/', '/orders/?cursor=c1']);
+  });
+
+  it('matches an address the exchange stored in lower case (EVM), but not a base58 one in another case', async () => {
+    const { exchange: ex, actors: a } = actors();
+    ex.reply(
+      'GET',
+      '/orders/',
+      200,
+      page([order('LOWER', -1, { withdraw_address: address.toLowerCase() })], null),
+    );
+    expect((await a.findExistingOrder({ create, since: T }, signal)).order?.uniqueReference).toBe('LOWER');
+    await ex.agent.close();
+    const base58 = '1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2';
+    const second = actors();
+    second.exchange.reply(
+      'GET',
+      '/orders/',
+      200,
+      page([order('CASE', -1, { withdraw_address: base58.toLowerCase() })], null),
+    );
+    const found = await second.actors.findExistingOrder(
+      { create: { ...create, withdrawAddress: base58 }, since: T },
+      signal,
+    );
+    expect(found.order).toBeNull();
+  });
+
+  it('never adopts an exchange order that a sibling order already owns (durably or by claim)', async () => {
+    const {
+      exchange: ex,
+      actors: a,
+      claims,
+    } = actors({
+      ownerOfReference: (ref) => (ref === 'SIBLING1' ? 'o-sibling-1' : undefined),
+    });
+    claims.owners.set('SIBLING2', 'o-sibling-2');
+    ex.reply(
+      'GET',
+      '/orders/',
+      200,
+      page([order('SIBLING1', -3), order('SIBLING2', -2), order('FREE', -1)], null),
+    );
+    const found = await a.findExistingOrder({ create, since: T }, signal);
+    expect(found.order?.uniqueReference).toBe('FREE');
+    expect(claims.owners.get('FREE')).toBe('o-1');
+  });
+
+  it('is inconclusive (a retryable failure, never "not found") when the pages do not end', async () => {
+    const { exchange: ex } = actors();
+    const a = createExchangeActors({
+      client: mockedClient(ex),
+      cooldown: {} as QuoteCooldown,
+      durable: () => Promise.resolve(),
+      mayAct: () => true,
+      claims: new MemoryClaims(),
+      ownerOfReference: () => undefined,
+      now: () => T,
+      maxLookupPages: 3,
+    });
+    ex.reply(
+      'GET',
+      (p) => p.startsWith('/orders/'),
+      200,
+      page([order('X', -1, { deposit_amount: '9' })], 'again'),
+      {
+        times: 3,
+      },
+    );
+    await expect(a.findExistingOrder({ create, since: T }, signal)).rejects.toMatchObject({
+      action: 'backoff',
+      code: 'lookup_incomplete',
+    });
+  });
+});
+
+describe('exchange actors: fencing money-moving calls', () => {
+  it('sends nothing when the lease is no longer ours as the request leaves', async () => {
+    let ours = true;
+    const { exchange: ex, actors: a } = actors({
+      durable: () => {
+        ours = false; // the lease is lost while waiting for durability and the budget
+        return Promise.resolve();
+      },
+      mayAct: () => ours,
+    });
+    ex.reply('POST', '/orders/', 201, order('NEW', 0));
+    await expect(a.createOrder(create, signal)).rejects.toMatchObject({
+      code: 'not_owner',
+      action: 'backoff',
+    });
+    expect(ex.requests).toHaveLength(0);
+  });
+
+  it('reports a 503 answer to the create as unknown_outcome, and claims the reference of a created order', async () => {
+    const { exchange: ex, actors: a, claims } = actors();
+    ex.reply('POST', '/orders/', 503, { detail: 'Service Unavailable' });
+    await expect(a.createOrder(create, signal)).rejects.toMatchObject({ action: 'unknown_outcome' });
+    ex.reply('POST', '/orders/', 201, order('NEW', 0));
+    await a.createOrder(create, signal);
+    expect(claims.owners.get('NEW')).toBe('o-1');
+  });
+
+  it('settled() waits for a POST in flight (bounded), so a lease is never released under it', async () => {
+    const { exchange: ex, actors: a } = actors();
+    ex.reply('POST', '/orders/', 201, order('SLOW', 0), { delayMs: 300 });
+    const started = Date.now();
+    const call = a.createOrder(create, signal);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await a.settled('o-1', 5_000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    await expect(call).resolves.toMatchObject({ order: { uniqueReference: 'SLOW' } });
+    const bounded = Date.now();
+    ex.reply('POST', '/orders/', 201, order('SLOWER', 0), { delayMs: 2_000 });
+    const slower = a.createOrder(create, signal);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await a.settled('o-1', 100);
+    expect(Date.now() - bounded).toBeLessThan(1_500);
+    await slower;
+  });
+
+  it('adopts only an exchange order that matches and that no other order owns', async () => {
+    const { exchange: ex, actors: a, claims } = actors();
+    claims.owners.set('TAKEN', 'o-2');
+    ex.reply('GET', '/orders/OTHERPAIR/', 200, order('OTHERPAIR', 0, { deposit_currency: 'LTC' }));
+    ex.reply('GET', '/orders/TAKEN/', 200, order('TAKEN', 0));
+    ex.reply('GET', '/orders/GOOD/', 200, order('GOOD', 0));
+    await expect(a.adoptOrder({ create, uniqueReference: 'OTHERPAIR' }, signal)).rejects.toMatchObject({
+      code: 'adopt_mismatch',
+    });
+    await expect(a.adoptOrder({ create, uniqueReference: 'TAKEN' }, signal)).rejects.toMatchObject({
+      code: 'reference_owned',
+    });
+    await expect(a.adoptOrder({ create, uniqueReference: 'GOOD' }, signal)).resolves.toMatchObject({
+      order: { uniqueReference: 'GOOD' },
+    });
+  });
+});

@@ -1,0 +1,164 @@
+// The host's share of money safety, with its Kafka and Redis collaborators replaced by recording stand-ins:
+// no exchange call on an unwritten intent, a writer that failed for good stops every actor, a conflicting
+// create that differs only in a nested field is not a duplicate, an actor that breaks parks its order visibly.
+import { describe, expect, it } from 'vitest';
+import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
+import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
+import { createLogger } from '../../../src/telemetry/logger.ts';
+import type {
+  MachineBinding,
+  OrderActorHandle,
+  StartOrderOptions,
+} from '../../../src/worker/machine-binding.ts';
+import { commandContentHash, OrderHost, type OrderLeases } from '../../../src/worker/order-host.ts';
+import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
+
+const create = {
+  type: 'order.create',
+  command_id: 'c-1',
+  order_id: 'o-1',
+  mode: 'cefi',
+  deposit_currency: 'BTC',
+  withdraw_currency: 'ETH',
+  deposit_amount: '0.1',
+  withdraw_address: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
+} as const;
+
+function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
+  const records = new Map<string, OrderRecord>();
+  const written: OutboundRecord[] = [];
+  const starts: StartOrderOptions[] = [];
+  let stopped = 0;
+  const store = {
+    get: (id: string) => records.get(id),
+    apply: (record: OrderRecord) => void records.set(record.order_id, record),
+    recordsOfPartition: () => [],
+    catchUp: () => Promise.resolve(),
+    orderIdByReference: () => undefined,
+  } as unknown as OrderStateStore;
+  const writer = {
+    write: (out: OutboundRecord[]) => {
+      written.push(...out);
+      return opts.writeResult ? opts.writeResult() : Promise.resolve(true);
+    },
+  } as unknown as TransactionalWriter;
+  const leases: OrderLeases = {
+    acquire: () => Promise.resolve({ fence: 1 }),
+    release: () => Promise.resolve(),
+    isValid: () => true,
+  };
+  const handle: OrderActorHandle = {
+    can: () => true,
+    send: () => {},
+    status: () => ({
+      state: '"open"',
+      terminal: false,
+      depositTxHash: null,
+      lastConfirmedAt: null,
+      uniqueReference: null,
+    }),
+    durable: () => ({ fake: true }),
+    stop: () => void stopped++,
+  };
+  const binding: MachineBinding = {
+    create: (_command, start) => {
+      starts.push(start);
+      return handle;
+    },
+    restore: () => handle,
+  };
+  const host = new OrderHost({
+    store,
+    writer,
+    leases,
+    binding,
+    topics: { events: 'events', state: 'state' },
+    logger: createLogger({ level: 'silent' }),
+    now: () => 1_000_000,
+  });
+  void host.onAssignment([], [0]);
+  let offset = 0;
+  const send = (value: unknown, key = 'o-1') =>
+    host.handleMessage({
+      topic: 'commands',
+      partition: 0,
+      offset: String(offset++),
+      key,
+      value: Buffer.from(JSON.stringify(value)),
+    });
+  const events = () =>
+    written
+      .filter((r) => r.topic === 'events')
+      .map((r) => JSON.parse(String(r.value)) as Record<string, unknown>);
+  return { host, written, starts, send, events, stoppedCount: () => stopped };
+}
+
+function parsed(value: unknown): OrderCommand {
+  const result = parseCommand(JSON.stringify(value), null);
+  if (!result.ok) throw new Error(result.message);
+  return result.command;
+}
+
+describe('order host: money safety', () => {
+  it('hashes nested fields: creates that differ only in limit_order or pre_screening differ', () => {
+    const base = parsed({ ...create, limit_order: { ttl_seconds: 600 } });
+    const other = parsed({ ...create, limit_order: { ttl_seconds: 900 } });
+    expect(commandContentHash(base)).not.toBe(commandContentHash(other));
+    const screened = parsed({ ...create, pre_screening: { ip: '203.0.113.7' } });
+    const screenedElsewhere = parsed({ ...create, pre_screening: { ip: '203.0.113.8' } });
+    expect(commandContentHash(screened)).not.toBe(commandContentHash(screenedElsewhere));
+    // Key order at any depth does not matter; the command_id does not count.
+    expect(
+      commandContentHash(parsed({ ...create, command_id: 'other', limit_order: { ttl_seconds: 600 } })),
+    ).toBe(commandContentHash(base));
+  });
+
+  it('rejects a conflicting order.create that differs only in a nested field', async () => {
+    const h = harness();
+    await h.send({ ...create, limit_order: { ttl_seconds: 600 } });
+    await h.send({ ...create, command_id: 'c-2', limit_order: { ttl_seconds: 900 } });
+    expect(h.events().map((e) => [e['type'], e['reason']])).toEqual([['command.rejected', 'order_exists']]);
+  });
+
+  it('durable() rejects while the latest write was refused: no call goes out on an unwritten intent', async () => {
+    let result = true;
+    const h = harness({ writeResult: () => Promise.resolve(result) });
+    await h.send(create);
+    await expect(h.host.durable('o-1')).resolves.toBeUndefined();
+    result = false;
+    h.starts[0]?.onChange([{ type: 'order.quoted' }]);
+    await expect(h.host.durable('o-1')).rejects.toThrow(/refused|no longer/);
+  });
+
+  it('durable() rejects when the write failed, and halt() stops every actor and refuses to act', async () => {
+    let fail = false;
+    const h = harness({
+      writeResult: () => (fail ? Promise.reject(new Error('kafka down for good')) : Promise.resolve(true)),
+    });
+    await h.send(create);
+    fail = true;
+    h.starts[0]?.onChange([{ type: 'order.quoted' }]);
+    await expect(h.host.durable('o-1')).rejects.toThrow();
+    h.host.halt(new Error('kafka down for good'));
+    expect(h.stoppedCount()).toBe(1);
+    expect(h.host.mayAct('o-1')).toBe(false);
+  });
+
+  it('parks an order whose actor fails on an unmodelled error, once, and refuses its commands but abandon', async () => {
+    const h = harness();
+    await h.send(create);
+    h.starts[0]?.onError(new RangeError('Invalid time value'));
+    h.starts[0]?.onError(new RangeError('Invalid time value'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const parkedEvents = h.events().filter((e) => e['type'] === 'order.parked');
+    expect(parkedEvents).toHaveLength(1);
+    expect(parkedEvents[0]).toMatchObject({ reason: 'internal_error', code: 'actor_error', seq: 1 });
+    await h.send({ type: 'order.cancel', command_id: 'c-2', order_id: 'o-1' });
+    expect(h.events().at(-1)).toMatchObject({ type: 'command.rejected', reason: 'not_allowed' });
+    expect(String(h.events().at(-1)?.['message'])).toContain('halted');
+    await h.send({ type: 'order.settle', command_id: 'c-3', order_id: 'o-1', resolution: 'abandon' });
+    expect(h.events().at(-1)).toMatchObject({ type: 'order.failed', reason: 'abandoned_by_operator' });
+    const state = h.written.filter((r) => r.topic === 'state').at(-1);
+    expect(JSON.parse(String(state?.value))).toMatchObject({ terminal: true });
+  });
+});
