@@ -74,6 +74,8 @@ export async function startWorkerEnvironment(opts: {
     TOPIC_PARTITIONS: String(opts.partitions ?? 3),
     CONSUMER_GROUP: `${name}.workers`,
     LEASE_TTL_MS: '6000',
+    CREATE_SETTLE_MS: '8000',
+    PARKED_RECHECK_MS: '10000',
     KAFKA_TRANSACTION_TIMEOUT_MS: '10000',
     SHUTDOWN_TIMEOUT_MS: '15000',
     ...opts.env,
