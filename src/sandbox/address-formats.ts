@@ -82,6 +82,23 @@ function mintIban(): string {
   return `DE${String(check).padStart(2, '0')}${bban}`;
 }
 
+/** How an exchange that normalises addresses rewrites them: lower or upper case (a 0x prefix stays), or EIP-55. */
+export const addressCases = ['lower', 'upper', 'checksum'] as const;
+export type AddressCase = (typeof addressCases)[number];
+
+/** The address as a normalising exchange would store it; `checksum` leaves non-EVM addresses as they are. */
+export function normaliseAddressCase(address: string, addressCase: AddressCase): string {
+  const evm = /^0x[0-9a-fA-F]{40}$/.test(address);
+  switch (addressCase) {
+    case 'lower':
+      return address.toLowerCase();
+    case 'upper':
+      return evm ? `0x${address.slice(2).toUpperCase()}` : address.toUpperCase();
+    case 'checksum':
+      return evm ? toChecksumAddress(address) : address;
+  }
+}
+
 /** A fresh address of the format (random key material; never funded, the sandbox only displays it). */
 export function mintAddress(format: AddressFormat): string {
   if (typeof format === 'object') return `sandbox-${randomBytes(8).toString('hex')}`;
