@@ -84,6 +84,8 @@ export const configSchema = z
     QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
     CREATE_SETTLE_MS: intFromEnv(60_000, 1_000, 600_000),
     PARKED_RECHECK_MS: intFromEnv(300_000, 1_000, 3_600_000),
+    /** Currency and network records change rarely; at least a minute apart ("do not fetch ... in a loop"). */
+    CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),
     SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
     KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
     OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
@@ -102,6 +104,7 @@ export const configSchema = z
       },
       referralToken: value.EXCHANGE_REFERRAL_TOKEN,
       budgetPerMinute: value.API_BUDGET_PER_MINUTE,
+      currencyCatalogRefreshMs: value.CURRENCY_CATALOG_REFRESH_MS,
     },
     webhookSecret: value.WEBHOOK_SECRET,
     httpPort: value.HTTP_PORT,

@@ -22,6 +22,15 @@ const currencyCode = z
   .max(20)
   .regex(/^[A-Za-z0-9_.-]+$/, 'must be a currency code');
 const address = z.string().min(1).max(256);
+/**
+ * The exchange network an address belongs to, by the name the exchange's network records use (e.g. "ETH", "BSC",
+ * "TRX"; case-insensitive). Checked against the exchange's currency and network records before any quote.
+ */
+const networkName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_.-]+$/, 'must be a network name such as "ETH" or "TRX"');
 const extraId = z.string().max(128);
 
 export const orderCreateCommand = z
@@ -36,8 +45,12 @@ export const orderCreateCommand = z
     withdraw_amount: decimalString.optional(),
     withdraw_address: address,
     withdraw_address_extra_id: extraId.optional(),
+    /** Network of withdraw_address; optional, but required when the withdraw currency is on several networks. */
+    withdraw_network: networkName.optional(),
     refund_address: address.optional(),
     refund_address_extra_id: extraId.optional(),
+    /** Network of refund_address (the deposit currency's); only with refund_address. */
+    refund_network: networkName.optional(),
     referral_code: z
       .string()
       .max(20, 'must be at most 20 characters')
@@ -73,6 +86,13 @@ export const orderCreateCommand = z
         code: 'custom',
         path: ['limit_order'],
         message: 'limit orders exist for CeFi flows only (mode "cefi")',
+      });
+    }
+    if (command.refund_network !== undefined && command.refund_address === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['refund_network'],
+        message: 'needs refund_address (it names the network of the refund address)',
       });
     }
     if (command.deposit_currency.toUpperCase() === command.withdraw_currency.toUpperCase()) {

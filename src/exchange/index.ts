@@ -74,3 +74,22 @@ export {
   type OrderWebhook,
   type WebhookPayloadVersion,
 } from './order-webhook.ts';
+export {
+  ADDRESS_PAIRING_FAILURE_REASON,
+  addressPairingReasons,
+  checkAddressPairing,
+  type AddressPairingReason,
+  type AddressPairingRequest,
+  type AddressPairingResult,
+} from './address-pairing.ts';
+export {
+  CurrencyCatalog,
+  buildCatalogSnapshot,
+  catalogUnavailable,
+  type CatalogCurrency,
+  type CatalogCurrencyNetwork,
+  type CatalogNetwork,
+  type CatalogSnapshot,
+  type CatalogSource,
+  type CurrencyCatalogOptions,
+} from './currency-catalog.ts';

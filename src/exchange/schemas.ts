@@ -131,11 +131,49 @@ export const rateSchema = z.looseObject({
 export type WireRate = z.infer<typeof rateSchema>;
 export const rateListSchema = z.array(rateSchema);
 
-/** Currency and network records: "fields not shown". Assumption: any JSON object; fields pass through. */
-export const currencySchema = z.looseObject({});
+/**
+ * Currency and network records: "fields not shown". The assumption (docs/decisions/currency-network-records.md)
+ * types only the fields the worker relies on, loosely; every other field passes through untouched. A record is a
+ * currency `code` with the network(s) it is on: `network` (+ `contract_address`) as the public v2 client addresses
+ * currencies, and/or `networks`, a list of names or of objects naming one (`name`, `network` or `code`) with an
+ * optional `contract_address`.
+ */
+const networkName = z.string().min(1);
+export const currencyNetworkEntrySchema = z.union([
+  networkName,
+  z.looseObject({
+    name: networkName.optional(),
+    network: networkName.optional(),
+    code: networkName.optional(),
+    contract_address: z.string().nullish(),
+  }),
+]);
+export type WireCurrencyNetworkEntry = z.infer<typeof currencyNetworkEntrySchema>;
+export const currencySchema = z.looseObject({
+  code: z.string().min(1),
+  name: z.string().nullish(),
+  network: z.string().nullish(),
+  contract_address: z.string().nullish(),
+  networks: z.array(currencyNetworkEntrySchema).nullish(),
+  is_fiat: z.boolean().nullish(),
+});
 export type WireCurrency = z.infer<typeof currencySchema>;
 export const currencyListSchema = z.array(currencySchema);
-export const networkSchema = z.looseObject({});
+/**
+ * A network record: its `name` (or `code`), and what it says about its addresses: `is_evm`, `address_format` (a
+ * family name) and `address_regex` (a shape pattern); all optional, since none is shown in the document.
+ */
+export const networkSchema = z
+  .looseObject({
+    name: networkName.optional(),
+    code: networkName.optional(),
+    is_evm: z.boolean().nullish(),
+    address_format: z.string().nullish(),
+    address_regex: z.string().nullish(),
+  })
+  .refine((record) => record.name !== undefined || record.code !== undefined, {
+    message: 'a network record needs a name (or code)',
+  });
 export type WireNetwork = z.infer<typeof networkSchema>;
 export const networkListSchema = z.array(networkSchema);
 

@@ -82,6 +82,49 @@ function mintIban(): string {
   return `DE${String(check).padStart(2, '0')}${bban}`;
 }
 
+/** Base58 alphabet (no 0, O, I, l) and the bech32 data charset (no 1, b, i, o), for the coarse patterns below. */
+const B58 = '[1-9A-HJ-NP-Za-km-z]';
+const BECH32 = '[02-9ac-hj-np-z]';
+
+/**
+ * A regular expression of the format's shape (no checksum), as the network record publishes it: a client that
+ * knows no better can at least check the shape. Checksums are the client's own job (EIP-55, base58check, bech32).
+ */
+export function addressPatternOf(format: AddressFormat): string {
+  if (typeof format === 'object') return format.pattern;
+  switch (format) {
+    case 'evm':
+      return '^0x[0-9a-fA-F]{40}$';
+    case 'bitcoin':
+      return `^(bc1${BECH32}{11,87}|[13]${B58}{25,34})$`;
+    case 'litecoin':
+      return `^(ltc1${BECH32}{11,87}|[LM3]${B58}{25,34})$`;
+    case 'dogecoin':
+      return `^[DA9]${B58}{25,34}$`;
+    case 'tron':
+      return `^T${B58}{33}$`;
+    case 'iban':
+      return '^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$';
+  }
+}
+
+/** How an exchange that normalises addresses rewrites them: lower or upper case (a 0x prefix stays), or EIP-55. */
+export const addressCases = ['lower', 'upper', 'checksum'] as const;
+export type AddressCase = (typeof addressCases)[number];
+
+/** The address as a normalising exchange would store it; `checksum` leaves non-EVM addresses as they are. */
+export function normaliseAddressCase(address: string, addressCase: AddressCase): string {
+  const evm = /^0x[0-9a-fA-F]{40}$/.test(address);
+  switch (addressCase) {
+    case 'lower':
+      return address.toLowerCase();
+    case 'upper':
+      return evm ? `0x${address.slice(2).toUpperCase()}` : address.toUpperCase();
+    case 'checksum':
+      return evm ? toChecksumAddress(address) : address;
+  }
+}
+
 /** A fresh address of the format (random key material; never funded, the sandbox only displays it). */
 export function mintAddress(format: AddressFormat): string {
   if (typeof format === 'object') return `sandbox-${randomBytes(8).toString('hex')}`;

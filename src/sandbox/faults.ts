@@ -2,6 +2,7 @@
 // "v1 GET /orders/", or "*") or at webhook deliveries. Whether a fault fires is drawn from the sandbox's seeded
 // PRNG in request order, so a fault sequence replays identically for one seed and one request sequence.
 import { z } from 'zod';
+import { addressCases } from './address-formats.ts';
 import type { SeededRandom } from './seeded-random.ts';
 
 export const endpointFaultKinds = [
@@ -17,6 +18,14 @@ export const endpointFaultKinds = [
   'non_actionable_rate_id',
   'promised_rate_mismatch',
   'random_pair_exhausted',
+  /** The request takes effect (an order is created), then the answer is a 5xx or 408 instead of the success. */
+  'create_then_error',
+  /** Withdraw and refund addresses are stored and returned in another case than submitted. */
+  'normalise_address_case',
+  /** A repeated DeFi POST /orders/ with the same rate_id answers "invalid or expired" although the order exists. */
+  'expired_on_repeat',
+  /** GET /orders/{unique_reference}/ answers another order's representation. */
+  'get_other_order',
 ] as const;
 export type EndpointFaultKind = (typeof endpointFaultKinds)[number];
 
@@ -39,20 +48,38 @@ const firing = {
   skip: z.int().nonnegative().optional(),
 };
 
+/** Statuses create_then_error may answer: what a gateway or an overloaded server sends after the work was done. */
+export const createThenErrorStatuses = [408, 500, 502, 503, 504] as const;
+
 export const faultSpecSchema = z.discriminatedUnion('target', [
-  z.object({
-    target: z.literal('endpoint'),
-    /** Route name as "METHOD /template/" (v2), "v1 METHOD /template/", "*" (any v2) or "v1 *". */
-    endpoint: z.string().min(1),
-    kind: z.enum(endpointFaultKinds),
-    /** latency: added delay; timeout: how long to hold the request before dropping the connection. */
-    latencyMs: z.int().nonnegative().optional(),
-    /** http_error: the status to answer (default 503). */
-    status: z.int().min(400).max(599).optional(),
-    /** throttle: Retry-After seconds, or null to omit the header (default 30). */
-    retryAfterSeconds: z.int().nonnegative().nullable().optional(),
-    ...firing,
-  }),
+  z
+    .object({
+      target: z.literal('endpoint'),
+      /** Route name as "METHOD /template/" (v2), "v1 METHOD /template/", "*" (any v2) or "v1 *". */
+      endpoint: z.string().min(1),
+      kind: z.enum(endpointFaultKinds),
+      /** latency: added delay; timeout: how long to hold the request before dropping the connection. */
+      latencyMs: z.int().nonnegative().optional(),
+      /** http_error: the status to answer (default 503); create_then_error: 408, 500, 502, 503 (default) or 504. */
+      status: z.int().min(400).max(599).optional(),
+      /** throttle: Retry-After seconds, or null to omit the header (default 30). */
+      retryAfterSeconds: z.int().nonnegative().nullable().optional(),
+      /** normalise_address_case: how stored addresses are rewritten (default lower). */
+      addressCase: z.enum(addressCases).optional(),
+      /** get_other_order: the order to answer instead (default: the newest other order). */
+      otherReference: z.string().min(1).optional(),
+      ...firing,
+    })
+    .refine(
+      (spec) =>
+        spec.kind !== 'create_then_error' ||
+        spec.status === undefined ||
+        (createThenErrorStatuses as readonly number[]).includes(spec.status),
+      {
+        message: `create_then_error status must be one of ${createThenErrorStatuses.join(', ')}`,
+        path: ['status'],
+      },
+    ),
   z.object({
     target: z.literal('webhook'),
     kind: z.enum(webhookFaultKinds),

@@ -3,7 +3,7 @@
 // binding by mode, amount bounds as /rate/ reports them), DeFi fixed-rate quote production with its throttles and
 // delay, and idempotent reuse of a DeFi order created from the same rate_id (200 instead of 201).
 import { randomInt } from 'node:crypto';
-import { isValidAddress, mintAddress } from './address-formats.ts';
+import { isValidAddress, mintAddress, normaliseAddressCase } from './address-formats.ts';
 import type { TradingMode } from './config.ts';
 import type { SandboxContext } from './context.ts';
 import { displayDecimal } from './decimal.ts';
@@ -244,7 +244,16 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
     quote = bindQuote(ctx, request, request.rateId);
     if (request.mode === 'defi' && quote.orderReference !== undefined) {
       const existing = ctx.orders.get(quote.orderReference);
-      if (existing && existing.withdrawAddress === request.withdrawAddress)
+      const submitted =
+        existing?.addressCase && request.withdrawAddress !== undefined
+          ? normaliseAddressCase(request.withdrawAddress, existing.addressCase)
+          : request.withdrawAddress;
+      // expired_on_repeat: the exchange has lost track of the binding and refuses the repeat, order or not.
+      if (
+        existing &&
+        existing.withdrawAddress === submitted &&
+        !ctx.faults.take(request.endpoint, 'expired_on_repeat')
+      )
         return { order: existing, created: false };
       throw v2Error(400, messages.rateIdInvalidOrExpired(request.rateId), {
         rate_id: [messages.rateIdInvalidOrExpired(request.rateId)],
@@ -282,6 +291,10 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
     : undefined;
   const paymentWindowMinutes =
     limitTtl !== undefined ? Math.ceil(limitTtl / 60) : ctx.config.orders.paymentWindowMinutes;
+  const normalising = ctx.faults.take(request.endpoint, 'normalise_address_case');
+  const addressCase = normalising ? (normalising.addressCase ?? 'lower') : undefined;
+  const stored = (address: string | undefined): string =>
+    address === undefined ? '' : addressCase ? normaliseAddressCase(address, addressCase) : address;
   const order = ctx.orders.create({
     createdAt: now,
     mode: request.mode,
@@ -294,9 +307,9 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
     rate,
     depositAddress: mintAddress(pair.from.addressFormat),
     depositAddressExtraId: pair.from.hasExtraId ? String(randomInt(100_000_000, 999_999_999)) : '',
-    withdrawAddress: request.withdrawAddress ?? '',
+    withdrawAddress: stored(request.withdrawAddress),
     withdrawAddressExtraId: request.withdrawAddressExtraId ?? '',
-    refundAddress: request.refundAddress ?? '',
+    refundAddress: stored(request.refundAddress),
     refundAddressExtraId: request.refundAddressExtraId ?? '',
     paymentWindowMinutes,
     fixedRateDeadline: now + paymentWindowMinutes * 60_000,
@@ -305,6 +318,7 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
     isLimitOrder: request.isLimitOrder,
     limitTtlSeconds: limitTtl,
     userProvided: provided,
+    addressCase,
   });
   if (quote && request.mode === 'defi') quote.orderReference = order.uniqueReference;
   return { order, created: true };

@@ -3,7 +3,7 @@
 // (the webhook dispatcher) once per change. Time-driven moves (payment-window lapse, the automatic schedule)
 // are applied by `sweep(now)` in time order, so a clock jump replays every step that fell due.
 import { randomBytes } from 'node:crypto';
-import { mintTransactionHash } from './address-formats.ts';
+import { mintTransactionHash, type AddressCase } from './address-formats.ts';
 import type { TradingMode } from './config.ts';
 import { cancelableStatuses, pathBetween, terminalStatuses, type OrderStatus } from './order-lifecycle.ts';
 import type { PairRecord } from './world.ts';
@@ -43,6 +43,8 @@ export interface Order {
   isLimitOrder: boolean;
   limitTtlSeconds: number | undefined;
   userProvided: 'deposit' | 'withdraw';
+  /** Set when the normalise_address_case fault rewrote the addresses at creation; repeats compare normalised. */
+  addressCase: AddressCase | undefined;
   /** Per-order override of the automatic schedule. */
   schedule: AutoSchedule | undefined;
 }

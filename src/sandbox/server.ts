@@ -1,7 +1,8 @@
 // Assembles one sandbox: builds the context, mounts three surfaces on one node:http server (v2 under its base
 // path, v1 under its own, the admin API under /_sandbox), and runs the v2 pipeline for every request:
 // route match -> transport faults (latency, timeout, 5xx, 429) -> ApiKey authentication -> global throttle ->
-// handler -> error envelope. Any unexpected error becomes a 500 with `detail`; nothing is left hanging except
+// handler -> faults that act after the request took effect (lost_response, create_then_error) -> error envelope.
+// Any unexpected error becomes a 500 with `detail`; nothing is left hanging except
 // on purpose (the timeout fault), and close() ends those too.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -171,6 +172,14 @@ export async function startSandboxServer(
     return undefined;
   }
 
+  /** create_then_error's answer: DRF's server-error detail for 5xx; a 408 with a timeout detail. */
+  function lateErrorReply(status: number): Reply {
+    return {
+      status,
+      body: { detail: status === 408 ? 'Request timed out.' : 'A server error occurred.' },
+    };
+  }
+
   async function hang(response: ServerResponse, ms: number): Promise<void> {
     await sleep(ms);
     response.destroy();
@@ -206,11 +215,15 @@ export async function startSandboxServer(
           });
         }
         reply = await match.route.handler(request);
+        const after = faults.endpointFaults(endpoint, ['lost_response', 'create_then_error']);
         // The request took effect, but the client never hears of it: its outcome is unknown to the caller.
-        if (faults.endpointFaults(endpoint, ['lost_response']).length > 0) {
+        if (after.some((f) => f.kind === 'lost_response')) {
           response.destroy();
           return;
         }
+        // The request took effect, but the client hears an error (a gateway or server failing after the work).
+        const late = after.find((f) => f.kind === 'create_then_error');
+        if (late) reply = lateErrorReply(late.status ?? 503);
       }
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;

@@ -65,6 +65,31 @@ export function findOrder(ctx: SandboxContext, reference: string): Order {
   return order;
 }
 
+const ORDER_DETAIL_ENDPOINT = 'GET /orders/{unique_reference}/';
+
+/**
+ * The order GET /orders/{unique_reference}/ answers with: the requested one, or under the get_other_order fault
+ * another one (the fault's `otherReference`, else the newest other order). The fault is drawn only when another
+ * order exists, so an armed `times` counts real substitutions.
+ */
+function orderAnswered(ctx: SandboxContext, requested: Order): Order {
+  const armed = ctx.faults
+    .list()
+    .some((f) => f.spec.target === 'endpoint' && f.spec.kind === 'get_other_order');
+  if (!armed) return requested;
+  const others = ctx.orders.newestFirst((o) => o !== requested);
+  if (others.length === 0) return requested;
+  const fault = ctx.faults.take(ORDER_DETAIL_ENDPOINT, 'get_other_order');
+  if (!fault) return requested;
+  const other =
+    fault.otherReference === undefined
+      ? others[0]
+      : others.find((o) => o.uniqueReference === fault.otherReference);
+  if (!other) return requested;
+  ctx.orders.sweepOrder(other, ctx.clock.now());
+  return other;
+}
+
 async function postOrder(ctx: SandboxContext, request: SandboxRequest): Promise<Reply> {
   const caller = requireCaller(request);
   const apiKey = caller.apiKey;
@@ -212,7 +237,7 @@ export function v2OrderRoutes(ctx: SandboxContext): Route[] {
     route('GET', '/orders/', (request) => listOrders(ctx, request)),
     route('GET', '/orders/{unique_reference}/', (request) => ({
       status: 200,
-      body: toV2Order(findOrder(ctx, request.params['unique_reference'] ?? '')),
+      body: toV2Order(orderAnswered(ctx, findOrder(ctx, request.params['unique_reference'] ?? ''))),
     })),
     route('PATCH', '/orders/{unique_reference}/', (request) => patchOrder(ctx, request)),
   ];

@@ -1,6 +1,7 @@
 // The v2 wire shapes: Order (also the webhook body, plus `id`), Pair, Rate, and the currency and network records
 // the document leaves unspecified (fields chosen here are documented in docs/sandbox.md). Amounts are decimal
 // strings with 8 fractional digits; timestamps ISO 8601 UTC; empty optional strings stay empty strings.
+import { addressPatternOf } from './address-formats.ts';
 import type { CurrencyConfig, SandboxConfig } from './config.ts';
 import { formatDecimal } from './decimal.ts';
 import type { Order } from './order-store.ts';
@@ -73,13 +74,19 @@ export function toV2Rate(quote: Quote, extras: RateExtras): Record<string, unkno
   return body;
 }
 
-/** Assumed shape (the document does not show it). */
+/**
+ * Assumed shape (the document does not show it). `network` and `contract_address` are the currency's own (as the
+ * public v2 client addresses currencies: `{contract_address, network}`); `networks` lists every network the
+ * currency can be sent or received on, each with its contract address ("" for the network's native currency).
+ * The sandbox keeps one network per code, so the list has one entry.
+ */
 export function toV2Currency(currency: CurrencyConfig): Record<string, unknown> {
   return {
     code: currency.code,
     name: currency.name,
     network: currency.network,
     contract_address: currency.contractAddress ?? '',
+    networks: [{ name: currency.network, contract_address: currency.contractAddress ?? '' }],
     is_crypto: !currency.isFiat,
     is_fiat: currency.isFiat,
     decimals: currency.decimals,
@@ -88,16 +95,26 @@ export function toV2Currency(currency: CurrencyConfig): Record<string, unknown> 
   };
 }
 
-/** Assumed shape (the document does not show it). */
+/**
+ * Assumed shape (the document does not show it). The address format is the network's (its native currency's):
+ * `address_format` names the family (`evm`, `bitcoin`, `litecoin`, `dogecoin`, `tron`, `iban`, or `regex` for a
+ * bare pattern) and `address_regex` gives its shape without checksum.
+ */
 export function toV2Network(
   network: SandboxConfig['networks'][number],
   config: SandboxConfig,
 ): Record<string, unknown> {
+  const onNetwork = config.currencies.filter((c) => c.network === network.name);
+  const native = onNetwork.find((c) => c.code === network.nativeCurrency) ?? onNetwork[0];
+  const format = native?.addressFormat;
   return {
     name: network.name,
     display_name: network.displayName,
     native_currency: network.nativeCurrency,
     is_evm: network.isEvm,
-    currencies: config.currencies.filter((c) => c.network === network.name).map((c) => c.code),
+    address_format: format === undefined ? null : typeof format === 'object' ? 'regex' : format,
+    address_regex: format === undefined ? null : addressPatternOf(format),
+    has_extra_id: native?.hasExtraId ?? false,
+    currencies: onNetwork.map((c) => c.code),
   };
 }

@@ -452,6 +452,44 @@ describe('PATCH /orders/{unique_reference}/', () => {
     expect(again.text).toContain(`External deposit notification with tx_id ${hash}already exists`);
   });
 
+  it('answers a hash already recorded on another order with the same "already exists" error', async () => {
+    const sandbox = await startTestSandbox();
+    const first = await createOrder(sandbox);
+    const second = await createOrder(sandbox);
+    const hash = 'b'.repeat(64);
+    const recorded = await call(sandbox.url, `/orders/${first.unique_reference}/`, {
+      method: 'PATCH',
+      body: { deposit_transaction: hash },
+    });
+    expect(recorded.status).toBe(200);
+    for (const submitted of [hash, hash.toUpperCase()]) {
+      const elsewhere = await call(sandbox.url, `/orders/${second.unique_reference}/`, {
+        method: 'PATCH',
+        body: { deposit_transaction: submitted },
+      });
+      expect(elsewhere.status).toBe(400);
+      expect(elsewhere.body.detail).toBe(
+        `External deposit notification with tx_id ${submitted}already exists`,
+      );
+      expect(elsewhere.body.errors.deposit_transaction).toEqual([elsewhere.body.detail]);
+    }
+    // the second order did not take the hash
+    expect((await call(sandbox.url, `/orders/${second.unique_reference}/`)).body.deposit_transaction).toBe(
+      '',
+    );
+    // a hash the exchange saw on chain itself (deposit seen, no PATCH) conflicts the same way
+    const third = await createOrder(sandbox);
+    sandbox.advanceOrder(second.unique_reference, 'deposit_seen');
+    const minted = sandbox.orders.get(second.unique_reference)!.order['deposit_transaction'] as string;
+    expect(minted).not.toBe('');
+    const conflict = await call(sandbox.url, `/orders/${third.unique_reference}/`, {
+      method: 'PATCH',
+      body: { deposit_transaction: minted },
+    });
+    expect(conflict.status).toBe(400);
+    expect(conflict.text).toContain(`External deposit notification with tx_id ${minted}already exists`);
+  });
+
   it('sets referral_code with the same constraints and ownership rule as creation', async () => {
     const sandbox = await startTestSandbox();
     const order = await createOrder(sandbox);

@@ -54,6 +54,31 @@ describe('command parsing', () => {
     }
   });
 
+  it('carries the networks of the withdraw and refund addresses', () => {
+    const result = parse({
+      ...create,
+      withdraw_network: 'ETH',
+      refund_address: '0x52908400098527886E0F7030069857D2E4169EE7',
+      refund_network: 'eth',
+    });
+    expect(result.ok).toBe(true);
+    if (result.ok && result.command.type === 'order.create')
+      expect([result.command.withdraw_network, result.command.refund_network]).toEqual(['ETH', 'eth']);
+    expect(parse(create).ok).toBe(true); // both stay optional
+  });
+
+  it('refuses a refund_network without refund_address, and a network name that is not one', () => {
+    const orphan = parse({ ...create, refund_network: 'ETH' });
+    expect(orphan).toMatchObject({ ok: false, reason: 'malformed' });
+    if (!orphan.ok)
+      expect(orphan.message).toBe(
+        'refund_network: needs refund_address (it names the network of the refund address)',
+      );
+    const bad = parse({ ...create, withdraw_network: 'BNB Smart Chain' });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.message).toBe('withdraw_network: must be a network name such as "ETH" or "TRX"');
+  });
+
   it('rejects unknown fields instead of ignoring them', () => {
     const result = parse({ ...create, deposit_amout: '1' });
     expect(result.ok).toBe(false);

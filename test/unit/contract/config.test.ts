@@ -19,6 +19,19 @@ describe('configuration', () => {
       state: 'exchange.orders.commands.state',
     });
     expect(Object.isFrozen(config.exchange.credentials)).toBe(true);
+    expect(config.exchange.currencyCatalogRefreshMs).toBe(3_600_000);
+  });
+
+  it('bounds the currency catalog refresh interval to at least a minute and at most a day', () => {
+    expect(
+      loadConfig({ ...valid, CURRENCY_CATALOG_REFRESH_MS: '60000' }).exchange.currencyCatalogRefreshMs,
+    ).toBe(60_000);
+    expect(() => loadConfig({ ...valid, CURRENCY_CATALOG_REFRESH_MS: '59999' })).toThrow(
+      /CURRENCY_CATALOG_REFRESH_MS: Too small/,
+    );
+    expect(() => loadConfig({ ...valid, CURRENCY_CATALOG_REFRESH_MS: '86400001' })).toThrow(
+      /CURRENCY_CATALOG_REFRESH_MS: Too big/,
+    );
   });
 
   it('reports one line per problem and never echoes a secret', () => {
