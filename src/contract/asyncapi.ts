@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   orderCancelCommand,
   orderCreateCommand,
+  orderSettleCommand,
   orderSubmitDepositCommand,
   orderWebhookHintCommand,
 } from './commands.ts';
@@ -16,8 +17,10 @@ import {
   orderDepositRejectedEvent,
   orderDepositSubmittedEvent,
   orderFailedEvent,
+  orderParkedEvent,
   orderQuotedEvent,
   orderRefundedEvent,
+  orderSettleRefusedEvent,
   orderStatusChangedEvent,
 } from './events.ts';
 
@@ -26,6 +29,7 @@ export const commandSchemas = {
   'order.submit_deposit': orderSubmitDepositCommand,
   'order.cancel': orderCancelCommand,
   'order.webhook_hint': orderWebhookHintCommand,
+  'order.settle': orderSettleCommand,
 } as const;
 
 export const eventSchemas = {
@@ -37,6 +41,8 @@ export const eventSchemas = {
   'order.completed': orderCompletedEvent,
   'order.refunded': orderRefundedEvent,
   'order.canceled': orderCanceledEvent,
+  'order.parked': orderParkedEvent,
+  'order.settle_refused': orderSettleRefusedEvent,
   'order.failed': orderFailedEvent,
   'exchange.kyc_status_changed': kycStatusChangedEvent,
   'command.rejected': commandRejectedEvent,
