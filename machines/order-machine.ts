@@ -55,6 +55,7 @@ export const defaultOrderConfig: OrderConfig = {
   fixedRateThrottleDelayMs: 20_000,
   createSettleMs: 60_000,
   parkedRecheckMs: 300_000,
+  requoteLimits: { rate_id_invalid_or_expired: 1 },
 };
 
 /** The exchange recommends one GET per order every 30 to 60 seconds. */
@@ -80,6 +81,7 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
     createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
     parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+    requoteLimits: { ...defaultOrderConfig.requoteLimits, ...input?.requoteLimits },
   };
 }
 
@@ -114,6 +116,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
       ...stored,
       config: resolveOrderConfig(stored.config),
       lookupScans: stored.lookupScans ?? 0,
+      requotesByCode: stored.requotesByCode ?? {},
       parkedAt: stored.parkedAt ?? null,
       adoptReference: stored.adoptReference ?? null,
       now: input.now,
@@ -130,6 +133,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     attempt: 0,
     retryAt: null,
     requotes: 0,
+    requotesByCode: {},
     createAttempts: 0,
     lookupScans: 0,
     parkedAt: null,
@@ -286,8 +290,15 @@ function hasAttemptsLeft(context: OrderContext): boolean {
   return context.attempt + 1 < context.config.maxAttempts;
 }
 
-function canRequote(context: OrderContext): boolean {
-  return context.requotes < context.config.maxRequotes;
+/**
+ * A fresh quote is allowed while the total stays under maxRequotes and the failure's own code stays under its own
+ * limit: the interface document says to retry `rate_id '<id>' is invalid or expired.` once with a fresh quote.
+ */
+function canRequote(context: OrderContext, error: unknown): boolean {
+  const code = failureRecordOf(error, 0).code;
+  const perCode = context.config.requoteLimits[code];
+  const usedForCode = context.requotesByCode[code] ?? 0;
+  return context.requotes < context.config.maxRequotes && (perCode === undefined || usedForCode < perCode);
 }
 
 function isCreateInDoubt(context: OrderContext): boolean {
@@ -428,10 +439,10 @@ export const orderMachineSetup = setup({
       params.event.type === 'SETTLE' && params.event.resolution === 'abandon',
     /** Expired or invalid rate_id, promised-rate mismatch, non-actionable rate: a fresh quote, a bounded number of times. */
     mayRequote: ({ context }, params: ThrownFailure) =>
-      needsRequote(params.error) && needsQuote(context.request) && canRequote(context),
+      needsRequote(params.error) && needsQuote(context.request) && canRequote(context, params.error),
     /** The same failure without a quote to renew (limit, floating CeFi): the create is retried, as boundedly. */
     mayRetryUnquoted: ({ context }, params: ThrownFailure) =>
-      needsRequote(params.error) && canRequote(context),
+      needsRequote(params.error) && canRequote(context, params.error),
     failureIs: (_, params: ThrownFailure & { readonly action: FailureAction }) =>
       failureRecordOf(params.error, 0).action === params.action,
     createInDoubt: ({ context }) => isCreateInDoubt(context),
@@ -609,6 +620,10 @@ export const orderMachineSetup = setup({
       return {
         now: failure.at,
         requotes: context.requotes + 1,
+        requotesByCode: {
+          ...context.requotesByCode,
+          [failure.code]: (context.requotesByCode[failure.code] ?? 0) + 1,
+        },
         attempt: 0,
         lastFailure: failure,
         pendingIntent: null,

@@ -29,6 +29,11 @@ export interface OrderConfigInput {
   readonly createSettleMs?: number;
   /** How often a parked order re-checks the evidence (a DeFi repeat with the same rate_id, a CeFi scan); default 300 000. */
   readonly parkedRecheckMs?: number;
+  /**
+   * Fresh quotes allowed per failure code, within maxRequotes. Default `{ rate_id_invalid_or_expired: 1 }`: the
+   * interface document says to retry that message once with a fresh quote.
+   */
+  readonly requoteLimits?: Readonly<Record<string, number>>;
 }
 
 export interface OrderConfig {
@@ -40,6 +45,7 @@ export interface OrderConfig {
   readonly fixedRateThrottleDelayMs: number;
   readonly createSettleMs: number;
   readonly parkedRecheckMs: number;
+  readonly requoteLimits: Readonly<Record<string, number>>;
 }
 
 export type OrderSide = 'BUY' | 'SELL';
@@ -189,6 +195,8 @@ export interface OrderContext {
   /** Absolute end of the current wait (backoff, throttle or quote cooldown). */
   readonly retryAt: number | null;
   readonly requotes: number;
+  /** Fresh quotes taken, per failure code (see OrderConfig.requoteLimits). */
+  readonly requotesByCode: Readonly<Record<string, number>>;
   readonly createAttempts: number;
   /** GET /orders/ scans made for the create in doubt. */
   readonly lookupScans: number;

@@ -743,3 +743,38 @@ describe('order machine: a create in doubt (money safety)', () => {
     expect(h.context.lastStatus).toBe('PAID');
   });
 });
+
+describe('order machine: fresh quotes as the interface document says', () => {
+  it('retries "rate_id is invalid or expired" once with a fresh quote, then fails', async () => {
+    const h = await OrderHarness.start(orderInput(), {
+      acquireQuoteSlot: [granted, granted],
+      requestQuote: [quoteReply('rate-1'), quoteReply('rate-2')],
+      createOrder: [
+        fails('requote', { code: 'rate_id_invalid_or_expired' }),
+        fails('requote', { code: 'rate_id_invalid_or_expired' }),
+      ],
+    });
+    expect(h.calls.createOrder.map((c) => c.input.rateId)).toEqual(['rate-1', 'rate-2']);
+    expect(h.state).toBe('failed');
+    expect(h.context.failure).toMatchObject({
+      reason: 'requote_limit_reached',
+      code: 'rate_id_invalid_or_expired',
+    });
+  });
+
+  it('keeps the documented bound of three fresh quotes for the other requote messages', async () => {
+    const h = await OrderHarness.start(orderInput(), {
+      acquireQuoteSlot: [granted, granted, granted, granted],
+      requestQuote: [quoteReply('r1'), quoteReply('r2'), quoteReply('r3'), quoteReply('r4')],
+      createOrder: [
+        fails('requote', { code: 'rate_id_quote_expired' }),
+        fails('requote', { code: 'referral_rate_no_longer_matches' }),
+        fails('requote', { code: 'rate_id_quote_expired' }),
+        fails('requote', { code: 'rate_id_quote_expired' }),
+      ],
+    });
+    expect(h.calls.createOrder.map((c) => c.input.rateId)).toEqual(['r1', 'r2', 'r3', 'r4']);
+    expect(h.state).toBe('failed');
+    expect(h.context.requotes).toBe(3);
+  });
+});
