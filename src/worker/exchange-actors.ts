@@ -91,6 +91,12 @@ function matchesCreate(order: ExchangeOrderView, create: CreateOrderInput): bool
   );
 }
 
+/** Transaction hashes in hex are case-insensitive; any other spelling must match exactly. */
+function sameTransactionHash(a: string, b: string): boolean {
+  const hex = /^(0x)?[0-9a-f]+$/i;
+  return a === b || (hex.test(a) && hex.test(b) && a.toLowerCase() === b.toLowerCase());
+}
+
 /** True when a page of GET /orders/ is newest first (then a page entirely before the window ends the scan). */
 function newestFirst(orders: readonly ExchangeOrderView[]): boolean {
   for (let i = 1; i < orders.length; i++) {
@@ -340,6 +346,20 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
           { uniqueReference: input.uniqueReference, depositTransaction: input.txHash },
           { priority: 'high', signal, beforeSend },
         );
+        if (result.alreadyRecorded) {
+          // "already exists" is also the answer when the hash is recorded on ANOTHER order: success only if ours.
+          const order = await client.getOrder(
+            input.mode,
+            { uniqueReference: input.uniqueReference },
+            { priority: 'high', signal, beforeSend },
+          );
+          if (!sameTransactionHash(order.depositTransaction, input.txHash))
+            throw failure(
+              'fatal',
+              'deposit_hash_on_another_order',
+              `the exchange already knows deposit transaction ${input.txHash.slice(0, 80)}, but not on this order (it carries "${order.depositTransaction.slice(0, 80)}")`,
+            );
+        }
         return { alreadyRecorded: result.alreadyRecorded, at: now() };
       }),
 

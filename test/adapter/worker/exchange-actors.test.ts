@@ -246,3 +246,25 @@ describe('exchange actors: fencing money-moving calls', () => {
     });
   });
 });
+
+describe('exchange actors: a deposit hash the exchange already knows', () => {
+  const deposit = { orderId: 'o-1', mode: 'cefi' as const, uniqueReference: 'R1', txHash: '0xABCDEF01' };
+  const known = { detail: 'External deposit notification with tx_id 0xABCDEF01already exists' };
+
+  it('is success when this order carries the hash (confirmed with a GET)', async () => {
+    const { exchange: ex, actors: a } = actors();
+    ex.reply('PATCH', '/orders/R1/', 400, known);
+    ex.reply('GET', '/orders/R1/', 200, order('R1', 0, { deposit_transaction: '0xabcdef01' }));
+    await expect(a.submitDeposit(deposit, signal)).resolves.toMatchObject({ alreadyRecorded: true });
+  });
+
+  it('is a specific refusal when the hash belongs to another order', async () => {
+    const { exchange: ex, actors: a } = actors();
+    ex.reply('PATCH', '/orders/R1/', 400, known);
+    ex.reply('GET', '/orders/R1/', 200, order('R1', 0, { deposit_transaction: '' }));
+    await expect(a.submitDeposit(deposit, signal)).rejects.toMatchObject({
+      action: 'fatal',
+      code: 'deposit_hash_on_another_order',
+    });
+  });
+});
