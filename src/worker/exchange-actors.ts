@@ -274,7 +274,24 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
           // Mark the reference as ours before anyone's lookup could take it for a sibling's. Never fails the
           // create: the order exists, and its order.created record will name the owner durably.
           await claim(result.order.uniqueReference, input.orderId).catch(() => true);
-          return { order: result.order, reused: result.reused, at: now() };
+          // Confirmed with a GET before order.created hands its deposit address out (docs/decisions/
+          // confirm-before-created.md). A GET that fails leaves the create in doubt: its lookup or its repeat
+          // finds the same order (already claimed by this one), never a second.
+          const confirmed = await client
+            .getOrder(
+              input.mode,
+              { uniqueReference: result.order.uniqueReference },
+              { priority: 'high', signal, beforeSend },
+            )
+            .catch((error: unknown) => {
+              const cause = toExchangeFailure(error);
+              throw failure(
+                'unknown_outcome',
+                'create_unconfirmed',
+                `created ${result.order.uniqueReference}, but its confirming GET failed (${cause.code}): ${cause.message}`,
+              );
+            });
+          return { order: confirmed, reused: result.reused, at: now() };
         },
         { mayHaveTakenEffect: true },
       ),

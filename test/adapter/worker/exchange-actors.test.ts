@@ -207,13 +207,22 @@ describe('exchange actors: fencing money-moving calls', () => {
     ex.reply('POST', '/orders/', 503, { detail: 'Service Unavailable' });
     await expect(a.createOrder(create, signal)).rejects.toMatchObject({ action: 'unknown_outcome' });
     ex.reply('POST', '/orders/', 201, order('NEW', 0));
-    await a.createOrder(create, signal);
+    ex.reply('GET', '/orders/NEW/', 200, order('NEW', 0, { deposit_address: 'confirmed-address' }));
+    const created = await a.createOrder(create, signal);
     expect(claims.owners.get('NEW')).toBe('o-1');
+    // What is published is what the confirming GET read.
+    expect(created.order.depositAddress).toBe('confirmed-address');
+    expect(ex.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /orders/',
+      'POST /orders/',
+      'GET /orders/NEW/',
+    ]);
   });
 
   it('settled() waits for a POST in flight (bounded), so a lease is never released under it', async () => {
     const { exchange: ex, actors: a } = actors();
     ex.reply('POST', '/orders/', 201, order('SLOW', 0), { delayMs: 300 });
+    ex.reply('GET', '/orders/SLOW/', 200, order('SLOW', 0));
     const started = Date.now();
     const call = a.createOrder(create, signal);
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -222,6 +231,7 @@ describe('exchange actors: fencing money-moving calls', () => {
     await expect(call).resolves.toMatchObject({ order: { uniqueReference: 'SLOW' } });
     const bounded = Date.now();
     ex.reply('POST', '/orders/', 201, order('SLOWER', 0), { delayMs: 2_000 });
+    ex.reply('GET', '/orders/SLOWER/', 200, order('SLOWER', 0));
     const slower = a.createOrder(create, signal);
     await new Promise((resolve) => setTimeout(resolve, 20));
     await a.settled('o-1', 100);
@@ -265,6 +275,24 @@ describe('exchange actors: a deposit hash the exchange already knows', () => {
     await expect(a.submitDeposit(deposit, signal)).rejects.toMatchObject({
       action: 'fatal',
       code: 'deposit_hash_on_another_order',
+    });
+  });
+});
+
+describe('exchange actors: order.created is confirmed by a GET', () => {
+  it('leaves the create in doubt (unknown_outcome) when the confirming GET fails, having claimed the reference', async () => {
+    const { exchange: ex, actors: a, claims } = actors();
+    ex.reply('POST', '/orders/', 201, order('UNCONFIRMED', 0));
+    ex.reply('GET', '/orders/UNCONFIRMED/', 404, { detail: 'Not found.' });
+    await expect(a.createOrder(create, signal)).rejects.toMatchObject({
+      action: 'unknown_outcome',
+      code: 'create_unconfirmed',
+    });
+    expect(claims.owners.get('UNCONFIRMED')).toBe('o-1');
+    // The lookup that follows finds that order and may adopt it: it is this order's own claim.
+    ex.reply('GET', '/orders/', 200, page([order('UNCONFIRMED', -1)], null));
+    await expect(a.findExistingOrder({ create, since: T }, signal)).resolves.toMatchObject({
+      order: { uniqueReference: 'UNCONFIRMED' },
     });
   });
 });
