@@ -157,10 +157,11 @@ export class CurrencyCatalog {
       now - this.#lastFailureAt < this.#retryAfterFailureMs
     )
       return cached;
-    this.#refreshing ??= this.#refresh(options.signal).finally(() => {
+    // One refresh for every reader, never tied to one reader's signal: a reader that gives up leaves it running.
+    const refreshing = (this.#refreshing ??= this.#refresh().finally(() => {
       this.#refreshing = undefined;
-    });
-    return this.#refreshing;
+    }));
+    return options.signal === undefined ? refreshing : untilAborted(refreshing, options.signal);
   }
 
   /** The cached snapshot without any I/O (undefined before the first successful fetch). */
@@ -168,8 +169,8 @@ export class CurrencyCatalog {
     return this.#snapshot;
   }
 
-  async #refresh(signal: AbortSignal | undefined): Promise<CatalogSnapshot> {
-    const options: CallOptions = { priority: 'low', ...(signal === undefined ? {} : { signal }) };
+  async #refresh(): Promise<CatalogSnapshot> {
+    const options: CallOptions = { priority: 'low' };
     try {
       const [currencies, networks] = await Promise.all([
         this.#source.listCurrencies(this.#mode, options),
@@ -198,6 +199,19 @@ export class CurrencyCatalog {
       throw catalogUnavailable(err);
     }
   }
+}
+
+/** The promise's outcome, or the signal's reason when it aborts first. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => {
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+  });
 }
 
 function describeFailure(err: unknown): { code: string; message: string } {

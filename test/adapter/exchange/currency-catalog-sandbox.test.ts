@@ -128,6 +128,23 @@ describe('CurrencyCatalog against the sandbox', () => {
     expect(budget.acquired).toHaveLength(2);
   });
 
+  it('lets a reader give up without cancelling the fetch other readers wait for', async () => {
+    const { sandbox, catalog, budget } = await setup();
+    sandbox.injectFault({
+      target: 'endpoint',
+      endpoint: 'GET /currency/',
+      kind: 'latency',
+      latencyMs: 300,
+      times: 1,
+    });
+    const impatient = catalog.snapshot({ signal: AbortSignal.timeout(50) });
+    const patient = catalog.snapshot();
+    await expect(impatient).rejects.toMatchObject({ name: 'TimeoutError' });
+    const snapshot = await patient;
+    expect(snapshot.currency('BTC')).toBeDefined();
+    expect(budget.acquired).toHaveLength(2);
+  });
+
   it('keeps using the stale snapshot when a refresh fails, and retries after the failure delay', async () => {
     const { sandbox, catalog, budget, logger, advance } = await setup({
       refreshIntervalMs: 60_000,
