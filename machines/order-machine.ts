@@ -14,6 +14,8 @@ import type {
   AcquireQuoteSlotOutput,
   AdoptOrderInput,
   AdoptOrderOutput,
+  CheckAddressInput,
+  CheckAddressOutput,
   CreateOrderInput,
   CreateOrderOutput,
   FailureRecord,
@@ -95,6 +97,8 @@ function normaliseRequest(input: OrderCreateInput): OrderRequest {
     withdrawAmount: input.withdrawAmount ?? null,
     withdrawAddress: input.withdrawAddress,
     withdrawAddressExtraId: input.withdrawAddressExtraId ?? null,
+    withdrawNetwork: input.withdrawNetwork ?? null,
+    refundNetwork: input.refundNetwork ?? null,
     refundAddress: input.refundAddress ?? null,
     refundAddressExtraId: input.refundAddressExtraId ?? null,
     referralCode: input.referralCode ?? null,
@@ -392,6 +396,7 @@ export const orderMachineSetup = setup({
     emitted: {} as OrderDomainEvent,
   },
   actors: {
+    checkAddress: fromPromise<CheckAddressOutput, CheckAddressInput>(notProvided('checkAddress')),
     acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(
       notProvided('acquireQuoteSlot'),
     ),
@@ -453,6 +458,7 @@ export const orderMachineSetup = setup({
       context.pendingIntent.rateId !== null,
     slotGranted: (_, params: { readonly output: AcquireQuoteSlotOutput }) => params.output.granted,
     complianceFailed: (_, params: { readonly output: PreScreenOutput }) => params.output.status === 'failed',
+    pairingRejected: (_, params: { readonly output: CheckAddressOutput }) => !params.output.ok,
     existingOrderFound: (_, params: { readonly output: FindExistingOrderOutput }) =>
       params.output.order !== null,
     exchangeReports: (_, params: { readonly order: ExchangeOrderView; readonly status: ExchangeStatus }) =>
@@ -652,6 +658,15 @@ export const orderMachineSetup = setup({
         failure: { reason, code: failure.code, message: failure.message },
       });
       enqueue.emit({ type: 'order.failed', reason, code: failure.code, message: failure.message });
+    }),
+    failPairing: enqueueActions(({ enqueue }, params: { readonly output: CheckAddressOutput }) => {
+      const failure = {
+        reason: 'address_pairing_rejected' as const,
+        code: params.output.ok ? 'address_pairing_rejected' : params.output.code,
+        message: params.output.ok ? '' : params.output.message,
+      };
+      enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
+      enqueue.emit({ type: 'order.failed', ...failure });
     }),
     failCompliance: enqueueActions(({ enqueue }, params: { readonly output: PreScreenOutput }) => {
       const failure = {
@@ -864,9 +879,15 @@ export const orderMachine = orderMachineSetup.createMachine({
     restoring: {
       exit: 'leaveRouter',
       always: [
-        { guard: and(['isFreshOrder', 'needsPreScreening']), target: 'preScreening' },
-        { guard: and(['isFreshOrder', 'needsQuote']), target: 'quoting' },
-        { guard: 'isFreshOrder', target: 'creating' },
+        { guard: 'isFreshOrder', target: 'checkingAddress' },
+        {
+          guard: { type: 'resumesIn', params: { states: ['checkingAddress.calling'] } },
+          target: 'checkingAddress.calling',
+        },
+        {
+          guard: { type: 'resumesIn', params: { states: ['checkingAddress.waiting'] } },
+          target: 'checkingAddress.waiting',
+        },
         {
           guard: { type: 'resumesIn', params: { states: ['preScreening.calling'] } },
           target: 'preScreening.calling',
@@ -920,6 +941,63 @@ export const orderMachine = orderMachineSetup.createMachine({
         { guard: { type: 'resumesIn', params: { states: ['failed'] } }, target: 'failed' },
         { target: 'failed', actions: 'failUnrestorable' },
       ],
+    },
+
+    /**
+     * Before any quote: the address and chain pairing the exchange does not check (chains sharing an address format
+     * are not distinguished). Read-only (the exchange's currency and network records, cached by the runtime).
+     */
+    checkingAddress: {
+      initial: 'calling',
+      on: {
+        CANCEL: {
+          target: 'canceled',
+          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
+        },
+      },
+      states: {
+        calling: {
+          invoke: {
+            id: 'checkAddress',
+            src: 'checkAddress',
+            input: ({ context }): CheckAddressInput => ({
+              orderId: context.request.orderId,
+              mode: context.request.mode,
+              depositCurrency: context.request.depositCurrency,
+              withdrawCurrency: context.request.withdrawCurrency,
+              withdrawAddress: context.request.withdrawAddress,
+              withdrawNetwork: context.request.withdrawNetwork ?? null,
+              refundAddress: context.request.refundAddress,
+              refundNetwork: context.request.refundNetwork ?? null,
+            }),
+            onDone: [
+              {
+                guard: { type: 'pairingRejected', params: ({ event }) => ({ output: event.output }) },
+                target: '#order.failed',
+                actions: { type: 'failPairing', params: ({ event }) => ({ output: event.output }) },
+              },
+              {
+                guard: 'needsPreScreening',
+                target: '#order.preScreening',
+                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+              },
+              {
+                guard: 'needsQuote',
+                target: '#order.quoting',
+                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+              },
+              {
+                target: '#order.creating',
+                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+              },
+            ],
+            onError: retryOrFail,
+          },
+        },
+        waiting: {
+          after: { retryDelay: { target: 'calling', actions: 'retryDeadlineReached' } },
+        },
+      },
     },
 
     preScreening: {
@@ -1407,6 +1485,9 @@ export type OrderMachine = typeof orderMachine;
 export function provideOrderActors(functions: OrderActorFunctions) {
   return orderMachine.provide({
     actors: {
+      checkAddress: fromPromise<CheckAddressOutput, CheckAddressInput>(({ input, signal }) =>
+        functions.checkAddress(input, signal),
+      ),
       acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(({ input, signal }) =>
         functions.acquireQuoteSlot(input, signal),
       ),

@@ -16,6 +16,8 @@ export type OrderSnapshot = SnapshotFrom<OrderMachine>;
 
 /** Every state an order can be stored in, as a resume key (the open order's two regions resume from context). */
 export const resumableStates = [
+  'checkingAddress.calling',
+  'checkingAddress.waiting',
   'preScreening.calling',
   'preScreening.waiting',
   'quoting.acquiringSlot',

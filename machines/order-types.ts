@@ -61,6 +61,9 @@ export interface OrderCreateInput {
   readonly withdrawAmount?: string;
   readonly withdrawAddress: string;
   readonly withdrawAddressExtraId?: string;
+  /** The network the withdraw (refund) address belongs to, checked against the exchange's records. */
+  readonly withdrawNetwork?: string;
+  readonly refundNetwork?: string;
   readonly refundAddress?: string;
   readonly refundAddressExtraId?: string;
   readonly referralCode?: string;
@@ -90,6 +93,9 @@ export interface OrderRequest {
   readonly withdrawAmount: string | null;
   readonly withdrawAddress: string;
   readonly withdrawAddressExtraId: string | null;
+  /** Absent in records stored before the networks existed (read as null). */
+  readonly withdrawNetwork?: string | null;
+  readonly refundNetwork?: string | null;
   readonly refundAddress: string | null;
   readonly refundAddressExtraId: string | null;
   readonly referralCode: string | null;
@@ -168,7 +174,8 @@ export type OrderFailureReason =
   | 'mode_mismatch'
   | 'rejected'
   | 'unrestorable'
-  | 'abandoned_by_operator';
+  | 'abandoned_by_operator'
+  | 'address_pairing_rejected';
 
 export interface OrderFailure {
   readonly reason: OrderFailureReason;
@@ -305,6 +312,21 @@ export interface RequestQuoteOutput {
   readonly at: number;
 }
 
+/** Before any quote: is each address well formed for the network it is said to be on, and is the currency there? */
+export interface CheckAddressInput {
+  readonly orderId: string;
+  readonly mode: TradingMode;
+  readonly depositCurrency: string;
+  readonly withdrawCurrency: string;
+  readonly withdrawAddress: string;
+  readonly withdrawNetwork: string | null;
+  readonly refundAddress: string | null;
+  readonly refundNetwork: string | null;
+}
+export type CheckAddressOutput =
+  | { readonly ok: true; readonly at: number }
+  | { readonly ok: false; readonly code: string; readonly message: string; readonly at: number };
+
 export interface PreScreenInput {
   readonly orderId: string;
   readonly mode: TradingMode;
@@ -394,6 +416,7 @@ export interface FetchOrderOutput {
 
 /** Input and output of every actor the runtime must provide. */
 export interface OrderActorTypes {
+  checkAddress: { input: CheckAddressInput; output: CheckAddressOutput };
   acquireQuoteSlot: { input: AcquireQuoteSlotInput; output: AcquireQuoteSlotOutput };
   requestQuote: { input: RequestQuoteInput; output: RequestQuoteOutput };
   preScreen: { input: PreScreenInput; output: PreScreenOutput };
@@ -405,6 +428,7 @@ export interface OrderActorTypes {
 }
 export type OrderActorName = keyof OrderActorTypes;
 export const orderActorNames = [
+  'checkAddress',
   'acquireQuoteSlot',
   'requestQuote',
   'preScreen',

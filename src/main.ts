@@ -9,6 +9,8 @@ import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
 import { RedisReferenceClaims } from './redis/reference-claims.ts';
+import { CurrencyCatalog } from './exchange/currency-catalog.ts';
+import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { startTracing } from './telemetry/tracing.ts';
@@ -82,6 +84,18 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     logger: logger.child({ component: 'exchange' }),
   });
 
+  // Market data needs only a key: the catalogue is read with the first mode that has one.
+  const catalogMode = tradingModes.find((mode) => config.exchange.credentials[mode] !== undefined);
+  const catalog =
+    catalogMode === undefined
+      ? undefined
+      : new CurrencyCatalog({
+          source: client,
+          mode: catalogMode,
+          refreshIntervalMs: config.exchange.currencyCatalogRefreshMs,
+          logger: logger.child({ component: 'currency-catalog' }),
+        });
+  const pairingLog = logger.child({ component: 'address-pairing' });
   let actors: ReturnType<typeof createExchangeActors> | undefined;
   const worker = new Worker(config, logger, {
     kafka,
@@ -94,6 +108,9 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
         mayAct: (orderId) => host().mayAct(orderId),
         claims: referenceClaims,
         ownerOfReference: (reference) => host().ownerOfReference(reference),
+        ...(catalog ? { catalog } : {}),
+        onUnchecked: (orderId, unchecked) =>
+          pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),
         now: () => Date.now(),
       });
       return createXStateBinding({

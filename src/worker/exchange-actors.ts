@@ -5,6 +5,8 @@
 import type { ExchangeFailure, ExchangeOrderView } from '../../machines/domain.ts';
 import type { CreateOrderInput, OrderActorFunctions, QuoteRequest } from '../../machines/order-types.ts';
 import { sameAddress } from '../exchange/address-match.ts';
+import { checkAddressPairing } from '../exchange/address-pairing.ts';
+import type { CurrencyCatalog } from '../exchange/currency-catalog.ts';
 import type { ExchangeClient } from '../exchange/client.ts';
 import { toExchangeFailure } from '../exchange/errors.ts';
 import type { CreateOrderRequest } from '../exchange/schemas.ts';
@@ -23,6 +25,10 @@ export interface ExchangeActorDeps {
   /** The order whose durable record already names this unique_reference, if any (the state topic's view). */
   ownerOfReference: (uniqueReference: string) => string | undefined;
   now: () => number;
+  /** The exchange's currency and network records (cached); absent = the pairing check is skipped. */
+  catalog?: Pick<CurrencyCatalog, 'snapshot'>;
+  /** Told what the pairing check could not verify (no network to compare with, an unknown format). */
+  onUnchecked?: (orderId: string, unchecked: readonly string[]) => void;
   /** How far before the create in doubt to look for the order it may have created (clock skew allowance). */
   lookupSkewMs?: number;
   /** A safety cap on pages of GET /orders/; reaching it makes the lookup inconclusive (retried), never "not found". */
@@ -159,6 +165,25 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   };
 
   return {
+    checkAddress: (input, signal) =>
+      guarded(input.orderId, async () => {
+        if (!deps.catalog) return { ok: true, at: now() };
+        const snapshot = await deps.catalog.snapshot({ signal });
+        const result = checkAddressPairing(
+          {
+            deposit_currency: input.depositCurrency,
+            withdraw_currency: input.withdrawCurrency,
+            withdraw_address: input.withdrawAddress,
+            ...(input.withdrawNetwork !== null ? { withdraw_network: input.withdrawNetwork } : {}),
+            ...(input.refundAddress !== null ? { refund_address: input.refundAddress } : {}),
+            ...(input.refundNetwork !== null ? { refund_network: input.refundNetwork } : {}),
+          },
+          snapshot,
+        );
+        if (!result.ok) return { ok: false, code: result.reason, message: result.message, at: now() };
+        if (result.unchecked.length > 0) deps.onUnchecked?.(input.orderId, result.unchecked);
+        return { ok: true, at: now() };
+      }),
     inflight: () => inflight,
     settled: async (orderId, timeoutMs) => {
       const pending = calls.get(orderId);

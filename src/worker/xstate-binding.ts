@@ -35,6 +35,8 @@ export function createOrderInput(
     ...optional('depositAmount', command.deposit_amount),
     ...optional('withdrawAmount', command.withdraw_amount),
     ...optional('withdrawAddressExtraId', command.withdraw_address_extra_id),
+    ...optional('withdrawNetwork', command.withdraw_network),
+    ...optional('refundNetwork', command.refund_network),
     ...optional('refundAddress', command.refund_address),
     ...optional('refundAddressExtraId', command.refund_address_extra_id),
     ...optional('referralCode', command.referral_code),

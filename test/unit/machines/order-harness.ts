@@ -140,6 +140,9 @@ export function quoteSlots(): Reply<'acquireQuoteSlot'> & { readonly grants: num
 
 export const granted: Reply<'acquireQuoteSlot'> = (_input, now) => ({ granted: true, at: now });
 
+/** The address and chain pairing check passed. */
+const addressChecked: Reply<'checkAddress'> = (_input, now) => ({ ok: true, at: now });
+
 /** Lets every pending promise (stub answers, done events, the next invoke) run to completion. */
 export function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -149,6 +152,7 @@ export class OrderHarness {
   readonly clock: SimulatedClock;
   readonly emitted: OrderDomainEvent[] = [];
   readonly calls: Calls = {
+    checkAddress: [],
     acquireQuoteSlot: [],
     requestQuote: [],
     preScreen: [],
@@ -170,6 +174,7 @@ export class OrderHarness {
     if (!options.clock) this.clock.set(input.now);
     // Provided the way the runtime provides its actors: plain async functions.
     const machine = provideOrderActors({
+      checkAddress: this.stub('checkAddress'),
       acquireQuoteSlot: this.stub('acquireQuoteSlot'),
       requestQuote: this.stub('requestQuote'),
       preScreen: this.stub('preScreen'),
@@ -216,7 +221,11 @@ export class OrderHarness {
         at: now,
         durable: toDurable(this.actor.getSnapshot()),
       });
-      const reply = this.script[name]?.shift() ?? this.always[name];
+      // The pairing check passes unless a test scripts it: most tests are about what follows it.
+      const reply =
+        this.script[name]?.shift() ??
+        this.always[name] ??
+        (name === 'checkAddress' ? (addressChecked as unknown as Reply<K>) : undefined);
       if (reply) return reply(input, now);
       // No scripted answer: the call stays in flight until the test answers it.
       return new Promise<OrderActorTypes[K]['output']>((resolve, reject) => {

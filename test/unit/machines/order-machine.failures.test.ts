@@ -778,3 +778,35 @@ describe('order machine: fresh quotes as the interface document says', () => {
     expect(h.context.requotes).toBe(3);
   });
 });
+
+describe('order machine: address and chain pairing before any quote', () => {
+  it('fails with address_pairing_rejected before quoting when the address does not belong to the network', async () => {
+    const h = await OrderHarness.start(orderInput({ withdrawNetwork: 'BSC' }), {
+      checkAddress: [
+        ok({ ok: false, code: 'withdraw_network_mismatch', message: 'ETH is not on network BSC' }),
+      ],
+    });
+    expect(h.calls.checkAddress[0]?.input).toMatchObject({ withdrawNetwork: 'BSC' });
+    expect(h.calls.acquireQuoteSlot).toHaveLength(0);
+    expect(h.calls.requestQuote).toHaveLength(0);
+    expect(h.state).toBe('failed');
+    expect(h.emitted).toEqual([
+      {
+        type: 'order.failed',
+        reason: 'address_pairing_rejected',
+        code: 'withdraw_network_mismatch',
+        message: 'ETH is not on network BSC',
+      },
+    ]);
+  });
+
+  it('retries the check while the currency records cannot be read, then goes on to the quote', async () => {
+    const h = await OrderHarness.start(orderInput(), {
+      checkAddress: [fails('backoff', { code: 'currency_catalog_unavailable' }), ok({ ok: true })],
+    });
+    expect(h.state).toBe('checkingAddress.waiting');
+    await h.advance((h.context.retryAt ?? 0) - h.context.now);
+    expect(h.calls.checkAddress).toHaveLength(2);
+    expect(h.state.startsWith('quoting')).toBe(true);
+  });
+});

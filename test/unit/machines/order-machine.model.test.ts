@@ -26,6 +26,7 @@ const never = <K extends OrderActorName>() =>
   fromPromise<OrderActorTypes[K]['output'], OrderActorTypes[K]['input']>(() => new Promise(() => {}));
 const machine = orderMachine.provide({
   actors: {
+    checkAddress: never<'checkAddress'>(),
     acquireQuoteSlot: never<'acquireQuoteSlot'>(),
     requestQuote: never<'requestQuote'>(),
     preScreen: never<'preScreen'>(),
@@ -78,6 +79,15 @@ function eventCatalogue(snapshot: OrderSnapshot): OrderEvent[] {
     { type: 'WEBHOOK_HINT', status: 'COMPLETED', at },
     { type: 'SETTLE', resolution: 'adopt', uniqueReference: 'ADOPT1', at },
     { type: 'SETTLE', resolution: 'abandon', at },
+    done('checkAddress', { ok: true, at }),
+    done('checkAddress', {
+      ok: false,
+      code: 'withdraw_network_mismatch',
+      message: 'not on that network',
+      at,
+    }),
+    error('checkAddress', 'backoff'),
+    error('checkAddress', 'fatal'),
     done('preScreen', { status: 'success', message: '', at }),
     done('preScreen', { status: 'failed', message: 'flagged', at }),
     error('preScreen', 'backoff'),

@@ -89,6 +89,8 @@ describe('durable form', () => {
     expect([...resumableStates].sort()).toEqual(
       [
         'canceled',
+        'checkingAddress.calling',
+        'checkingAddress.waiting',
         'completed',
         'creating.adopting',
         'creating.parked',
