@@ -165,7 +165,7 @@ export interface CallOptions {
    * Called after the request budget is granted, immediately before each attempt leaves the process; throwing
    * stops the call unsent. The worker checks its order lease here (fencing a money-moving request).
    */
-  readonly beforeSend?: () => void;
+  readonly beforeSend?: () => void | Promise<void>;
 }
 
 export interface OrderPage {
@@ -364,7 +364,9 @@ export class ExchangeClient {
         path: '/rate/',
         query,
         schema: rateListSchema,
-        retry: 'idempotent',
+        // An actionable quote is never repeated here: identical requests must be ~15 s apart as the exchange sees
+        // them, so a retry goes back through the caller's cooldown.
+        retry: query.actionable_quote === true ? 'unsent_only' : 'idempotent',
         timeoutMs,
         outcomeUnknownWhenLost: false,
         referralTokenAuthorizes: true,
@@ -667,7 +669,7 @@ export class ExchangeClient {
     for (let attempt = 1; ; attempt++) {
       await this.#budget.acquire(credential.budgetKey, priority, options.signal);
       options.signal?.throwIfAborted();
-      options.beforeSend?.();
+      await options.beforeSend?.();
       const span = this.#tracer.startSpan(`exchange ${spec.endpoint}`, {
         kind: SpanKind.CLIENT,
         attributes: {

@@ -38,8 +38,8 @@ const sweepAboveEntries = 256;
 export class QuoteCooldown {
   readonly #redis: RedisPort;
   readonly #opts: QuoteCooldownOptions;
-  /** key -> epoch ms until which this process must not repeat the request. */
-  readonly #local = new Map<string, number>();
+  /** key -> epoch ms until which this process must not repeat the request (and the token of our own claim). */
+  readonly #local = new Map<string, { until: number; token: string | undefined }>();
 
   constructor(redis: RedisPort, opts: QuoteCooldownOptions = {}) {
     this.#redis = redis;
@@ -47,42 +47,46 @@ export class QuoteCooldown {
   }
 
   /**
-   * Claims the right to request this actionable quote now; refused with the epoch ms from which it may be
-   * requested again. Never throws for Redis trouble (the local map decides), only for invalid arguments.
+   * Claims the right to request this actionable quote now, for `windowMs`; refused with the epoch ms from which it
+   * may be requested again. With a `token`, a claim made with the same token is extended instead (the caller
+   * re-arms its window as its request leaves and once it has completed). Never throws for Redis trouble (the
+   * local map decides), only for invalid arguments.
    */
   async tryAcquire(
     mode: TradingMode,
     pair: string,
     amount: string,
-    cooldownMs: number,
+    windowMs: number,
     nowMs: number = (this.#opts.now ?? Date.now)(),
+    token?: string,
   ): Promise<CooldownDecision> {
-    if (!Number.isSafeInteger(cooldownMs) || cooldownMs <= 0)
-      throw invalidArgument(`cooldownMs must be a positive integer, got ${cooldownMs}`);
+    if (!Number.isSafeInteger(windowMs) || windowMs <= 0)
+      throw invalidArgument(`cooldownMs must be a positive integer, got ${windowMs}`);
     const key = quoteCooldownKey(mode, pair, amount);
     this.#sweep(nowMs);
-    const localUntil = this.#local.get(key);
-    if (localUntil !== undefined && localUntil > nowMs) return { granted: false, retryAt: localUntil };
+    const local = this.#local.get(key);
+    const ours = token !== undefined && local?.token === token;
+    if (local !== undefined && local.until > nowMs && !ours) return { granted: false, retryAt: local.until };
 
     let remainingMs: number;
     try {
-      remainingMs = Number(await this.#redis.quoteCooldown(key, cooldownMs));
+      remainingMs = Number(await this.#redis.quoteCooldown(key, windowMs, token ?? ''));
     } catch (error) {
       this.#opts.onDegraded?.(toRedisWorkerError(error, 'quote cooldown (deciding locally)'));
-      this.#local.set(key, nowMs + cooldownMs);
+      this.#local.set(key, { until: nowMs + windowMs, token });
       return { granted: true };
     }
     if (remainingMs < 0) {
-      this.#local.set(key, nowMs + cooldownMs);
+      this.#local.set(key, { until: nowMs + windowMs, token });
       return { granted: true };
     }
     const retryAt = nowMs + remainingMs;
-    this.#local.set(key, retryAt);
+    this.#local.set(key, { until: retryAt, token: undefined });
     return { granted: false, retryAt };
   }
 
   #sweep(nowMs: number): void {
     if (this.#local.size <= sweepAboveEntries) return;
-    for (const [key, until] of this.#local) if (until <= nowMs) this.#local.delete(key);
+    for (const [key, entry] of this.#local) if (entry.until <= nowMs) this.#local.delete(key);
   }
 }

@@ -21,7 +21,7 @@ export interface RedisScriptCommands {
   /** lease-holder-1.lua: [value, pttl] of the lease, or null when free. */
   leaseHolder(leaseKey: string): Promise<[string, number] | null>;
   /** quote-cooldown-1.lua: -1 when granted, else the cooldown's remaining milliseconds. */
-  quoteCooldown(cooldownKey: string, cooldownMs: number): Promise<number>;
+  quoteCooldown(cooldownKey: string, cooldownMs: number, token?: string): Promise<number>;
   /** reference-claim-1.lua: 1 when the reference is claimed by `orderId` (now or before), 0 when by another. */
   referenceClaim(claimKey: string, orderId: string, retentionMs: number): Promise<number>;
 }

@@ -10,7 +10,8 @@ import type { CurrencyCatalog } from '../exchange/currency-catalog.ts';
 import type { ExchangeClient } from '../exchange/client.ts';
 import { toExchangeFailure } from '../exchange/errors.ts';
 import type { CreateOrderRequest } from '../exchange/schemas.ts';
-import type { QuoteCooldown } from '../redis/quote-cooldown.ts';
+import { randomUUID } from 'node:crypto';
+import type { CooldownDecision, QuoteCooldown } from '../redis/quote-cooldown.ts';
 import type { ReferenceClaims } from '../redis/reference-claims.ts';
 
 export interface ExchangeActorDeps {
@@ -34,6 +35,11 @@ export interface ExchangeActorDeps {
   /** A safety cap on pages of GET /orders/; reaching it makes the lookup inconclusive (retried), never "not found". */
   maxLookupPages?: number;
 }
+
+/** How long a granted quote slot is held, beyond the cooldown itself, while its request waits to leave. */
+const slotHoldMs = 60_000;
+/** How long the slot is held from the moment an actionable request leaves (its timeout is 15 s or more). */
+const actionableSendHoldMs = 60_000;
 
 /** An ExchangeFailure (the machine's vocabulary) that is also an Error, stamped with the runtime's clock. */
 class ActorFailure extends Error implements ExchangeFailure {
@@ -116,6 +122,8 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   let inflight = 0;
   const calls = new Map<string, Set<Promise<unknown>>>();
   const skew = deps.lookupSkewMs ?? 120_000;
+  /** The cooldown slot each order holds between acquireQuoteSlot and its request (token, window). */
+  const quoteSlots = new Map<string, { token: string; cooldownMs: number }>();
   const maxPages = deps.maxLookupPages ?? 1_000;
 
   const failure = (action: ExchangeFailure['action'], code: string, message: string): ActorFailure =>
@@ -198,49 +206,93 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
       clearTimeout(timer);
     },
     acquireQuoteSlot: async (input) => {
-      // The ~15 s cooldown concerns identical *actionable* quote requests; other quotes need no slot.
+      // The ~15 s cooldown concerns identical *actionable* quote requests; other quotes need no slot. The slot is
+      // held (not yet counted) until the request leaves; see requestQuote.
       if (!input.actionable) return { granted: true, at: now() };
+      const token = `${input.orderId}:${randomUUID()}`;
       const decision = await deps.cooldown.tryAcquire(
         input.mode,
         input.pair,
         quoteAmount(input),
-        input.cooldownMs,
+        input.cooldownMs + slotHoldMs,
+        now(),
+        token,
       );
-      return decision.granted
-        ? { granted: true, at: now() }
-        : { granted: false, retryAt: decision.retryAt, at: now() };
+      if (!decision.granted) return { granted: false, retryAt: decision.retryAt, at: now() };
+      quoteSlots.set(input.orderId, { token, cooldownMs: input.cooldownMs });
+      return { granted: true, at: now() };
     },
 
     requestQuote: (input, signal) =>
-      guarded(input.orderId, async (beforeSend) => {
-        const rates = await client.getRates(
-          input.mode,
-          {
-            pairs: input.pair,
-            ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
-            ...(input.actionable ? { actionable_quote: true } : {}),
-            ...(input.markup !== null ? { markup: input.markup } : {}),
-          },
-          { priority: 'normal', signal, beforeSend },
-        );
-        const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
-        if (!rate) throw failure('backoff', 'no_quote', `GET /rate/ returned no rate for ${input.pair}`);
-        return {
-          rateId: rate.rate_id,
-          rate: rate.rate,
-          expiresAt: Number(rate.expiration_time_unix) * 1000,
-          ...(rate.deposit_amount
-            ? { depositAmount: rate.deposit_amount }
-            : input.depositAmount
-              ? { depositAmount: input.depositAmount }
-              : {}),
-          ...(rate.withdraw_amount ? { withdrawAmount: rate.withdraw_amount } : {}),
-          minDepositAmount: rate.min_deposit_amount,
-          maxDepositAmount: rate.max_deposit_amount,
-          minWithdrawAmount: rate.min_withdraw_amount,
-          maxWithdrawAmount: rate.max_withdraw_amount,
-          at: now(),
+      guarded(input.orderId, async (leaseCheck) => {
+        const slot = input.actionable ? quoteSlots.get(input.orderId) : undefined;
+        if (input.actionable) quoteSlots.delete(input.orderId);
+        let sent = false;
+        // The cooldown is counted between requests as the exchange sees them: the slot is re-armed as the request
+        // leaves (after every wait) and once more when it has completed, whatever the answer.
+        const rearm = async (windowMs: number): Promise<CooldownDecision | undefined> =>
+          input.actionable && slot
+            ? deps.cooldown.tryAcquire(
+                input.mode,
+                input.pair,
+                quoteAmount(input),
+                windowMs,
+                now(),
+                slot.token,
+              )
+            : undefined;
+        const beforeSend = async (): Promise<void> => {
+          leaseCheck();
+          if (!input.actionable) return;
+          if (!slot)
+            throw failure(
+              'throttled',
+              'quote_cooldown',
+              'no cooldown slot is held for this actionable quote',
+            );
+          const decision = await rearm(slot.cooldownMs + actionableSendHoldMs);
+          if (decision && !decision.granted) {
+            const failed = failure(
+              'throttled',
+              'quote_cooldown',
+              'an identical actionable quote request holds the cooldown',
+            );
+            throw Object.assign(failed, { retryAfterMs: Math.max(0, decision.retryAt - now()) });
+          }
+          sent = true;
         };
+        try {
+          const rates = await client.getRates(
+            input.mode,
+            {
+              pairs: input.pair,
+              ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
+              ...(input.actionable ? { actionable_quote: true } : {}),
+              ...(input.markup !== null ? { markup: input.markup } : {}),
+            },
+            { priority: 'normal', signal, beforeSend },
+          );
+          const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
+          if (!rate) throw failure('backoff', 'no_quote', `GET /rate/ returned no rate for ${input.pair}`);
+          return {
+            rateId: rate.rate_id,
+            rate: rate.rate,
+            expiresAt: Number(rate.expiration_time_unix) * 1000,
+            ...(rate.deposit_amount
+              ? { depositAmount: rate.deposit_amount }
+              : input.depositAmount
+                ? { depositAmount: input.depositAmount }
+                : {}),
+            ...(rate.withdraw_amount ? { withdrawAmount: rate.withdraw_amount } : {}),
+            minDepositAmount: rate.min_deposit_amount,
+            maxDepositAmount: rate.max_deposit_amount,
+            minWithdrawAmount: rate.min_withdraw_amount,
+            maxWithdrawAmount: rate.max_withdraw_amount,
+            at: now(),
+          };
+        } finally {
+          if (sent && slot) await rearm(slot.cooldownMs).catch(() => undefined);
+        }
       }),
 
     preScreen: (input, signal) =>

@@ -3,13 +3,15 @@
 // flight before a lease may be released.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CreateOrderInput } from '../../../machines/order-types.ts';
-import type { QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
+import { QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
+import { useOwnRedis } from '../redis/redis-fixture.ts';
 import type { ReferenceClaims } from '../../../src/redis/reference-claims.ts';
 import { createExchangeActors, type ExchangeActorDeps } from '../../../src/worker/exchange-actors.ts';
 import {
   mockExchange,
   mockedClient,
   orderFixture,
+  rateFixture,
   type MockExchange,
 } from '../../support/exchange/mock-exchange.ts';
 
@@ -294,5 +296,74 @@ describe('exchange actors: order.created is confirmed by a GET', () => {
     await expect(a.findExistingOrder({ create, since: T }, signal)).resolves.toMatchObject({
       order: { uniqueReference: 'UNCONFIRMED' },
     });
+  });
+});
+
+describe('exchange actors: the actionable-quote cooldown, between requests as the exchange sees them', () => {
+  const redis = useOwnRedis();
+  const quote = {
+    orderId: 'o-q',
+    mode: 'defi' as const,
+    pair: 'ETHUSDT',
+    depositCurrency: 'USDT',
+    withdrawCurrency: 'ETH',
+    depositAmount: '100',
+    withdrawAmount: null,
+    markup: null,
+    referralCode: null,
+    actionable: true,
+  };
+
+  it('never repeats an actionable quote inside the client, and counts the window from the completed request', async () => {
+    const cooldown = new QuoteCooldown(await redis.client({ keyPrefix: redis.prefix() }));
+    const { exchange: ex, actors: a } = actors({ cooldown, now: () => Date.now() });
+    const arrivals: number[] = [];
+    ex.reply('GET', (p) => p.startsWith('/rate/?'), 503, { detail: 'busy' });
+    ex.reply('GET', (p) => p.startsWith('/rate/?'), 200, [
+      { ...rateFixture(), pair: 'ETHUSDT', expiration_time_unix: String(Math.floor(Date.now() / 1000) + 60) },
+    ]);
+    const windowMs = 400;
+    expect(await a.acquireQuoteSlot({ ...quote, cooldownMs: windowMs }, signal)).toMatchObject({
+      granted: true,
+    });
+    await expect(a.requestQuote(quote, signal)).rejects.toMatchObject({ code: 'http_503' });
+    const firstDone = Date.now();
+    arrivals.push(ex.requests.length);
+    expect(ex.requests).toHaveLength(1); // no 100-200 ms retry inside the 15 s window
+    const refused = await a.acquireQuoteSlot({ ...quote, cooldownMs: windowMs }, signal);
+    expect(refused.granted).toBe(false);
+    if (refused.granted) return;
+    expect(refused.retryAt).toBeGreaterThanOrEqual(firstDone + windowMs - 50);
+    await new Promise((resolve) => setTimeout(resolve, refused.retryAt - Date.now() + 5));
+    expect(await a.acquireQuoteSlot({ ...quote, cooldownMs: windowMs }, signal)).toMatchObject({
+      granted: true,
+    });
+    const secondSent = Date.now();
+    await expect(a.requestQuote(quote, signal)).resolves.toMatchObject({ rate: expect.any(String) });
+    expect(secondSent - firstDone).toBeGreaterThanOrEqual(windowMs - 50);
+  });
+
+  it('holds an identical request from another order while a granted one waits to leave, and refuses it at the door', async () => {
+    const prefix = redis.prefix();
+    const first = actors({ cooldown: new QuoteCooldown(await redis.client({ keyPrefix: prefix })) });
+    const second = createExchangeActors({
+      client: mockedClient(first.exchange),
+      cooldown: new QuoteCooldown(await redis.client({ keyPrefix: prefix })),
+      durable: () => Promise.resolve(),
+      mayAct: () => true,
+      claims: new MemoryClaims(),
+      ownerOfReference: () => undefined,
+      now: () => Date.now(),
+    });
+    expect(await first.actors.acquireQuoteSlot({ ...quote, cooldownMs: 400 }, signal)).toMatchObject({
+      granted: true,
+    });
+    // The slot is held while the first request has not left yet: the other replica may not take it.
+    const other = await second.acquireQuoteSlot({ ...quote, orderId: 'o-other', cooldownMs: 400 }, signal);
+    expect(other.granted).toBe(false);
+    await expect(second.requestQuote({ ...quote, orderId: 'o-other' }, signal)).rejects.toMatchObject({
+      code: 'quote_cooldown',
+    });
+    expect(first.exchange.requests).toHaveLength(0);
   });
 });
