@@ -3,6 +3,7 @@
 // when the variable is a secret.
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_MAX_COMMAND_BYTES } from './contract/commands.ts';
 
 const secretVariables = new Set([
   'EXCHANGE_API_KEY_DEFI',
@@ -84,6 +85,7 @@ export const configSchema = z
     QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
     SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
     KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
+    MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
     OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
@@ -120,6 +122,7 @@ export const configSchema = z
     quoteCooldownMs: value.QUOTE_COOLDOWN_MS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
+    maxCommandBytes: value.MAX_COMMAND_BYTES,
     logLevel: value.LOG_LEVEL,
     otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
   }));

@@ -76,6 +76,7 @@ export class Worker {
       workerId: config.workerId,
       writer,
       logger,
+      transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     });
     await store.start();
     this.store = store;
@@ -92,6 +93,7 @@ export class Worker {
       topics: config.topics,
       logger,
       now: this.now,
+      maxCommandBytes: config.maxCommandBytes,
     });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
@@ -177,6 +179,7 @@ export class Worker {
 
     await consumer.start(
       {
+        onAssignmentChanged: (assigned) => hostRef.setAssignment(assigned),
         onAssignment: async (_assigned, revoked, added) => {
           await hostRef.onAssignment(revoked, added);
         },
