@@ -161,6 +161,16 @@ export class OrderHost {
   setAssignment(partitions: readonly number[]): void {
     this.assigned.clear();
     for (const partition of partitions) this.assigned.add(partition);
+    // Orders of a revoked partition stop now and release their leases: the new owner is waiting for them.
+    for (const slot of [...this.slots.values()]) {
+      if (this.assigned.has(slot.partition)) continue;
+      this.unload(slot).catch((error: unknown) => {
+        this.logger.error(
+          { orderId: slot.orderId, err: { message: (error as Error).message } },
+          'could not unload the order of a revoked partition',
+        );
+      });
+    }
   }
 
   /**

@@ -311,4 +311,15 @@ describe('order host', () => {
     expect(h.host.activeOrders).toBe(0);
     expect(h.leaseCalls.slice(calls)).toEqual([]);
   });
+
+  it('stops the orders of a revoked partition and releases their leases as soon as the revoke is known', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    expect(h.host.activeOrders).toBe(1);
+    h.host.setAssignment([]);
+    expect(h.host.activeOrders).toBe(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.leaseCalls.at(-1)).toEqual(['release', 'o-1']);
+  });
 });
