@@ -322,4 +322,21 @@ describe('order host', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(h.leaseCalls.at(-1)).toEqual(['release', 'o-1']);
   });
+
+  it('retries the reload of an order whose lease was lost when its catch-up fails, instead of rejecting', async () => {
+    let failNext = false;
+    const h = harness({
+      onCatchUp: () => {
+        if (!failNext) return;
+        failNext = false;
+        throw new Error('state partition 0 not caught up');
+      },
+    });
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    failNext = true;
+    await expect(h.host.onLeaseLost('o-1')).resolves.toBeUndefined();
+    expect(h.restored).toEqual(['o-1', 'o-1']);
+    expect(h.host.activeOrders).toBe(1);
+  });
 });
