@@ -54,6 +54,8 @@ export class CommandConsumer {
     groupId: string;
     partitions: number;
     logger: Logger;
+    /** The consumer crashed for good (kafkajs will not restart it); the process should stop. */
+    onFatal?: (error: Error) => void;
     /** Backoff between restore attempts (default 1 s doubling up to 30 s). */
     restoreRetryDelayMs?: (attempt: number) => number;
   }) {
@@ -76,9 +78,17 @@ export class CommandConsumer {
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.logger.error(
-        { err: event.payload.error, restart: event.payload.restart },
+        { err: { message: event.payload.error?.message }, restart: event.payload.restart },
         'command consumer crashed',
       );
+      // Without a restart this replica consumes nothing more while still driving its orders and holding their
+      // leases, so the partitions' new owners would wait for them forever: stop (gracefully) instead.
+      if (!event.payload.restart && !this.stopping) {
+        this.logger.fatal('command consumer crashed for good; stopping so another replica takes over');
+        opts.onFatal?.(
+          event.payload.error instanceof Error ? event.payload.error : new Error('command consumer crashed'),
+        );
+      }
     });
   }
 

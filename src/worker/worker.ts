@@ -163,6 +163,7 @@ export class Worker {
       groupId: config.consumerGroup,
       partitions,
       logger,
+      onFatal,
     });
     this.consumer = consumer;
 

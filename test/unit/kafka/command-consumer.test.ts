@@ -33,13 +33,16 @@ function fakeKafka() {
     kafka: { consumer: () => consumer } as unknown as Kafka,
     join: (partitions: number[]) =>
       listeners.get('group_join')?.({ payload: { memberAssignment: { commands: partitions } } }),
+    crash: (restart: boolean) =>
+      listeners.get('crash')?.({ payload: { error: new Error('broker gone'), restart } }),
     deliver: (partition: number) =>
       eachMessage?.({ topic: 'commands', partition, message: { offset: '0', key: null, value: null } }),
   };
 }
 
-function consumerWith(kafka: Kafka): CommandConsumer {
+function consumerWith(kafka: Kafka, onFatal?: (error: Error) => void): CommandConsumer {
   return new CommandConsumer({
+    ...(onFatal ? { onFatal } : {}),
     kafka,
     topic: 'commands',
     groupId: 'group',
@@ -136,5 +139,15 @@ describe('command consumer restores', () => {
   it('gives a catch-up more time than the transaction timeout it may have to wait out', () => {
     expect(catchUpTimeoutFor(10_000)).toBe(120_000);
     expect(catchUpTimeoutFor(900_000)).toBeGreaterThan(900_000 + 10_000);
+  });
+
+  it('stops the process when the consumer crashes for good, not when kafkajs restarts it', () => {
+    const fake = fakeKafka();
+    const fatal: Error[] = [];
+    consumerWith(fake.kafka, (error) => fatal.push(error));
+    fake.crash(true);
+    expect(fatal).toEqual([]);
+    fake.crash(false);
+    expect(fatal.map((e) => e.message)).toEqual(['broker gone']);
   });
 });
