@@ -276,9 +276,13 @@ export class TransactionalWriter {
         lastError = error;
         const names = kafkaErrorNames(error);
         const name = names.find((n) => !n.startsWith('KafkaJS')) ?? names[0] ?? '';
+        // Another live process took our transactional id: final. A new producer would fence that process in turn.
+        const fenced = names.some((n) =>
+          /FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(n),
+        );
         // CONCURRENT_TRANSACTIONS is refused before anything is produced; any other failure may have appended
         // part of the records, so the next attempt needs fresh sequence numbers (see renewProducer).
-        if (name !== 'CONCURRENT_TRANSACTIONS' && !this.closed) {
+        if (!fenced && name !== 'CONCURRENT_TRANSACTIONS' && !this.closed) {
           await this.renewProducer().catch((renewError: unknown) => {
             this.opts.logger.warn(
               { err: { message: (renewError as Error).message } },
@@ -293,7 +297,7 @@ export class TransactionalWriter {
           { attempt, err: { name, message: (error as Error).message } },
           'kafka transaction failed',
         );
-        if (/FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(name)) break;
+        if (fenced) break;
         if (Date.now() > deadline) break;
         await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
       }

@@ -58,10 +58,10 @@ async function countCommitted(kafka: Kafka, topic: string, expected: number): Pr
   return count;
 }
 
-function writer(kafka: Kafka, fatal: Error[]): TransactionalWriter {
+function writer(kafka: Kafka, fatal: Error[], transactionalId = uniqueName('tx')): TransactionalWriter {
   const w = new TransactionalWriter({
     kafka,
-    transactionalId: uniqueName('tx'),
+    transactionalId,
     consumerGroupId: uniqueName('group'),
     transactionTimeoutMs: 10_000,
     logger: createLogger({ level: 'silent' }),
@@ -102,5 +102,22 @@ describe('transactional writer', () => {
     expect(fatal).toEqual([]);
     expect(w.oversizedWrites).toBe(1);
     expect(await countCommitted(kafka, topic, 3)).toBe(3);
+  });
+
+  it('gives up when fenced by a live process with its transactional id, without fencing that process in turn', async () => {
+    const { kafka, topic } = await setup(1_048_588);
+    const id = uniqueName('tx');
+    const olderFatal: Error[] = [];
+    const newerFatal: Error[] = [];
+    const older = writer(kafka, olderFatal, id);
+    await older.connect();
+    expect(await older.write([{ topic, key: 'a', partition: 0, value: 'older-1' }])).toBe(true);
+    const newer = writer(kafka, newerFatal, id);
+    await newer.connect();
+    expect(await newer.write([{ topic, key: 'b', partition: 0, value: 'newer-1' }])).toBe(true);
+    await expect(older.write([{ topic, key: 'c', partition: 0, value: 'older-2' }])).rejects.toThrow();
+    expect(olderFatal).toHaveLength(1);
+    expect(await newer.write([{ topic, key: 'd', partition: 0, value: 'newer-2' }])).toBe(true);
+    expect(newerFatal).toEqual([]);
   });
 });
