@@ -3,6 +3,7 @@
 // when the variable is a secret.
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_MAX_COMMAND_BYTES } from './contract/commands.ts';
 
 const secretVariables = new Set([
   'EXCHANGE_API_KEY_DEFI',
@@ -88,6 +89,7 @@ export const configSchema = z
     CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),
     SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
     KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
+    MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
     OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
@@ -127,6 +129,7 @@ export const configSchema = z
     parkedRecheckMs: value.PARKED_RECHECK_MS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
+    maxCommandBytes: value.MAX_COMMAND_BYTES,
     logLevel: value.LOG_LEVEL,
     otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
   }));

@@ -190,81 +190,107 @@ export type OrderWebhookHintCommand = z.infer<typeof orderWebhookHintCommand>;
 export type OrderSettleCommand = z.infer<typeof orderSettleCommand>;
 export type OrderCommand = z.infer<typeof orderCommand>;
 
+/** Commands above this many bytes are refused before they are parsed (MAX_COMMAND_BYTES overrides it). */
+export const DEFAULT_MAX_COMMAND_BYTES = 65_536;
+/** Longest rejection `message`: it may quote parts of the command, which must not make the event large. */
+export const MAX_REJECTION_MESSAGE_CHARS = 1_024;
+
 export type ParsedCommand =
   | { ok: true; command: OrderCommand }
   | {
       ok: false;
-      reason: 'malformed' | 'unknown_type';
+      reason: 'malformed' | 'unknown_type' | 'too_large';
       message: string;
+      /** The order the command names (its order_id, else its key), when that is a plausible identifier. */
       orderId: string | null;
       commandId: string | null;
       commandType: string | null;
-      raw: unknown;
     };
 
-/** Parses one Kafka message value into a command, or says precisely what is wrong with it. */
-export function parseCommand(value: Buffer | string | null, key: string | null): ParsedCommand {
+function bounded(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/** A value of the command that may be echoed: a short string, else null (never a huge or non-string value). */
+function shortString(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 && value.length <= 256 ? value : null;
+}
+
+/**
+ * Parses one Kafka message value into a command, or says precisely what is wrong with it. A value above maxBytes
+ * is refused unread; the message key is required and must equal order_id (the key decides the partition, and so
+ * which replica drives the order). Failure messages are bounded and never echo a long value.
+ */
+export function parseCommand(
+  value: Buffer | string | null,
+  key: string | null,
+  opts: { maxBytes?: number } = {},
+): ParsedCommand {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_COMMAND_BYTES;
+  const keyId = shortString(key);
+  const failure = (
+    reason: 'malformed' | 'unknown_type' | 'too_large',
+    message: string,
+    fields: { orderId?: string | null; commandId?: string | null; commandType?: string | null } = {},
+  ): ParsedCommand => ({
+    ok: false,
+    reason,
+    message: bounded(message, MAX_REJECTION_MESSAGE_CHARS),
+    orderId: fields.orderId ?? keyId,
+    commandId: fields.commandId ?? null,
+    commandType: fields.commandType ?? null,
+  });
+  const size = value === null ? 0 : Buffer.byteLength(value);
+  if (size > maxBytes)
+    return failure('too_large', `command is ${size} bytes; the limit is ${maxBytes} (MAX_COMMAND_BYTES)`);
   const text = value === null ? '' : value.toString();
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch {
-    return {
-      ok: false,
-      reason: 'malformed',
-      message: 'value is not valid JSON',
-      orderId: key,
-      commandId: null,
-      commandType: null,
-      raw: text.slice(0, 2000),
-    };
+    return failure('malformed', 'value is not valid JSON');
   }
   const record =
     typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
-  const str = (v: unknown): string | null =>
-    typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : null;
-  const orderId = str(record['order_id']) ?? key;
-  const commandId = str(record['command_id']);
-  const commandType = str(record['type']);
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return {
-      ok: false,
-      reason: 'malformed',
-      message: 'value must be a JSON object',
-      orderId,
-      commandId,
-      commandType,
-      raw,
-    };
-  }
+  const fields = {
+    orderId: shortString(record['order_id']) ?? keyId,
+    commandId: shortString(record['command_id']),
+    commandType: shortString(record['type']),
+  };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return failure('malformed', 'value must be a JSON object', fields);
+  const { commandType } = fields;
   if (!commandType || !(commandTypes as readonly string[]).includes(commandType)) {
-    return {
-      ok: false,
-      reason: 'unknown_type',
-      message: `unknown command type ${JSON.stringify(record['type'] ?? null)}; expected one of ${commandTypes.join(', ')}`,
-      orderId,
-      commandId,
-      commandType,
-      raw,
-    };
+    const given = bounded(JSON.stringify(record['type'] ?? null), 64);
+    return failure(
+      'unknown_type',
+      `unknown command type ${given}; expected one of ${commandTypes.join(', ')}`,
+      fields,
+    );
   }
   const parsed = orderCommand.safeParse(raw);
   if (!parsed.success) {
     const message = parsed.error.issues
-      .map((issue) => `${issue.path.length ? issue.path.join('.') : '(command)'}: ${issue.message}`)
+      .slice(0, 10)
+      .map(
+        (issue) =>
+          `${issue.path.length ? bounded(issue.path.join('.'), 64) : '(command)'}: ${bounded(issue.message, 200)}`,
+      )
       .join('; ');
-    return { ok: false, reason: 'malformed', message, orderId, commandId, commandType, raw };
+    return failure('malformed', message, fields);
   }
-  if (key !== null && key !== parsed.data.order_id) {
-    return {
-      ok: false,
-      reason: 'malformed',
-      message: `message key "${key.slice(0, 128)}" differs from order_id "${parsed.data.order_id}"`,
-      orderId,
-      commandId,
-      commandType,
-      raw,
-    };
+  if (key === null)
+    return failure(
+      'malformed',
+      `message key is missing; it must equal order_id "${parsed.data.order_id}" (the key decides the partition)`,
+      fields,
+    );
+  if (key !== parsed.data.order_id) {
+    return failure(
+      'malformed',
+      `message key "${bounded(key, 128)}" differs from order_id "${parsed.data.order_id}"`,
+      fields,
+    );
   }
   return { ok: true, command: parsed.data };
 }

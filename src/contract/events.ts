@@ -1,7 +1,10 @@
 // The event contract of TOPIC_EVENTS: JSON, key = order_id. Every event carries the envelope
 // {type, event_id, order_id, seq, occurred_at}; seq is strictly increasing per order with no gap or repeat,
 // event_id is `${order_id}:${seq}` (stable across redelivery, so consumers can deduplicate on it).
-// command.rejected for a command that names no existing order carries seq 0: it is not part of an order's history.
+// command.rejected for a command that names no existing order (or that arrived on another partition than its
+// order's) carries seq 0: it is not part of an order's history. It never copies the command: a bounded excerpt and
+// a hash identify it, so a huge command cannot make a huge event.
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 
 const isoTime = z.string().describe('ISO 8601 UTC timestamp');
@@ -140,18 +143,55 @@ export const rejectionReasons = [
   'order_exists',
   'unknown_order',
   'not_allowed',
+  'too_large',
 ] as const;
+
+/** Longest `command_excerpt` of a command.rejected, in UTF-8 bytes. */
+export const REJECTED_COMMAND_EXCERPT_BYTES = 512;
+/**
+ * Upper bound of a whole command.rejected value: excerpt, a message of at most 1024 characters, identifiers of at
+ * most 256 characters each, the hash and the envelope. A rejection never copies the command it answers.
+ */
+export const MAX_REJECTION_EVENT_BYTES = 8_192;
+
+/** The bounded excerpt (cut on a character boundary), hash and size of a command as received. */
+export function rejectedCommandFingerprint(value: Buffer | null): {
+  command_excerpt: string;
+  command_sha256: string;
+  command_bytes: number;
+} {
+  const bytes = value ?? Buffer.alloc(0);
+  // Decoding a cut buffer may end in a partial character: drop the replacement character it turns into.
+  let excerpt = bytes.subarray(0, REJECTED_COMMAND_EXCERPT_BYTES).toString('utf8');
+  if (bytes.length > REJECTED_COMMAND_EXCERPT_BYTES) excerpt = excerpt.replace(/\uFFFD+$/, '');
+  return {
+    command_excerpt: excerpt,
+    command_sha256: createHash('sha256').update(bytes).digest('hex'),
+    command_bytes: bytes.length,
+  };
+}
 
 export const commandRejectedEvent = z.object({
   type: z.literal('command.rejected'),
   ...envelope,
-  command_id: z.string().nullable(),
-  command_type: z.string().nullable(),
+  command_id: z.string().max(256).nullable(),
+  command_type: z.string().max(256).nullable(),
   reason: z.enum(rejectionReasons),
-  message: z.string(),
-  command: z
-    .unknown()
-    .describe('the rejected command as received (parsed JSON, or the raw text when not JSON)'),
+  message: z
+    .string()
+    .max(1_024)
+    .describe('what is wrong, for an operator (bounded; never the whole command)'),
+  command_excerpt: z
+    .string()
+    .max(REJECTED_COMMAND_EXCERPT_BYTES)
+    .describe(
+      `the first ${REJECTED_COMMAND_EXCERPT_BYTES} bytes (UTF-8) of the command as received; the whole event stays under ${MAX_REJECTION_EVENT_BYTES} bytes`,
+    ),
+  command_sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .describe('SHA-256 (hex) of the command value exactly as received'),
+  command_bytes: z.number().int().min(0).describe('size of the command value as received'),
   source: z.object({ topic: z.string(), partition: z.number().int(), offset: z.string() }).nullable(),
 });
 

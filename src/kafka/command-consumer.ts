@@ -2,6 +2,9 @@
 // the Kafka transaction that writes the command's effects (see transactional-writer.ts). Partition assignment
 // changes are reported before any message of a new partition is handled, and a message waits until its
 // partition is restored. Consumption pauses when the worker has too much in flight (backpressure).
+// A failed restore is retried with backoff for as long as the partition stays assigned; it never escapes as an
+// unhandled rejection, and a message of a partition that was not restored is not handled here.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../telemetry/logger.ts';
 
@@ -14,7 +17,12 @@ export interface InboundCommandMessage {
 }
 
 export interface CommandConsumerHandlers {
-  /** Called with the new full assignment; resolves when added partitions are restored. */
+  /** Told at once of every new assignment, before the restores queued behind earlier ones run. */
+  onAssignmentChanged?: (assigned: readonly number[]) => void;
+  /**
+   * Called with the new full assignment; resolves when added partitions are restored. Must be safe to call again
+   * for the same partitions: a rejection is retried (with only the added partitions still assigned).
+   */
   onAssignment: (assigned: number[], revoked: number[], added: number[]) => Promise<void>;
   onMessage: (message: InboundCommandMessage) => Promise<void>;
 }
@@ -26,7 +34,11 @@ function decodeAssignment(memberAssignment: Record<string, number[]> | undefined
 export class CommandConsumer {
   private readonly consumer: Consumer;
   private assignment: number[] = [];
-  private readonly ready = new Map<number, Promise<void>>();
+  /** Per added partition: resolves true once restored, false when it was revoked (or we stopped) first. */
+  private readonly ready = new Map<number, Promise<boolean>>();
+  private stopping = false;
+  private readonly stopped = new AbortController();
+  private readonly retryDelayMs: (attempt: number) => number;
   private paused = false;
   private readonly topic: string;
   private readonly logger: Logger;
@@ -36,8 +48,19 @@ export class CommandConsumer {
   /** Joined the consumer group at least once (a member may legitimately hold no partition). */
   joined = false;
 
-  constructor(opts: { kafka: Kafka; topic: string; groupId: string; partitions: number; logger: Logger }) {
+  constructor(opts: {
+    kafka: Kafka;
+    topic: string;
+    groupId: string;
+    partitions: number;
+    logger: Logger;
+    /** The consumer crashed for good (kafkajs will not restart it); the process should stop. */
+    onFatal?: (error: Error) => void;
+    /** Backoff between restore attempts (default 1 s doubling up to 30 s). */
+    restoreRetryDelayMs?: (attempt: number) => number;
+  }) {
     this.topic = opts.topic;
+    this.retryDelayMs = opts.restoreRetryDelayMs ?? ((attempt) => Math.min(30_000, 1_000 * 2 ** attempt));
     this.logger = opts.logger.child({ component: 'command-consumer' });
     this.consumer = opts.kafka.consumer({
       groupId: opts.groupId,
@@ -55,9 +78,17 @@ export class CommandConsumer {
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.logger.error(
-        { err: event.payload.error, restart: event.payload.restart },
+        { err: { message: event.payload.error?.message }, restart: event.payload.restart },
         'command consumer crashed',
       );
+      // Without a restart this replica consumes nothing more while still driving its orders and holding their
+      // leases, so the partitions' new owners would wait for them forever: stop (gracefully) instead.
+      if (!event.payload.restart && !this.stopping) {
+        this.logger.fatal('command consumer crashed for good; stopping so another replica takes over');
+        opts.onFatal?.(
+          event.payload.error instanceof Error ? event.payload.error : new Error('command consumer crashed'),
+        );
+      }
     });
   }
 
@@ -73,19 +104,45 @@ export class CommandConsumer {
     }
     const handlers = this.handlers;
     if (!handlers) return;
+    handlers.onAssignmentChanged?.(next);
     // Assignment changes are handled one after another; messages of an added partition wait for its restore.
-    const done = (this.assignmentChain = this.assignmentChain
-      .catch(() => {})
-      .then(() => handlers.onAssignment(next, revoked, added)));
+    const done = (this.assignmentChain = this.assignmentChain.then(() =>
+      this.restoreWithRetry(handlers, next, revoked, added),
+    ));
     for (const p of added) {
-      this.ready.set(
-        p,
-        done.then(() => {
-          this.restoredPartitions.add(p);
-        }),
-      );
+      const restored: Promise<boolean> = done.then(() => {
+        // Revoked (and perhaps assigned again, with a restore of its own) meanwhile: this restore does not count.
+        if (this.stopping || this.ready.get(p) !== restored) return false;
+        this.restoredPartitions.add(p);
+        return true;
+      });
+      this.ready.set(p, restored);
     }
     this.logger.info({ assigned: next, added, revoked }, 'partition assignment changed');
+  }
+
+  /** Never rejects: retries a failed restore with backoff while any added partition is still assigned here. */
+  private async restoreWithRetry(
+    handlers: CommandConsumerHandlers,
+    next: number[],
+    revoked: number[],
+    added: number[],
+  ): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const still = attempt === 0 ? added : added.filter((p) => this.assignment.includes(p));
+      if (attempt > 0 && (still.length === 0 || this.stopping)) return;
+      try {
+        await handlers.onAssignment(next, attempt === 0 ? revoked : [], still);
+        return;
+      } catch (error) {
+        const delay = this.retryDelayMs(attempt);
+        this.logger.error(
+          { partitions: still, attempt, retryInMs: delay, err: { message: (error as Error)?.message } },
+          'partition restore failed; retrying',
+        );
+        await sleep(delay, undefined, { signal: this.stopped.signal }).catch(() => {});
+      }
+    }
   }
 
   get assigned(): readonly number[] {
@@ -105,7 +162,10 @@ export class CommandConsumer {
       partitionsConsumedConcurrently,
       eachMessage: async ({ topic, partition, message }) => {
         const ready = this.ready.get(partition);
-        if (ready) await ready;
+        if (ready && !(await ready)) {
+          // Revoked before it was restored: not ours to handle; the next owner reads it (its offset is not committed).
+          throw new Error(`partition ${partition} is no longer assigned to this replica`);
+        }
         await handlers.onMessage({
           topic,
           partition,
@@ -136,6 +196,8 @@ export class CommandConsumer {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    this.stopped.abort();
     await this.consumer.stop().catch(() => {});
     await this.consumer.disconnect();
   }

@@ -35,6 +35,15 @@ export type OrderRecord = z.infer<typeof orderRecordSchema>;
 
 const barrierSchema = z.object({ barrier: z.string() });
 
+/**
+ * How long a catch-up may take. It waits out a dead producer's open transaction, which the broker aborts after
+ * that producer's transaction timeout (plus its abort sweep, every 10 s by default), so it must exceed the
+ * transaction timeout with a margin: twice it plus 30 s, and never less than two minutes.
+ */
+export function catchUpTimeoutFor(transactionTimeoutMs: number): number {
+  return Math.max(120_000, 2 * transactionTimeoutMs + 30_000);
+}
+
 function newer(candidate: OrderRecord, current: OrderRecord | undefined): boolean {
   if (!current) return true;
   if (candidate.fence !== current.fence) return candidate.fence > current.fence;
@@ -51,6 +60,7 @@ export class OrderStateStore {
   private readonly workerId: string;
   private readonly writer: TransactionalWriter;
   private readonly logger: Logger;
+  private readonly catchUpTimeoutMs: number;
   invalidRecords = 0;
 
   constructor(opts: {
@@ -59,7 +69,10 @@ export class OrderStateStore {
     workerId: string;
     writer: TransactionalWriter;
     logger: Logger;
+    /** The producers' transaction timeout (KAFKA_TRANSACTION_TIMEOUT_MS), which a catch-up may have to wait out. */
+    transactionTimeoutMs: number;
   }) {
+    this.catchUpTimeoutMs = catchUpTimeoutFor(opts.transactionTimeoutMs);
     this.kafka = opts.kafka;
     this.topic = opts.topic;
     this.workerId = opts.workerId;
@@ -140,9 +153,9 @@ export class OrderStateStore {
   /**
    * Proves this replica has read every committed record of these partitions: writes one barrier per partition
    * and waits until all of them are read back. Open transactions of a dead producer delay it until the broker
-   * aborts them (the producers' transaction timeout).
+   * aborts them (the producers' transaction timeout, which the default timeout exceeds).
    */
-  async catchUp(partitions: number[], timeoutMs = 120_000): Promise<void> {
+  async catchUp(partitions: number[], timeoutMs = this.catchUpTimeoutMs): Promise<void> {
     if (partitions.length === 0) return;
     const pending = partitions.map((partition) => {
       const nonce = randomUUID();

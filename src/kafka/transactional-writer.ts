@@ -2,6 +2,9 @@
 // that caused them are written atomically. Whatever is queued while one transaction commits goes into the next,
 // so throughput does not depend on one round trip per transition. Order of records per key is preserved.
 // A record whose guard fails at commit time (its order's lease is no longer ours) is dropped, not written.
+// A transaction is capped by bytes per partition (a broker refuses a record batch above its max.message.bytes, for
+// good): a large queue is split into several transactions, each write (records + offsets) staying whole, and a
+// size refusal is split around - only a write that is too large on its own fails, and only its caller hears of it.
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -30,6 +33,87 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
+/**
+ * Bytes of one partition's records in one transaction, by default: half the broker's default max.message.bytes
+ * (1 MiB), leaving room for the record batch overhead. Records without an explicit partition (spread by key) are
+ * counted together per topic, which can only overestimate.
+ */
+export const DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION = 512 * 1024;
+
+/** Approximate size of a record on the wire (key, value, headers and a fixed per-record overhead). */
+export function recordBytes(record: OutboundRecord): number {
+  let bytes = 70 + Buffer.byteLength(record.key) + Buffer.byteLength(record.value);
+  for (const [name, value] of Object.entries(record.headers ?? {}))
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value) + 8;
+  return bytes;
+}
+
+function bucketOf(record: OutboundRecord): string {
+  return `${record.topic}\u0000${record.partition ?? '*'}`;
+}
+
+/**
+ * Splits queued writes, in order, into transactions whose records stay under `maxBytesPerPartition` per partition.
+ * A write is never split (its events, state record and offset must commit together); one larger than the cap on
+ * its own gets a transaction of its own.
+ */
+export function planTransactions<T extends { records: readonly OutboundRecord[] }>(
+  items: readonly T[],
+  maxBytesPerPartition: number,
+): T[][] {
+  const plan: T[][] = [];
+  let current: T[] = [];
+  let load = new Map<string, number>();
+  for (const item of items) {
+    const own = new Map<string, number>();
+    for (const record of item.records)
+      own.set(bucketOf(record), (own.get(bucketOf(record)) ?? 0) + recordBytes(record));
+    const overflows = [...own].some(
+      ([bucket, bytes]) => (load.get(bucket) ?? 0) + bytes > maxBytesPerPartition,
+    );
+    if (overflows && current.length) {
+      plan.push(current);
+      current = [];
+      load = new Map();
+    }
+    current.push(item);
+    for (const [bucket, bytes] of own) load.set(bucket, (load.get(bucket) ?? 0) + bytes);
+  }
+  if (current.length) plan.push(current);
+  return plan;
+}
+
+/** The Kafka error names in an error and its causes (kafkajs wraps protocol errors). */
+function kafkaErrorNames(error: unknown): string[] {
+  const names: string[] = [];
+  const seen = new Set<unknown>();
+  const visit = (value: unknown, depth: number): void => {
+    if (!value || typeof value !== 'object' || seen.has(value) || depth > 5) return;
+    seen.add(value);
+    const e = value as {
+      type?: unknown;
+      name?: unknown;
+      cause?: unknown;
+      errors?: unknown;
+      originalError?: unknown;
+    };
+    if (typeof e.type === 'string') names.push(e.type);
+    if (typeof e.name === 'string') names.push(e.name);
+    visit(e.cause, depth + 1);
+    visit(e.originalError, depth + 1);
+    if (Array.isArray(e.errors)) for (const inner of e.errors) visit(inner, depth + 1);
+  };
+  visit(error, 0);
+  return names;
+}
+
+/** The broker refused records for their size: retrying the same transaction can never succeed. */
+export function isRecordSizeError(error: unknown): boolean {
+  return kafkaErrorNames(error).some(
+    (name) => name === 'MESSAGE_TOO_LARGE' || name === 'RECORD_LIST_TOO_LARGE',
+  );
+}
+
 export interface TransactionalWriterOptions {
   kafka: Kafka;
   transactionalId: string;
@@ -38,10 +122,12 @@ export interface TransactionalWriterOptions {
   logger: Logger;
   /** Called when the producer can no longer write (fenced or failing for good); the process should stop. */
   onFatal: (error: Error) => void;
+  /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
+  maxTransactionBytesPerPartition?: number;
 }
 
 export class TransactionalWriter {
-  private readonly producer: Producer;
+  private producer: Producer;
   private queue: Pending[] = [];
   private running = false;
   /** Set once a transaction failed for good: no further write is accepted. */
@@ -50,14 +136,20 @@ export class TransactionalWriter {
   private idle: Promise<void> = Promise.resolve();
   committedTransactions = 0;
   committedRecords = 0;
+  /** Writes refused by the broker for their size even alone (a bug: nothing should produce such a record). */
+  oversizedWrites = 0;
 
   private readonly opts: TransactionalWriterOptions;
 
   constructor(opts: TransactionalWriterOptions) {
     this.opts = opts;
-    this.producer = opts.kafka.producer({
-      transactionalId: opts.transactionalId,
-      transactionTimeout: opts.transactionTimeoutMs,
+    this.producer = this.newProducer();
+  }
+
+  private newProducer(): Producer {
+    return this.opts.kafka.producer({
+      transactionalId: this.opts.transactionalId,
+      transactionTimeout: this.opts.transactionTimeoutMs,
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
@@ -65,6 +157,20 @@ export class TransactionalWriter {
       // An idempotent producer must not give up on its own retries (kafkajs warns it breaks EoS otherwise).
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
     });
+  }
+
+  /**
+   * Replaces the producer after a failed transaction. kafkajs rolls back the sequence numbers of every partition
+   * of a produce request that failed, including partitions the broker did append to; the same producer would then
+   * resend those records under sequence numbers the broker already saw, and the broker would acknowledge them as
+   * duplicates without writing them (records silently lost). A new producer starts a new epoch with fresh
+   * sequences (and the coordinator aborts whatever the old one left open).
+   */
+  private async renewProducer(): Promise<void> {
+    const old = this.producer;
+    this.producer = this.newProducer();
+    await old.disconnect().catch(() => {});
+    await this.producer.connect();
   }
 
   async connect(): Promise<void> {
@@ -104,19 +210,61 @@ export class TransactionalWriter {
       // Let synchronous transitions of the same tick join this transaction.
       await new Promise((resolve) => setImmediate(resolve));
       const batch = this.queue.splice(0, this.queue.length);
-      try {
-        const refused = await this.commitWithRetry(batch);
-        for (const item of batch) item.resolve(!refused.has(item));
-      } catch (error) {
-        const failure = error instanceof Error ? error : new Error(String(error));
-        // Failed for good: every later write is refused too, and onFatal runs before any waiter resumes, so
-        // nothing that waited for durability acts on a write that never happened.
-        this.failure = failure;
-        const waiting = [...batch, ...this.queue.splice(0, this.queue.length)];
-        this.opts.onFatal(failure);
-        for (const item of waiting) item.reject(failure);
+      const plan = planTransactions(
+        batch,
+        this.opts.maxTransactionBytesPerPartition ?? DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION,
+      );
+      for (const [index, chunk] of plan.entries()) {
+        try {
+          await this.commitSplittingOnSize(chunk);
+        } catch (error) {
+          const failure = error instanceof Error ? error : new Error(String(error));
+          // Failed for good: every later write is refused too, and onFatal runs before any waiter resumes, so
+          // nothing that waited for durability acts on a write that never happened.
+          this.failure = failure;
+          const waiting = [...plan.slice(index).flat(), ...this.queue.splice(0, this.queue.length)];
+          this.opts.onFatal(failure);
+          for (const item of waiting) item.reject(failure);
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Commits one planned transaction. A size refusal (our estimate was off, or the broker's limit is lower than
+   * the cap) is split around: halves are committed one after the other, in order, down to a single write, which
+   * alone is refused to its caller (non-retryable) while the writer carries on.
+   */
+  private async commitSplittingOnSize(chunk: Pending[]): Promise<void> {
+    try {
+      const refused = await this.commitWithRetry(chunk);
+      for (const item of chunk) item.resolve(!refused.has(item));
+    } catch (error) {
+      if (!isRecordSizeError(error)) throw error;
+      if (chunk.length > 1) {
+        const half = Math.ceil(chunk.length / 2);
+        await this.commitSplittingOnSize(chunk.slice(0, half));
+        await this.commitSplittingOnSize(chunk.slice(half));
         return;
       }
+      const [item] = chunk;
+      if (!item) return;
+      this.oversizedWrites++;
+      const bytes = item.records.reduce((sum, record) => sum + recordBytes(record), 0);
+      const topics = [...new Set(item.records.map((record) => record.topic))];
+      // Sizes and topics only: record contents may carry what must not be logged.
+      this.opts.logger.error(
+        { bytes, records: item.records.length, topics },
+        'the broker refused a write for its size even alone; it is dropped and its caller fails (a bug: report it)',
+      );
+      item.reject(
+        new WorkerError(
+          'kafka_record_too_large',
+          `a write of ${bytes} bytes (${item.records.length} records) exceeds the broker's maximum message size`,
+          { cause: error },
+        ),
+      );
     }
   }
 
@@ -133,14 +281,30 @@ export class TransactionalWriter {
         return await this.commitOnce(batch);
       } catch (error) {
         lastError = error;
-        const name =
-          (error as { name?: string; type?: string }).type ?? (error as { name?: string }).name ?? '';
+        const names = kafkaErrorNames(error);
+        const name = names.find((n) => !n.startsWith('KafkaJS')) ?? names[0] ?? '';
+        // Another live process took our transactional id: final. A new producer would fence that process in turn.
+        const fenced = names.some((n) =>
+          /FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(n),
+        );
+        // CONCURRENT_TRANSACTIONS is refused before anything is produced; any other failure may have appended
+        // part of the records, so the next attempt needs fresh sequence numbers (see renewProducer).
+        if (!fenced && name !== 'CONCURRENT_TRANSACTIONS' && !this.closed) {
+          await this.renewProducer().catch((renewError: unknown) => {
+            this.opts.logger.warn(
+              { err: { message: (renewError as Error).message } },
+              'could not renew the Kafka producer',
+            );
+          });
+        }
+        // A size refusal is final for this transaction: the caller splits around it.
+        if (isRecordSizeError(error)) throw error;
         // CONCURRENT_TRANSACTIONS: the previous commit's markers are still being written; routine, retried.
         this.opts.logger[name === 'CONCURRENT_TRANSACTIONS' ? 'debug' : 'warn'](
           { attempt, err: { name, message: (error as Error).message } },
           'kafka transaction failed',
         );
-        if (/FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(name)) break;
+        if (fenced) break;
         if (Date.now() > deadline) break;
         await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
       }

@@ -5,8 +5,8 @@
 import { createHash } from 'node:crypto';
 import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
-import { orderCommand, parseCommand } from '../contract/commands.ts';
-import { orderEvent, type RejectionReason } from '../contract/events.ts';
+import { parseCommand } from '../contract/commands.ts';
+import { orderEvent, rejectedCommandFingerprint, type RejectionReason } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord, TransactionalWriter } from '../kafka/transactional-writer.ts';
@@ -43,6 +43,8 @@ export interface OrderHostOptions {
   callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
   /** The bound of that wait: the longest exchange call (a DeFi create: 30 s) plus a margin. Default 35 000. */
   callsSettleTimeoutMs?: number;
+  /** Commands above this many bytes are refused unread (MAX_COMMAND_BYTES). */
+  maxCommandBytes?: number;
 }
 
 interface OrderSlot {
@@ -130,12 +132,14 @@ export class OrderHost {
   private readonly logger: Logger;
   private readonly maxCommands: number;
   private writerFailed = false;
+  private readonly maxCommandBytes: number | undefined;
   readonly counters = { commands: 0, rejected: 0, events: 0, restored: 0, leaseLost: 0, reconcileNudges: 0 };
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
     this.logger = opts.logger.child({ component: 'order-host' });
     this.maxCommands = opts.maxRememberedCommands ?? 200;
+    this.maxCommandBytes = opts.maxCommandBytes;
   }
 
   get activeOrders(): number {
@@ -223,35 +227,66 @@ export class OrderHost {
   // ---- partitions ---------------------------------------------------------------------------------------------
 
   /**
+   * The consumer's current assignment, told at once (not after the queued restores): a lease wait or a restore for
+   * a partition that has just been revoked gives up instead of blocking the next owner.
+   */
+  setAssignment(partitions: readonly number[]): void {
+    this.assigned.clear();
+    for (const partition of partitions) this.assigned.add(partition);
+    // Orders of a revoked partition stop now and release their leases: the new owner is waiting for them.
+    for (const slot of [...this.slots.values()]) {
+      if (this.assigned.has(slot.partition)) continue;
+      this.unload(slot).catch((error: unknown) => {
+        this.logger.error(
+          { orderId: slot.orderId, err: { message: (error as Error).message } },
+          'could not unload the order of a revoked partition',
+        );
+      });
+    }
+  }
+
+  /**
    * Partitions moved. Revoked ones: their orders are persisted and their leases released. Added ones: read up to a
    * barrier, take the leases of their unfinished orders (waiting for a previous owner to let go), then read up to a
    * second barrier - a previous owner writes its last records before it releases a lease, so only after the lease
-   * is ours is the state topic known to hold the order's latest record - and restore from that.
+   * is ours is the state topic known to hold the order's latest record - and restore from that. The candidates are
+   * computed again until a round finds none: a previous owner may have created an order after the first barrier.
+   * Safe to call again with the same partitions (a failed restore is retried by the consumer).
    */
   async onAssignment(revoked: number[], added: number[]): Promise<void> {
-    for (const partition of revoked) this.assigned.delete(partition);
-    for (const partition of added) this.assigned.add(partition);
     const revokedSet = new Set(revoked);
     await Promise.all(
       [...this.slots.values()]
-        .filter((slot) => revokedSet.has(slot.partition))
+        .filter((slot) => revokedSet.has(slot.partition) && !this.assigned.has(slot.partition))
         .map((slot) => this.unload(slot)),
     );
-    if (added.length === 0) return;
-    await this.opts.store.catchUp(added);
-    const candidates = added
-      .flatMap((partition) => this.opts.store.recordsOfPartition(partition))
-      .filter((record) => !record.terminal && !this.slots.has(record.order_id));
-    const leased = await Promise.all(
-      candidates.map(async (record) => ({
-        record,
-        fence: await this.acquireLease(record.order_id, record.fence, record.partition),
-      })),
-    );
-    await this.opts.store.catchUp(added);
-    for (const { record, fence } of leased) {
-      if (fence === null) continue;
-      if (await this.restoreLatest(record.order_id, fence)) this.counters.restored++;
+    const attempted = new Set<string>();
+    for (;;) {
+      const partitions = added.filter((partition) => this.assigned.has(partition));
+      if (partitions.length === 0) return;
+      await this.opts.store.catchUp(partitions);
+      const candidates = partitions
+        .flatMap((partition) => this.opts.store.recordsOfPartition(partition))
+        .filter(
+          (record) =>
+            !record.terminal &&
+            !this.slots.has(record.order_id) &&
+            !this.reloading.has(record.order_id) &&
+            !attempted.has(record.order_id),
+        );
+      if (candidates.length === 0) return;
+      for (const record of candidates) attempted.add(record.order_id);
+      const leased = await Promise.all(
+        candidates.map(async (record) => ({
+          record,
+          fence: await this.acquireLease(record.order_id, record.fence, record.partition),
+        })),
+      );
+      await this.opts.store.catchUp(partitions);
+      for (const { record, fence } of leased) {
+        if (fence === null) continue;
+        if (await this.restoreLatest(record.order_id, fence)) this.counters.restored++;
+      }
     }
   }
 
@@ -279,7 +314,8 @@ export class OrderHost {
 
   /**
    * Takes the order's lease, waiting while another replica holds it. Gives up (null) when the order's partition is
-   * no longer assigned here: the new owner drives it.
+   * no longer assigned here, before or after the grant (a grant that lands after a revoke is released at once):
+   * the new owner drives the order and must not wait for a lease we keep.
    */
   private async acquireLease(orderId: string, minFence: number, partition: number): Promise<number | null> {
     for (let attempt = 0; ; attempt++) {
@@ -288,6 +324,10 @@ export class OrderHost {
         this.logger.warn({ orderId, err: { message: (error as Error).message } }, 'lease acquire failed');
         return null;
       });
+      if (grant && !this.assigned.has(partition)) {
+        await this.opts.leases.release(orderId).catch(() => {});
+        return null;
+      }
       if (grant) return grant.fence;
       if (attempt % 10 === 0)
         this.logger.info({ orderId, attempt }, 'waiting for the order lease held by another replica');
@@ -299,7 +339,7 @@ export class OrderHost {
   private async restoreLatest(orderId: string, fence: number): Promise<boolean> {
     if (this.slots.has(orderId)) return false;
     const record = this.opts.store.get(orderId);
-    if (!record || record.terminal) {
+    if (!record || record.terminal || !this.assigned.has(record.partition)) {
       await this.opts.leases.release(orderId).catch(() => {});
       return false;
     }
@@ -321,7 +361,10 @@ export class OrderHost {
     return true;
   }
 
-  /** The lease of an order was lost (expired, stolen, or Redis restarted empty): stop it and reload from Kafka. */
+  /**
+   * The lease of an order was lost (expired, stolen, or Redis restarted empty): stop it and reload from Kafka.
+   * Never rejects: a failed reload is retried with backoff while the order's partition is ours.
+   */
   async onLeaseLost(orderId: string): Promise<void> {
     const slot = this.slots.get(orderId);
     if (!slot || slot.stopped) return;
@@ -330,18 +373,53 @@ export class OrderHost {
     slot.stopped = true;
     slot.actor?.stop();
     this.slots.delete(orderId);
-    const reload = (async () => {
-      await slot.lastWrite.catch(() => {});
+    await slot.lastWrite.catch(() => {});
+    for (let attempt = 0; this.assigned.has(slot.partition); attempt++) {
+      try {
+        await this.adopt(orderId, slot.partition);
+        return;
+      } catch (error) {
+        this.logger.error(
+          { orderId, attempt, err: { message: (error as Error).message } },
+          'could not reload the order; retrying',
+        );
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(30_000, 500 * 2 ** Math.min(attempt, 6))),
+        );
+      }
+    }
+  }
+
+  /**
+   * Starts driving an unfinished order of an assigned partition that no replica drives here (its lease was lost,
+   * or a previous owner created it after this replica's restore): takes its lease, reads up to a barrier, restores.
+   * One load per order at a time; its commands wait for it. Throws (retryable) when the partition goes meanwhile.
+   */
+  private adopt(orderId: string, partition: number): Promise<void> {
+    const pending = this.reloading.get(orderId);
+    if (pending) return pending;
+    const load = (async () => {
       const record = this.opts.store.get(orderId);
-      if (!record || record.terminal) return;
-      const fence = await this.acquireLease(orderId, record.fence, record.partition);
-      if (fence === null) return;
-      // Whoever held the lease meanwhile wrote its last records before letting go: read up to them first.
-      await this.opts.store.catchUp([record.partition]);
-      await this.restoreLatest(orderId, fence);
+      if (!record || record.terminal || this.slots.has(orderId)) return;
+      const fence = await this.acquireLease(orderId, record.fence, partition);
+      if (fence === null) {
+        throw new WorkerError(
+          'partition_revoked',
+          `partition ${partition} was revoked while order ${orderId} was being loaded`,
+          { retryable: true },
+        );
+      }
+      try {
+        // Whoever held the lease meanwhile wrote its last records before letting go: read up to them first.
+        await this.opts.store.catchUp([partition]);
+        if (await this.restoreLatest(orderId, fence)) this.counters.restored++;
+      } catch (error) {
+        await this.opts.leases.release(orderId).catch(() => {});
+        throw error;
+      }
     })().finally(() => this.reloading.delete(orderId));
-    this.reloading.set(orderId, reload);
-    await reload;
+    this.reloading.set(orderId, load);
+    return load;
   }
 
   private newSlot(record: OrderRecord, fence: number): OrderSlot {
@@ -599,18 +677,26 @@ export class OrderHost {
       partition: message.partition,
       offset: message.offset,
     };
-    const source = { topic: message.topic, partition: message.partition, offset: message.offset };
-    const parsed = parseCommand(message.value, message.key);
+    const parsed = parseCommand(
+      message.value,
+      message.key,
+      this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
+    );
     span.setAttribute('command.type', parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown'));
     if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
+    const named = parsed.ok ? parsed.command.order_id : parsed.orderId;
+    // An unfinished order of this partition that nobody drives here (created by a previous owner after this
+    // replica's restore, or whose reload failed): load it before answering its command.
+    if (named !== null && this.routedHere(named, message)) {
+      const record = this.opts.store.get(named);
+      if (record && !record.terminal && !this.slots.has(named)) await this.adopt(named, message.partition);
+    }
     if (!parsed.ok) {
-      await this.reject(parsed.orderId, offset, {
+      await this.reject(parsed.orderId, message, {
         command_id: parsed.commandId,
         command_type: parsed.commandType,
         reason: parsed.reason,
         message: parsed.message,
-        command: parsed.raw,
-        source,
       });
       return;
     }
@@ -622,10 +708,21 @@ export class OrderHost {
       command_type: command.type,
       reason,
       message: text,
-      command,
-      source,
+      remember: [command.command_id, hash] as [string, string],
     });
     const existing = this.slots.get(command.order_id)?.record ?? this.opts.store.get(command.order_id);
+    if (existing && existing.partition !== message.partition) {
+      // Its key is right but a producer chose another partition: the order is driven where its record lives.
+      await this.reject(
+        command.order_id,
+        message,
+        rejection(
+          'malformed',
+          `order ${command.order_id} lives on partition ${existing.partition}; this command arrived on partition ${message.partition} (let the key choose the partition)`,
+        ),
+      );
+      return;
+    }
 
     if (command.type === 'order.create') {
       if (existing) {
@@ -636,7 +733,7 @@ export class OrderHost {
         }
         await this.reject(
           command.order_id,
-          offset,
+          message,
           rejection('order_exists', `order ${command.order_id} already exists with different content`),
         );
         return;
@@ -648,7 +745,7 @@ export class OrderHost {
     if (!existing) {
       await this.reject(
         command.order_id,
-        offset,
+        message,
         rejection('unknown_order', `no order ${command.order_id} exists`),
       );
       return;
@@ -661,7 +758,7 @@ export class OrderHost {
       }
       await this.reject(
         command.order_id,
-        offset,
+        message,
         rejection(
           'duplicate_conflict',
           `command_id ${command.command_id} was already used with different content`,
@@ -706,7 +803,7 @@ export class OrderHost {
     if (refusal !== undefined || !slot?.actor || !event) {
       // A webhook hint for an order that cannot poll now is simply consumed: it never changes state by itself.
       if (command.type === 'order.webhook_hint') await this.opts.writer.write([], [offset]);
-      else await this.reject(command.order_id, offset, rejection('not_allowed', refusal ?? 'not allowed'));
+      else await this.reject(command.order_id, message, rejection('not_allowed', refusal ?? 'not allowed'));
       return;
     }
     slot.actor.send(event);
@@ -753,44 +850,67 @@ export class OrderHost {
     this.finishIfTerminal(slot);
   }
 
+  /** The command arrived where its order lives: keyed by the order and on the order's partition (when it exists). */
+  private routedHere(orderId: string, message: InboundCommandMessage): boolean {
+    if (message.key !== orderId) return false;
+    const record = this.slots.get(orderId)?.record ?? this.opts.store.get(orderId);
+    return !record || record.partition === message.partition;
+  }
+
   /**
-   * Publishes command.rejected. For an existing order it is part of the order's history (next seq, recorded in
-   * the state record so a redelivery is not answered twice); for no order it carries seq 0.
+   * Publishes command.rejected: a bounded excerpt and a hash of the command as received, never the command itself.
+   * For an existing order, when the command arrived where the order lives (its key and partition), it is part of
+   * the order's history (next seq, recorded in the state record so a redelivery is not answered twice). Otherwise
+   * - no such order, or a null-keyed or mis-keyed or misrouted command naming an order of another partition, which
+   * this replica must not touch - it carries seq 0 and an event_id from its source offset.
    */
   private async reject(
     orderId: string | null,
-    offset: OffsetToCommit,
+    message: InboundCommandMessage,
     body: {
       command_id: string | null;
       command_type: string | null;
       reason: RejectionReason;
       message: string;
-      command: unknown;
-      source: { topic: string; partition: number; offset: string };
+      /** The parsed command's [command_id, content hash], remembered so the same command again is a no-op. */
+      remember?: [string, string];
     },
   ): Promise<void> {
     this.counters.rejected++;
     this.logger.warn(
-      { orderId, commandId: body.command_id, reason: body.reason, detail: body.message },
+      {
+        orderId,
+        commandId: body.command_id,
+        reason: body.reason,
+        detail: body.message,
+        source: { partition: message.partition, offset: message.offset },
+      },
       'command rejected',
     );
-    const slot = orderId ? this.slots.get(orderId) : undefined;
-    const rejected = { type: 'command.rejected', ...body };
-    // A parsed command is remembered under its content hash (as accepted ones are), so the same command delivered
-    // again is a no-op rather than a conflict; an unparsed one is not remembered.
-    const parsedCommand = orderCommand.safeParse(body.command);
-    const hash =
-      body.command_id && parsedCommand.success ? commandContentHash(parsedCommand.data) : undefined;
+    const offset: OffsetToCommit = {
+      topic: message.topic,
+      partition: message.partition,
+      offset: message.offset,
+    };
+    const { remember, ...fields } = body;
+    const rejected = {
+      type: 'command.rejected',
+      ...fields,
+      ...rejectedCommandFingerprint(message.value),
+      source: { topic: message.topic, partition: message.partition, offset: message.offset },
+    };
+    const inHistory = orderId !== null && this.routedHere(orderId, message);
+    const slot = inHistory ? this.slots.get(orderId) : undefined;
     if (slot && orderId) {
       const written = await this.persist(slot, {
         offset,
         events: [rejected],
-        ...(hash && body.command_id ? { command: [body.command_id, hash] as [string, string] } : {}),
+        ...(remember ? { command: remember } : {}),
       });
       await this.requireWritten(written, orderId);
       return;
     }
-    const record = orderId ? this.opts.store.get(orderId) : undefined;
+    const record = inHistory ? this.opts.store.get(orderId) : undefined;
     if (record && orderId) {
       // A finished order (no actor): extend its history under a fresh lease.
       const fence = await this.acquireLease(orderId, record.fence, record.partition);
@@ -802,10 +922,7 @@ export class OrderHost {
         );
       }
       const seq = record.seq + 1;
-      const commands =
-        hash && body.command_id
-          ? [...record.commands, [body.command_id, hash] as [string, string]].slice(-this.maxCommands)
-          : record.commands;
+      const commands = remember ? [...record.commands, remember].slice(-this.maxCommands) : record.commands;
       const next: OrderRecord = {
         ...record,
         fence,
@@ -833,7 +950,7 @@ export class OrderHost {
       await this.requireWritten(written, orderId);
       return;
     }
-    const eventId = `rejected:${body.source.topic}:${body.source.partition}:${body.source.offset}`;
+    const eventId = `rejected:${message.topic}:${message.partition}:${message.offset}`;
     const event = { ...rejected, ...this.envelope(orderId, 0, eventId) };
     await this.opts.writer.write([this.eventRecord(orderId, event)], [offset]);
   }

@@ -82,6 +82,7 @@ export class Worker {
       workerId: config.workerId,
       writer,
       logger,
+      transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     });
     await store.start();
     this.store = store;
@@ -99,6 +100,7 @@ export class Worker {
       logger,
       now: this.now,
       ...(adapters.callsSettled ? { callsSettled: adapters.callsSettled } : {}),
+      maxCommandBytes: config.maxCommandBytes,
     });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
@@ -168,6 +170,7 @@ export class Worker {
       groupId: config.consumerGroup,
       partitions,
       logger,
+      onFatal,
     });
     this.consumer = consumer;
 
@@ -184,6 +187,7 @@ export class Worker {
 
     await consumer.start(
       {
+        onAssignmentChanged: (assigned) => hostRef.setAssignment(assigned),
         onAssignment: async (_assigned, revoked, added) => {
           await hostRef.onAssignment(revoked, added);
         },

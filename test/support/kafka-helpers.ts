@@ -27,11 +27,18 @@ export function testKafka(brokers: string[]): Kafka {
   });
 }
 
+/** key: the message key (default order_id; null for none); raw: the value as is; partition: chosen by hand. */
+export interface SendOptions {
+  key?: string | null;
+  raw?: string;
+  partition?: number;
+}
+
 export async function commandProducer(
   kafka: Kafka,
   topic: string,
 ): Promise<{
-  send: (command: Record<string, unknown>, opts?: { key?: string | null; raw?: string }) => Promise<void>;
+  send: (command: Record<string, unknown>, opts?: SendOptions) => Promise<void>;
   close: () => Promise<void>;
 }> {
   const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -44,7 +51,16 @@ export async function commandProducer(
             ? command['order_id']
             : ''
           : opts.key;
-      await producer.send({ topic, messages: [{ key, value: opts.raw ?? JSON.stringify(command) }] });
+      await producer.send({
+        topic,
+        messages: [
+          {
+            key,
+            value: opts.raw ?? JSON.stringify(command),
+            ...(opts.partition === undefined ? {} : { partition: opts.partition }),
+          },
+        ],
+      });
     },
     close: () => producer.disconnect(),
   };

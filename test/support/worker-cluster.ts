@@ -1,7 +1,7 @@
 // A whole system for integration tests: the worker environment (sandbox + worker processes) on the services the
 // global setup provisioned, plus a command producer and an event collector on the run's own topics.
 import type { SandboxConfigInput } from '../../src/sandbox/index.ts';
-import { EventCollector, commandProducer, testKafka } from './kafka-helpers.ts';
+import { EventCollector, commandProducer, testKafka, type SendOptions } from './kafka-helpers.ts';
 import { services } from './services.ts';
 import { startWorkerEnvironment, type WorkerEnvironment } from './worker-environment.ts';
 
@@ -10,7 +10,7 @@ export { webhookSecret } from './worker-environment.ts';
 
 export interface Cluster extends WorkerEnvironment {
   collector: EventCollector;
-  send: (command: Record<string, unknown>, opts?: { key?: string | null; raw?: string }) => Promise<void>;
+  send: (command: Record<string, unknown>, opts?: SendOptions) => Promise<void>;
 }
 
 export async function startCluster(opts: {

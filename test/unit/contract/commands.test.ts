@@ -114,4 +114,35 @@ describe('command parsing', () => {
     ).toBe(true);
     expect(parse({ type: 'order.cancel', command_id: 'c-3', order_id: 'o-1' }).ok).toBe(true);
   });
+
+  it('refuses a value above the size limit without reading it', () => {
+    const big = Buffer.from(JSON.stringify({ ...create, withdraw_address_extra_id: 'x'.repeat(70_000) }));
+    expect(parseCommand(big, 'o-1')).toMatchObject({
+      ok: false,
+      reason: 'too_large',
+      orderId: 'o-1',
+      message: `command is ${big.length} bytes; the limit is 65536 (MAX_COMMAND_BYTES)`,
+    });
+    expect(parseCommand(big, 'o-1', { maxBytes: 100_000 }).ok).toBe(false);
+    expect(parseCommand(Buffer.from(JSON.stringify(create)), 'o-1', { maxBytes: 100 })).toMatchObject({
+      reason: 'too_large',
+    });
+  });
+
+  it('requires the message key (it decides the partition, and so the replica driving the order)', () => {
+    const result = parse(create, null);
+    expect(result).toMatchObject({ ok: false, reason: 'malformed', orderId: 'o-1' });
+    if (!result.ok) expect(result.message).toMatch(/key is missing/);
+  });
+
+  it('never echoes a long value in a failure message, nor takes a long key for an order id', () => {
+    const longType = parse({ type: 'z'.repeat(50_000), command_id: 'c', order_id: 'o-1' });
+    const longField = parse({ ...create, ['f'.repeat(50_000)]: true });
+    const longKey = parseCommand(Buffer.from('{nope'), 'k'.repeat(50_000));
+    for (const result of [longType, longField]) {
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.message.length).toBeLessThanOrEqual(1_024);
+    }
+    expect(longKey).toMatchObject({ ok: false, orderId: null });
+  });
 });

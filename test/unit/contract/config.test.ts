@@ -54,4 +54,10 @@ describe('configuration', () => {
       expect((error as Error).message).not.toContain('super-secret-value');
     }
   });
+
+  it('bounds the command size limit (MAX_COMMAND_BYTES, 64 KiB by default)', () => {
+    expect(loadConfig(valid).maxCommandBytes).toBe(65_536);
+    expect(loadConfig({ ...valid, MAX_COMMAND_BYTES: '4096' }).maxCommandBytes).toBe(4_096);
+    expect(() => loadConfig({ ...valid, MAX_COMMAND_BYTES: '100' })).toThrow(/MAX_COMMAND_BYTES/);
+  });
 });

@@ -1,6 +1,8 @@
 // The order host's decisions, with its Kafka and Redis collaborators replaced by recording stand-ins (the real ones
 // are exercised by the integration tier): rejections and their seq, deduplication, and the reconciliation sweep.
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { MAX_REJECTION_EVENT_BYTES } from '../../../src/contract/events.ts';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
@@ -16,11 +18,26 @@ interface Harness {
   written: OutboundRecord[];
   sent: OrderActorEvent[];
   status: { lastConfirmedAt: number | null; uniqueReference: string | null; accepts: boolean };
-  send: (value: unknown, key?: string) => Promise<void>;
+  send: (value: unknown, key?: string | null, opts?: { partition?: number; raw?: Buffer }) => Promise<void>;
+  records: Map<string, OrderRecord>;
+  /** Lease calls in order: ['acquire' | 'release', orderId]. */
+  leaseCalls: Array<[string, string]>;
+  restored: string[];
 }
 
-function harness(): Harness {
+interface HarnessOptions {
+  /** Runs before each catch-up resolves (a previous owner's late write, a revoke...). */
+  onCatchUp?: (round: number) => void;
+  /** Runs while a lease acquire is in flight, before it is granted. */
+  onAcquire?: (orderId: string) => void;
+  maxCommandBytes?: number;
+}
+
+function harness(options: HarnessOptions = {}): Harness {
   const records = new Map<string, OrderRecord>();
+  const leaseCalls: Array<[string, string]> = [];
+  const restored: string[] = [];
+  let catchUps = 0;
   const written: OutboundRecord[] = [];
   const sent: OrderActorEvent[] = [];
   const status = {
@@ -31,8 +48,11 @@ function harness(): Harness {
   const store = {
     get: (id: string) => records.get(id),
     apply: (record: OrderRecord) => void records.set(record.order_id, record),
-    recordsOfPartition: () => [],
-    catchUp: () => Promise.resolve(),
+    recordsOfPartition: (partition: number) => [...records.values()].filter((r) => r.partition === partition),
+    catchUp: () => {
+      options.onCatchUp?.(catchUps++);
+      return Promise.resolve();
+    },
   } as unknown as OrderStateStore;
   const writer = {
     write: (out: OutboundRecord[]) => {
@@ -41,8 +61,15 @@ function harness(): Harness {
     },
   } as unknown as TransactionalWriter;
   const leases: OrderLeases = {
-    acquire: () => Promise.resolve({ fence: 1 }),
-    release: () => Promise.resolve(),
+    acquire: (orderId) => {
+      leaseCalls.push(['acquire', orderId]);
+      options.onAcquire?.(orderId);
+      return Promise.resolve({ fence: 1 });
+    },
+    release: (orderId) => {
+      leaseCalls.push(['release', orderId]);
+      return Promise.resolve();
+    },
     isValid: () => true,
   };
   const handle: OrderActorHandle = {
@@ -52,7 +79,13 @@ function harness(): Harness {
     durable: () => ({ fake: true }),
     stop: () => {},
   };
-  const binding: MachineBinding = { create: () => handle, restore: () => handle };
+  const binding: MachineBinding = {
+    create: () => handle,
+    restore: (_machine, start) => {
+      restored.push(start.orderId);
+      return handle;
+    },
+  };
   const host = new OrderHost({
     store,
     writer,
@@ -61,18 +94,41 @@ function harness(): Harness {
     topics: { events: 'events', state: 'state' },
     logger: createLogger({ level: 'silent' }),
     now: () => 1_000_000,
+    ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
   });
-  void host.onAssignment([], [0]);
+  host.setAssignment([0]);
   let offset = 0;
-  const send = (value: unknown, key = 'o-1') =>
+  const send = (
+    value: unknown,
+    key: string | null = 'o-1',
+    opts: { partition?: number; raw?: Buffer } = {},
+  ) =>
     host.handleMessage({
       topic: 'commands',
-      partition: 0,
+      partition: opts.partition ?? 0,
       offset: String(offset++),
       key,
-      value: Buffer.from(JSON.stringify(value)),
+      value: opts.raw ?? Buffer.from(JSON.stringify(value)),
     });
-  return { host, written, sent, status, send };
+  return { host, written, sent, status, send, records, leaseCalls, restored };
+}
+
+function openRecord(orderId: string, partition: number): OrderRecord {
+  return {
+    v: 1,
+    order_id: orderId,
+    partition,
+    fence: 1,
+    rev: 3,
+    seq: 4,
+    updated_at: new Date(0).toISOString(),
+    mode: 'cefi',
+    create_hash: 'h',
+    commands: [['c-0', 'h']],
+    unique_reference: 'REF',
+    terminal: false,
+    machine: { fake: true },
+  };
 }
 
 const create = {
@@ -144,5 +200,143 @@ describe('order host', () => {
     expect(h.sent).toEqual([{ type: 'WEBHOOK_HINT', at: 1_000_000 }]);
     expect(h.host.reconcile(1_000_000 + 5_000, 60_000)).toBe(0);
     expect(h.host.reconcile(1_000_000 + 61_000, 60_000)).toBe(1);
+  });
+
+  it('refuses a command above the size limit unread, with a small rejection carrying an excerpt and a hash', async () => {
+    const h = harness({ maxCommandBytes: 65_536 });
+    const raw = Buffer.from(JSON.stringify({ ...create, withdraw_address_extra_id: 'x'.repeat(2_000_000) }));
+    await h.send(undefined, 'o-1', { raw });
+    const [event] = h.written.filter((r) => r.topic === 'events');
+    expect(Buffer.byteLength(event?.value ?? '')).toBeLessThan(MAX_REJECTION_EVENT_BYTES);
+    expect(JSON.parse(event?.value ?? '{}')).toMatchObject({
+      reason: 'too_large',
+      seq: 0,
+      command_bytes: raw.length,
+      command_sha256: createHash('sha256').update(raw).digest('hex'),
+      command_excerpt: raw.subarray(0, 512).toString(),
+    });
+    expect(h.sent).toEqual([]);
+  });
+
+  it('keeps a rejection small when the bad value would be repeated in its message', async () => {
+    const h = harness();
+    await h.send({ type: 'x'.repeat(60_000), command_id: 'c-1', order_id: 'o-1' });
+    await h.send({ ...create, ['y'.repeat(60_000)]: 1 });
+    const rejected = h.written.filter((r) => r.topic === 'events');
+    expect(rejected.map((r) => JSON.parse(r.value) as Record<string, unknown>)).toMatchObject([
+      { reason: 'unknown_type' },
+      { reason: 'malformed' },
+    ]);
+    for (const r of rejected) expect(Buffer.byteLength(r.value)).toBeLessThan(MAX_REJECTION_EVENT_BYTES);
+  });
+
+  it.each([
+    ['a null key', null],
+    ["another order's key", 'o-other'],
+  ])(
+    'answers a command with %s naming an order of a partition owned elsewhere with seq 0, touching no lease',
+    async (_what, key) => {
+      const h = harness();
+      h.host.setAssignment([1]);
+      h.records.set('o-1', openRecord('o-1', 0));
+      await h.send(
+        { type: 'order.submit_deposit', command_id: 'c-5', order_id: 'o-1', tx_hash: '0x0123456789abcdef' },
+        key,
+        { partition: 1 },
+      );
+      expect(events(h)).toMatchObject([
+        { reason: 'malformed', seq: 0, order_id: 'o-1', event_id: 'rejected:commands:1:0' },
+      ]);
+      expect(h.leaseCalls).toEqual([]);
+      expect(h.records.get('o-1')?.seq).toBe(4);
+    },
+  );
+
+  it("refuses a correctly keyed command that a producer sent to another partition than its order's", async () => {
+    const h = harness();
+    h.host.setAssignment([0, 1]);
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.send({ type: 'order.cancel', command_id: 'c-5', order_id: 'o-1' }, 'o-1', { partition: 1 });
+    expect(events(h)).toMatchObject([{ reason: 'malformed', seq: 0, event_id: 'rejected:commands:1:0' }]);
+    expect(h.leaseCalls).toEqual([]);
+  });
+
+  it('restores an order a previous owner created after the first restore barrier', async () => {
+    const h = harness({
+      onCatchUp: (round) => {
+        // The previous owner's order.create commits between this replica's first and second barrier.
+        if (round === 1) h.records.set('late', openRecord('late', 0));
+      },
+    });
+    h.records.set('early', openRecord('early', 0));
+    h.host.setAssignment([0]);
+    await h.host.onAssignment([], [0]);
+    expect(h.restored.sort()).toEqual(['early', 'late']);
+    expect(h.host.activeOrderIds().sort()).toEqual(['early', 'late']);
+  });
+
+  it('drives an unfinished order of its partition that it does not drive yet instead of refusing its command', async () => {
+    const h = harness();
+    await h.host.onAssignment([], [0]);
+    // Created by the previous owner after the restore: not loaded here.
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.send({ type: 'order.cancel', command_id: 'c-5', order_id: 'o-1' });
+    expect(h.restored).toEqual(['o-1']);
+    expect(events(h)).toEqual([]);
+    expect(h.sent).toMatchObject([{ type: 'CANCEL' }]);
+  });
+
+  it('releases a lease granted after its partition was revoked and does not drive the order', async () => {
+    const h = harness({ onAcquire: () => h.host.setAssignment([]) });
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    expect(h.leaseCalls).toEqual([
+      ['acquire', 'o-1'],
+      ['release', 'o-1'],
+    ]);
+    expect(h.restored).toEqual([]);
+    expect(h.host.activeOrders).toBe(0);
+  });
+
+  it('reloads an order whose lease was lost and gives it up once its partition is gone', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    expect(h.host.activeOrders).toBe(1);
+    await h.host.onLeaseLost('o-1');
+    expect(h.restored).toEqual(['o-1', 'o-1']);
+    h.host.setAssignment([]);
+    const calls = h.leaseCalls.length;
+    await h.host.onLeaseLost('o-1');
+    expect(h.host.activeOrders).toBe(0);
+    expect(h.leaseCalls.slice(calls)).toEqual([]);
+  });
+
+  it('stops the orders of a revoked partition and releases their leases as soon as the revoke is known', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    expect(h.host.activeOrders).toBe(1);
+    h.host.setAssignment([]);
+    expect(h.host.activeOrders).toBe(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.leaseCalls.at(-1)).toEqual(['release', 'o-1']);
+  });
+
+  it('retries the reload of an order whose lease was lost when its catch-up fails, instead of rejecting', async () => {
+    let failNext = false;
+    const h = harness({
+      onCatchUp: () => {
+        if (!failNext) return;
+        failNext = false;
+        throw new Error('state partition 0 not caught up');
+      },
+    });
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    failNext = true;
+    await expect(h.host.onLeaseLost('o-1')).resolves.toBeUndefined();
+    expect(h.restored).toEqual(['o-1', 'o-1']);
+    expect(h.host.activeOrders).toBe(1);
   });
 });

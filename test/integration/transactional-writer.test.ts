@@ -1,0 +1,123 @@
+// The transactional writer against a real broker: a queue larger than a broker accepts in one record batch is
+// committed in several transactions, and a write the broker refuses for its size fails alone - the writer and
+// everything queued with it carry on (a size refusal must never stop the process).
+import { afterEach, describe, expect, it } from 'vitest';
+import { Kafka, logLevel } from 'kafkajs';
+import { TransactionalWriter } from '../../src/kafka/transactional-writer.ts';
+import { createLogger } from '../../src/telemetry/logger.ts';
+import { services, uniqueName } from '../support/services.ts';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length)
+    await cleanups
+      .pop()?.()
+      .catch(() => {});
+});
+
+async function setup(maxMessageBytes: number): Promise<{ kafka: Kafka; topic: string; fatal: Error[] }> {
+  const kafka = new Kafka({
+    clientId: uniqueName('writer'),
+    brokers: services().kafkaBrokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 10, initialRetryTime: 200 },
+  });
+  const topic = uniqueName('writer');
+  const admin = kafka.admin();
+  await admin.connect();
+  cleanups.push(() => admin.disconnect());
+  await admin.createTopics({
+    topics: [
+      {
+        topic,
+        numPartitions: 2,
+        configEntries: [{ name: 'max.message.bytes', value: String(maxMessageBytes) }],
+      },
+    ],
+    waitForLeaders: true,
+  });
+  cleanups.push(() => admin.deleteTopics({ topics: [topic] }));
+  return { kafka, topic, fatal: [] };
+}
+
+async function countCommitted(kafka: Kafka, topic: string, expected: number): Promise<number> {
+  const consumer = kafka.consumer({ groupId: uniqueName('reader'), readUncommitted: false });
+  await consumer.connect();
+  cleanups.push(() => consumer.disconnect());
+  let count = 0;
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: () => {
+      count++;
+      return Promise.resolve();
+    },
+  });
+  const deadline = Date.now() + 30_000;
+  while (count < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, 1_000));
+  return count;
+}
+
+function writer(kafka: Kafka, fatal: Error[], transactionalId = uniqueName('tx')): TransactionalWriter {
+  const w = new TransactionalWriter({
+    kafka,
+    transactionalId,
+    consumerGroupId: uniqueName('group'),
+    transactionTimeoutMs: 10_000,
+    logger: createLogger({ level: 'silent' }),
+    onFatal: (error) => fatal.push(error),
+  });
+  cleanups.push(() => w.close());
+  return w;
+}
+
+describe('transactional writer', () => {
+  it('commits a queue larger than one record batch may be in several transactions', async () => {
+    // 600 open orders restored at once, 4 KB each: 2.4 MB for one partition.
+    const { kafka, topic, fatal } = await setup(1_048_588);
+    const w = writer(kafka, fatal);
+    await w.connect();
+    const writes = Array.from({ length: 600 }, (_, i) =>
+      w.write([
+        { topic, key: `order-${i}`, partition: 0, value: JSON.stringify({ i, pad: 'x'.repeat(4_000) }) },
+      ]),
+    );
+    expect(await Promise.all(writes)).toEqual(writes.map(() => true));
+    expect(fatal).toEqual([]);
+    expect(w.committedTransactions).toBeGreaterThan(1);
+    expect(await countCommitted(kafka, topic, 600)).toBe(600);
+  });
+
+  it('fails only the write the broker refuses for its size and keeps writing', async () => {
+    const { kafka, topic, fatal } = await setup(200_000);
+    const w = writer(kafka, fatal);
+    await w.connect();
+    const before = w.write([{ topic, key: 'a', partition: 0, value: 'small-1' }]);
+    const huge = w.write([{ topic, key: 'b', partition: 0, value: 'x'.repeat(300_000) }]);
+    const after = w.write([{ topic, key: 'c', partition: 1, value: 'small-2' }]);
+    await expect(huge).rejects.toMatchObject({ code: 'kafka_record_too_large' });
+    expect(await before).toBe(true);
+    expect(await after).toBe(true);
+    expect(await w.write([{ topic, key: 'd', partition: 0, value: 'small-3' }])).toBe(true);
+    expect(fatal).toEqual([]);
+    expect(w.oversizedWrites).toBe(1);
+    expect(await countCommitted(kafka, topic, 3)).toBe(3);
+  });
+
+  it('gives up when fenced by a live process with its transactional id, without fencing that process in turn', async () => {
+    const { kafka, topic } = await setup(1_048_588);
+    const id = uniqueName('tx');
+    const olderFatal: Error[] = [];
+    const newerFatal: Error[] = [];
+    const older = writer(kafka, olderFatal, id);
+    await older.connect();
+    expect(await older.write([{ topic, key: 'a', partition: 0, value: 'older-1' }])).toBe(true);
+    const newer = writer(kafka, newerFatal, id);
+    await newer.connect();
+    expect(await newer.write([{ topic, key: 'b', partition: 0, value: 'newer-1' }])).toBe(true);
+    await expect(older.write([{ topic, key: 'c', partition: 0, value: 'older-2' }])).rejects.toThrow();
+    expect(olderFatal).toHaveLength(1);
+    expect(await newer.write([{ topic, key: 'd', partition: 0, value: 'newer-2' }])).toBe(true);
+    expect(newerFatal).toEqual([]);
+  });
+});

@@ -1,0 +1,153 @@
+// The command consumer's handling of partition restores, with kafkajs's consumer replaced by a stand-in that lets
+// the test join the group and deliver messages (the real broker is exercised by the integration tier): a failed
+// restore is retried instead of escaping as an unhandled rejection, and a partition revoked before its restore
+// finished is not handled here.
+import { describe, expect, it } from 'vitest';
+import type { Kafka } from 'kafkajs';
+import { CommandConsumer, type InboundCommandMessage } from '../../../src/kafka/command-consumer.ts';
+import { catchUpTimeoutFor } from '../../../src/kafka/order-state-store.ts';
+import { createLogger } from '../../../src/telemetry/logger.ts';
+
+type EachMessage = (payload: {
+  topic: string;
+  partition: number;
+  message: { offset: string; key: Buffer | null; value: Buffer | null };
+}) => Promise<void>;
+
+function fakeKafka() {
+  const listeners = new Map<string, (event: { payload: unknown }) => void>();
+  let eachMessage: EachMessage | undefined;
+  const consumer = {
+    events: { GROUP_JOIN: 'group_join', CRASH: 'crash' },
+    on: (name: string, fn: (event: { payload: unknown }) => void) => void listeners.set(name, fn),
+    connect: () => Promise.resolve(),
+    subscribe: () => Promise.resolve(),
+    run: (opts: { eachMessage: EachMessage }) => {
+      eachMessage = opts.eachMessage;
+      return Promise.resolve();
+    },
+    stop: () => Promise.resolve(),
+    disconnect: () => Promise.resolve(),
+  };
+  return {
+    kafka: { consumer: () => consumer } as unknown as Kafka,
+    join: (partitions: number[]) =>
+      listeners.get('group_join')?.({ payload: { memberAssignment: { commands: partitions } } }),
+    crash: (restart: boolean) =>
+      listeners.get('crash')?.({ payload: { error: new Error('broker gone'), restart } }),
+    deliver: (partition: number) =>
+      eachMessage?.({ topic: 'commands', partition, message: { offset: '0', key: null, value: null } }),
+  };
+}
+
+function consumerWith(kafka: Kafka, onFatal?: (error: Error) => void): CommandConsumer {
+  return new CommandConsumer({
+    ...(onFatal ? { onFatal } : {}),
+    kafka,
+    topic: 'commands',
+    groupId: 'group',
+    partitions: 2,
+    logger: createLogger({ level: 'silent' }),
+    restoreRetryDelayMs: () => 5,
+  });
+}
+
+describe('command consumer restores', () => {
+  it('retries a failed restore until it succeeds, without an unhandled rejection, then handles the message', async () => {
+    const fake = fakeKafka();
+    const consumer = consumerWith(fake.kafka);
+    const calls: Array<[number[], number[]]> = [];
+    const handled: InboundCommandMessage[] = [];
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await consumer.start(
+        {
+          onAssignment: (_assigned, revoked, added) => {
+            calls.push([revoked, added]);
+            return calls.length < 3
+              ? Promise.reject(new Error('state partition 0 not caught up'))
+              : Promise.resolve();
+          },
+          onMessage: (message) => {
+            handled.push(message);
+            return Promise.resolve();
+          },
+        },
+        1,
+      );
+      fake.join([0]);
+      await fake.deliver(0);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(calls).toEqual([
+        [[], [0]],
+        [[], [0]],
+        [[], [0]],
+      ]);
+      expect(handled).toHaveLength(1);
+      expect(consumer.allRestored()).toBe(true);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('does not handle a message of a partition revoked before its restore finished', async () => {
+    const fake = fakeKafka();
+    const consumer = consumerWith(fake.kafka);
+    const handled: InboundCommandMessage[] = [];
+    let failing = true;
+    await consumer.start(
+      {
+        onAssignment: () => (failing ? Promise.reject(new Error('restore failed')) : Promise.resolve()),
+        onMessage: (message) => {
+          handled.push(message);
+          return Promise.resolve();
+        },
+      },
+      1,
+    );
+    fake.join([0]);
+    const delivery = fake.deliver(0);
+    fake.join([1]);
+    failing = false;
+    await expect(delivery).rejects.toThrow(/no longer assigned/);
+    expect(handled).toEqual([]);
+    expect(consumer.restoredPartitions.has(0)).toBe(false);
+  });
+
+  it('tells the host of a new assignment at once, before queued restores run', async () => {
+    const fake = fakeKafka();
+    const consumer = consumerWith(fake.kafka);
+    const seen: Array<readonly number[]> = [];
+    let release: () => void = () => {};
+    await consumer.start(
+      {
+        onAssignmentChanged: (assigned) => void seen.push(assigned),
+        onAssignment: () => new Promise<void>((resolve) => (release = resolve)),
+        onMessage: () => Promise.resolve(),
+      },
+      1,
+    );
+    fake.join([0, 1]);
+    fake.join([1]);
+    expect(seen).toEqual([[0, 1], [1]]);
+    release();
+  });
+
+  it('gives a catch-up more time than the transaction timeout it may have to wait out', () => {
+    expect(catchUpTimeoutFor(10_000)).toBe(120_000);
+    expect(catchUpTimeoutFor(900_000)).toBeGreaterThan(900_000 + 10_000);
+  });
+
+  it('stops the process when the consumer crashes for good, not when kafkajs restarts it', () => {
+    const fake = fakeKafka();
+    const fatal: Error[] = [];
+    consumerWith(fake.kafka, (error) => fatal.push(error));
+    fake.crash(true);
+    expect(fatal).toEqual([]);
+    fake.crash(false);
+    expect(fatal.map((e) => e.message)).toEqual(['broker gone']);
+  });
+});
