@@ -76,6 +76,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
     logger: createLogger({ level: 'silent' }),
     now: () => 1_000_000,
   });
+  host.setAssignment([0]);
   void host.onAssignment([], [0]);
   let offset = 0;
   const send = (value: unknown, key = 'o-1') =>
@@ -94,7 +95,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
 }
 
 function parsed(value: unknown): OrderCommand {
-  const result = parseCommand(JSON.stringify(value), null);
+  const result = parseCommand(JSON.stringify(value), (value as { order_id: string }).order_id);
   if (!result.ok) throw new Error(result.message);
   return result.command;
 }
