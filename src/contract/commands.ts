@@ -57,6 +57,9 @@ export const orderCreateCommand = z
     user_timezone: z
       .string()
       .regex(userTimezonePattern, `must look like "${userTimezoneExample}" (hours 00-14, an IANA name)`)
+      .describe(
+        'sent as X-User-Timezone, "GMT +HH:MM (IANA name)"; checked against this pattern at intake; a zone the runtime does not know is dropped with a warning and never fails the order',
+      )
       .optional(),
   })
   .strict()
