@@ -213,6 +213,27 @@ function crossFieldProblems(env: Record<string, string | undefined>): string[] {
   return problems;
 }
 
+/** The password of a `redis://user:password@host` URL (a client error that echoes the URL must not show it). */
+function urlPassword(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every secret value of a configuration, for the log scrubber: keys, referral tokens, webhook secrets, passwords. */
+export function secretValues(config: WorkerConfig): string[] {
+  return [
+    ...Object.values(config.exchange.credentials),
+    config.exchange.referralToken,
+    ...Object.values(config.exchange.referralTokens),
+    ...config.webhooks.secrets,
+    urlPassword(config.redisUrl),
+  ].filter((value): value is string => value !== undefined && value !== '');
+}
+
 /** Parses the environment; throws ConfigError with one line per problem (secret values never echoed). */
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {
   const parsed = configSchema.safeParse(env);

@@ -2,7 +2,7 @@
 // them to the order machine, starts the worker and owns shutdown. Nothing else reads process.env.
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { ConfigError, loadConfig, type WorkerConfig } from './config.ts';
+import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './config.ts';
 import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
@@ -173,12 +173,7 @@ try {
 }
 const logger = createLogger({
   level: config.logLevel,
-  secrets: [
-    ...Object.values(config.exchange.credentials),
-    config.exchange.referralToken,
-    ...Object.values(config.exchange.referralTokens),
-    ...config.webhooks.secrets,
-  ],
+  secrets: secretValues(config),
 });
 run(config, logger).catch((error: unknown) => {
   logger.fatal(

@@ -2,7 +2,7 @@
 // consumer and the two HTTP servers (webhooks on HTTP_PORT; health, readiness and metrics on METRICS_PORT), started in
 // dependency order and stopped in reverse within a bounded time.
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
-import type { Server } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { WorkerConfig } from '../config.ts';
 import { CommandConsumer } from '../kafka/command-consumer.ts';
@@ -10,7 +10,7 @@ import { OrderStateStore } from '../kafka/order-state-store.ts';
 import { ensureTopics } from '../kafka/topics.ts';
 import { TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { createOpsServer, createWebhookServer } from '../webhooks/http-server.ts';
+import { createOpsServer, createWebhookServer, type WebhookOutcome } from '../webhooks/http-server.ts';
 import {
   createWebhookReceiver,
   type WebhookCounters,
@@ -43,6 +43,7 @@ export class Worker {
   private hintProducer: Producer | undefined;
   private server: Server | undefined;
   private opsServer: Server | undefined;
+  private receiver: ReturnType<typeof createWebhookReceiver> | undefined;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -67,6 +68,26 @@ export class Worker {
 
   async start(onFatal: (error: Error) => void): Promise<void> {
     const { config, logger, adapters } = this;
+    // Both servers listen before anything else: liveness answers during a long restore, and a delivery reaching a
+    // replica that is still starting (the webhook Service also routes to pods that are not ready) is verified and
+    // acknowledged rather than refused at connect, which the exchange would count towards disabling the endpoint.
+    this.server = createWebhookServer({
+      logger,
+      handleWebhook: (raw, headers) => this.answerWebhook(raw, headers),
+    });
+    this.opsServer = createOpsServer({
+      logger,
+      readiness: () => this.readiness(),
+      metrics: () => this.metricsText(this.receiver),
+    });
+    const listen = (server: Server, port: number): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, () => resolve());
+      });
+    await listen(this.opsServer, config.metricsPort);
+    await listen(this.server, config.httpPort);
+
     const { partitions } = await ensureTopics(adapters.kafka, config.topics, logger);
     this.kafkaHealthy = { ok: true, at: this.now() };
 
@@ -118,7 +139,7 @@ export class Worker {
     });
     await this.hintProducer.connect();
 
-    const receiver = createWebhookReceiver({
+    this.receiver = createWebhookReceiver({
       ...adapters.webhooks,
       logger,
       now: this.now,
@@ -179,20 +200,6 @@ export class Worker {
     });
     this.consumer = consumer;
 
-    this.server = createWebhookServer({ logger, handleWebhook: receiver.handle });
-    this.opsServer = createOpsServer({
-      logger,
-      readiness: () => this.readiness(),
-      metrics: () => this.metricsText(receiver),
-    });
-    const listen = (server: Server, port: number): Promise<void> =>
-      new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, () => resolve());
-      });
-    await listen(this.opsServer, config.metricsPort);
-    await listen(this.server, config.httpPort);
-
     await consumer.start(
       {
         onAssignment: async (_assigned, revoked, added) => {
@@ -219,6 +226,21 @@ export class Worker {
       },
       'worker started',
     );
+  }
+
+  /** A webhook before the receiver exists (still starting): checked like any other, then acknowledged unrouted. */
+  private answerWebhook(raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> {
+    if (this.receiver) return this.receiver.handle(raw, headers);
+    const verdict = this.adapters.webhooks.verify?.(raw, headers);
+    if (verdict?.ok === false)
+      return Promise.resolve({
+        status: 401,
+        body: { detail: `invalid webhook signature: ${verdict.reason}` },
+      });
+    return Promise.resolve({
+      status: 202,
+      body: { accepted: false, detail: 'worker starting; the order is polled anyway' },
+    });
   }
 
   /**
@@ -277,10 +299,9 @@ export class Worker {
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   }
 
-  private metricsText(webhooks: {
-    counters: Readonly<WebhookCounters>;
-    verifiedBySecret: readonly number[];
-  }): string {
+  private metricsText(
+    webhooks: { counters: Readonly<WebhookCounters>; verifiedBySecret: readonly number[] } | undefined,
+  ): string {
     const lines: string[] = [];
     // Prometheus text format: *_total series are counters, everything else a gauge.
     const gauge = (name: string, help: string, value: number): void => {
@@ -323,7 +344,7 @@ export class Worker {
     const memory = process.memoryUsage();
     gauge('process_resident_memory_bytes', 'resident set size of the worker process', memory.rss);
     gauge('process_heap_used_bytes', 'V8 heap in use', memory.heapUsed);
-    for (const [name, value] of Object.entries(webhooks.counters)) {
+    for (const [name, value] of Object.entries(webhooks?.counters ?? {})) {
       const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
       gauge(`worker_webhooks_${snake}_total`, `webhooks ${snake.replace(/_/g, ' ')}`, value);
     }
@@ -334,7 +355,7 @@ export class Worker {
       `# HELP ${verified} webhooks verified, by position of the signing secret`,
       `# TYPE ${verified} counter`,
     );
-    webhooks.verifiedBySecret.forEach((value, index) =>
+    (webhooks?.verifiedBySecret ?? []).forEach((value, index) =>
       lines.push(`${verified}{secret="${index}"} ${value ?? 0}`),
     );
     return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;

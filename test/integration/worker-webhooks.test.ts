@@ -7,6 +7,7 @@ import { createHmac } from 'node:crypto';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, webhookSecret, type Cluster } from '../support/worker-cluster.ts';
+import { freePort } from '../../dev/services/index.ts';
 import { orderCreateCommand } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 
@@ -214,5 +215,49 @@ describe('webhook signing configuration', () => {
     expect(allowed.output).toMatch(
       /"level":40.*webhooks are accepted UNSIGNED \(WEBHOOK_ALLOW_UNSIGNED=true\)/,
     );
+  });
+
+  it('answers health and verifies and acknowledges webhooks while it is still starting (Kafka unreachable)', async () => {
+    const [webhookPort, metricsPort, deadKafka] = await Promise.all([freePort(), freePort(), freePort()]);
+    const child = spawn(process.execPath, [main], {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        ...cluster.env,
+        KAFKA_BROKERS: `127.0.0.1:${deadKafka}`,
+        HTTP_PORT: String(webhookPort),
+        METRICS_PORT: String(metricsPort),
+      },
+      stdio: 'ignore',
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      let health = 0;
+      while (health !== 200 && Date.now() < deadline) {
+        health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`).then(
+          (res) => res.status,
+          () => 0,
+        );
+        if (health !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(health).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(503);
+      const body = JSON.stringify({ unique_reference: 'STARTING1', status: 'PAID', id: 'x' });
+      const url = `http://127.0.0.1:${webhookPort}/webhooks/exchange`;
+      const signed = await fetch(url, {
+        method: 'POST',
+        body,
+        headers: sign(body, Math.floor(Date.now() / 1000)),
+      });
+      expect(signed.status).toBe(202);
+      expect(await signed.json()).toMatchObject({ accepted: false });
+      const unsigned = await fetch(url, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(unsigned.status).toBe(401);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

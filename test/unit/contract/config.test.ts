@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config.ts';
+import { ConfigError, loadConfig, secretValues } from '../../../src/config.ts';
 
 const valid = {
   KAFKA_BROKERS: '127.0.0.1:9092, 127.0.0.1:9093',
@@ -112,5 +112,25 @@ describe('configuration', () => {
       cefi: 'cefi-token',
       cefi_fixed: undefined,
     });
+  });
+
+  it('lists every secret value for the log scrubber, the Redis password included', () => {
+    const config = loadConfig({
+      ...valid,
+      REDIS_URL: 'redis://worker:p%40ss-word-77@redis:6379',
+      EXCHANGE_REFERRAL_TOKEN: 'shared-token',
+      EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED: 'fixed-token',
+      WEBHOOK_SECRETS: 'whsec-two-0002',
+    });
+    expect(secretValues(config).sort()).toEqual(
+      [
+        'defi-secret-key',
+        'shared-token',
+        'fixed-token',
+        'whsec-one-0001',
+        'whsec-two-0002',
+        'p@ss-word-77',
+      ].sort(),
+    );
   });
 });
