@@ -1,6 +1,6 @@
-// The worker's lifecycle: topics, the transactional writer, the state store, the order host, the command
-// consumer and the two HTTP servers (webhooks on HTTP_PORT; health, readiness and metrics on METRICS_PORT), started in
-// dependency order and stopped in reverse within a bounded time.
+// The worker's lifecycle: the two HTTP servers (webhooks on HTTP_PORT; health, readiness and metrics on
+// METRICS_PORT, both listening from the start), topics, the transactional writer, the state store, the order host
+// and the command consumer, started in dependency order and stopped in reverse within a bounded time.
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
