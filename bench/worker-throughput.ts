@@ -46,11 +46,11 @@ const kafka = testKafka(services.endpoints.kafkaBrokers);
 const producer = await commandProducer(kafka, env.topics.commands);
 const collector = await EventCollector.start(kafka, env.topics.events);
 const sentAt = new Map<string, number>();
-let peakRss = await rss(worker.port);
+let peakRss = await rss(worker.metricsPort);
 const idleRss = peakRss;
 const sampler = setInterval(
   () =>
-    void rss(worker.port).then(
+    void rss(worker.metricsPort).then(
       (v) => (peakRss = Math.max(peakRss, v)),
       () => {},
     ),
@@ -83,7 +83,7 @@ await collector.waitFor(
 );
 const completeMs = Date.now() - completeStart;
 clearInterval(sampler);
-const finalRss = await rss(worker.port);
+const finalRss = await rss(worker.metricsPort);
 const events = collector.events.length;
 
 console.log(

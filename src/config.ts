@@ -10,7 +10,11 @@ const secretVariables = new Set([
   'EXCHANGE_API_KEY_CEFI',
   'EXCHANGE_API_KEY_CEFI_FIXED',
   'EXCHANGE_REFERRAL_TOKEN',
+  'EXCHANGE_REFERRAL_TOKEN_DEFI',
+  'EXCHANGE_REFERRAL_TOKEN_CEFI',
+  'EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED',
   'WEBHOOK_SECRET',
+  'WEBHOOK_SECRETS',
 ]);
 
 const httpUrl = z
@@ -30,6 +34,23 @@ const optionalSecret = z
   .string()
   .optional()
   .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+/** A comma-separated list of secrets (surrounding spaces and empty entries dropped). */
+const secretList = z
+  .string()
+  .optional()
+  .transform((value) =>
+    (value ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== ''),
+  );
+
+/** `true` or `false` only: z.coerce.boolean() would read "false" as true. */
+const booleanFromEnv = z
+  .enum(['true', 'false'], { error: 'must be true or false' })
+  .default('false')
+  .transform((value) => value === 'true');
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
@@ -60,8 +81,14 @@ export const configSchema = z
     EXCHANGE_API_KEY_CEFI: optionalSecret,
     EXCHANGE_API_KEY_CEFI_FIXED: optionalSecret,
     EXCHANGE_REFERRAL_TOKEN: optionalSecret,
+    EXCHANGE_REFERRAL_TOKEN_DEFI: optionalSecret,
+    EXCHANGE_REFERRAL_TOKEN_CEFI: optionalSecret,
+    EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED: optionalSecret,
     WEBHOOK_SECRET: optionalSecret,
+    WEBHOOK_SECRETS: secretList,
+    WEBHOOK_ALLOW_UNSIGNED: booleanFromEnv,
     HTTP_PORT: intFromEnv(8080, 0, 65535),
+    METRICS_PORT: intFromEnv(9464, 0, 65535),
     TOPIC_COMMANDS: topicName.default('exchange.orders.commands'),
     TOPIC_EVENTS: topicName.default('exchange.orders.events'),
     TOPIC_STATE: topicName.optional(),
@@ -105,11 +132,26 @@ export const configSchema = z
         cefi_fixed: value.EXCHANGE_API_KEY_CEFI_FIXED,
       },
       referralToken: value.EXCHANGE_REFERRAL_TOKEN,
+      referralTokens: {
+        defi: value.EXCHANGE_REFERRAL_TOKEN_DEFI,
+        cefi: value.EXCHANGE_REFERRAL_TOKEN_CEFI,
+        cefi_fixed: value.EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED,
+      },
       budgetPerMinute: value.API_BUDGET_PER_MINUTE,
       currencyCatalogRefreshMs: value.CURRENCY_CATALOG_REFRESH_MS,
     },
-    webhookSecret: value.WEBHOOK_SECRET,
+    webhooks: {
+      /** Every signing secret a delivery may be signed with (per webhook configuration, old and new). */
+      secrets: [
+        ...new Set([
+          ...(value.WEBHOOK_SECRET === undefined ? [] : [value.WEBHOOK_SECRET]),
+          ...value.WEBHOOK_SECRETS,
+        ]),
+      ],
+      allowUnsigned: value.WEBHOOK_ALLOW_UNSIGNED,
+    },
     httpPort: value.HTTP_PORT,
+    metricsPort: value.METRICS_PORT,
     topics: {
       commands: value.TOPIC_COMMANDS,
       events: value.TOPIC_EVENTS,
@@ -153,13 +195,59 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/**
+ * Rules between variables, read from the environment itself so they are reported together with the schema's
+ * problems (zod skips an object's refinements while any field is invalid).
+ */
+function crossFieldProblems(env: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const keyNames = ['EXCHANGE_API_KEY_DEFI', 'EXCHANGE_API_KEY_CEFI', 'EXCHANGE_API_KEY_CEFI_FIXED'];
+  if (keyNames.every((name) => !env[name]?.trim()))
+    problems.push(`EXCHANGE_API_KEY_DEFI: at least one of ${keyNames.join(', ')} is required`);
+  const hasSecret =
+    Boolean(env['WEBHOOK_SECRET']?.trim()) || Boolean(env['WEBHOOK_SECRETS']?.replace(/[\s,]/g, ''));
+  const allowUnsigned = env['WEBHOOK_ALLOW_UNSIGNED']?.trim() === 'true';
+  if (!hasSecret && !allowUnsigned)
+    problems.push(
+      'WEBHOOK_SECRET: a webhook signing secret (WEBHOOK_SECRET or WEBHOOK_SECRETS) is required; set WEBHOOK_ALLOW_UNSIGNED=true to accept unsigned webhooks (development only)',
+    );
+  if (hasSecret && allowUnsigned)
+    problems.push(
+      'WEBHOOK_ALLOW_UNSIGNED: must not be true while a webhook signing secret is set (signed deliveries would sit beside unsigned ones)',
+    );
+  const port = (name: string, fallback: string): string => env[name]?.trim() || fallback;
+  if (port('HTTP_PORT', '8080') === port('METRICS_PORT', '9464') && port('HTTP_PORT', '8080') !== '0')
+    problems.push(
+      'METRICS_PORT: must differ from HTTP_PORT (the webhook port is public, the metrics port is not)',
+    );
+  return problems;
+}
+
+/** The password of a `redis://user:password@host` URL (a client error that echoes the URL must not show it). */
+function urlPassword(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every secret value of a configuration, for the log scrubber: keys, referral tokens, webhook secrets, passwords. */
+export function secretValues(config: WorkerConfig): string[] {
+  return [
+    ...Object.values(config.exchange.credentials),
+    config.exchange.referralToken,
+    ...Object.values(config.exchange.referralTokens),
+    ...config.webhooks.secrets,
+    urlPassword(config.redisUrl),
+  ].filter((value): value is string => value !== undefined && value !== '');
+}
+
 /** Parses the environment; throws ConfigError with one line per problem (secret values never echoed). */
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {
   const parsed = configSchema.safeParse(env);
-  const keyNames = ['EXCHANGE_API_KEY_DEFI', 'EXCHANGE_API_KEY_CEFI', 'EXCHANGE_API_KEY_CEFI_FIXED'];
-  const noKey = keyNames.every((name) => !env[name]?.trim())
-    ? [`EXCHANGE_API_KEY_DEFI: at least one of ${keyNames.join(', ')} is required`]
-    : [];
+  const noKey = crossFieldProblems(env);
   if (parsed.success && noKey.length) throw new ConfigError(noKey);
   if (!parsed.success) {
     const problems = [

@@ -2,7 +2,7 @@
 // them to the order machine, starts the worker and owns shutdown. Nothing else reads process.env.
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { ConfigError, loadConfig, type WorkerConfig } from './config.ts';
+import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './config.ts';
 import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
@@ -79,6 +79,7 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
       Object.entries(config.exchange.credentials).filter(([, v]) => v !== undefined),
     ),
     ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
+    referralTokens: config.exchange.referralTokens,
     budget,
     tracer: tracing.tracer,
     logger: logger.child({ component: 'exchange' }),
@@ -126,18 +127,22 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     inflightExchangeCalls: () => actors?.inflight() ?? 0,
     callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
     webhooks: {
-      verify: config.webhookSecret
-        ? (() => {
-            const verifier = webhookVerifier(config.webhookSecret);
-            return (raw: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>) => {
-              const verdict = verifier(raw, headers);
-              return verdict.ok ? { ok: true as const } : { ok: false as const, reason: verdict.reason };
-            };
-          })()
-        : undefined,
+      // config.ts refuses to start without a signing secret unless WEBHOOK_ALLOW_UNSIGNED=true.
+      verify:
+        config.webhooks.secrets.length > 0
+          ? (() => {
+              const verifier = webhookVerifier(config.webhooks.secrets);
+              return (raw: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>) => {
+                const verdict = verifier(raw, headers);
+                return verdict.ok
+                  ? { ok: true as const, secretIndex: verdict.secretIndex }
+                  : { ok: false as const, reason: verdict.reason };
+              };
+            })()
+          : undefined,
       normalize: normalizeWebhook,
       firstSeen: (reference, status) => dedupe.firstSeen(reference, status),
-      forget: async () => {},
+      forget: (reference, status) => dedupe.forget(reference, status),
     },
     checks: {
       redis: async () => (await redis.ping()) === 'PONG',
@@ -150,6 +155,12 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
       await tracing.shutdown().catch(() => {});
     },
   });
+
+  if (config.webhooks.secrets.length === 0)
+    logger.warn(
+      { variable: 'WEBHOOK_ALLOW_UNSIGNED' },
+      'webhooks are accepted UNSIGNED (WEBHOOK_ALLOW_UNSIGNED=true): anyone who reaches HTTP_PORT can trigger order polls; development only',
+    );
 
   let shuttingDown = false;
   const shutdown = (reason: string, code: number): void => {
@@ -190,11 +201,7 @@ try {
 }
 const logger = createLogger({
   level: config.logLevel,
-  secrets: [
-    ...Object.values(config.exchange.credentials),
-    config.exchange.referralToken,
-    config.webhookSecret,
-  ],
+  secrets: secretValues(config),
 });
 run(config, logger).catch((error: unknown) => {
   logger.fatal(

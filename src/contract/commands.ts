@@ -1,6 +1,7 @@
 // The command contract of TOPIC_COMMANDS: JSON, key = order_id, snake_case. Strict: an unknown field is a
 // rejected command (a typo in a money-moving command must not be silently ignored).
 import { z } from 'zod';
+import { userTimezoneExample, userTimezonePattern } from '../exchange/user-timezone.ts';
 
 export const decimalString = z
   .string()
@@ -68,7 +69,10 @@ export const orderCreateCommand = z
       .optional(),
     user_timezone: z
       .string()
-      .regex(/^GMT [+-]\d{2}:\d{2} \([A-Za-z0-9_+\-/]+\)$/, 'must look like "GMT +HH:MM (Area/City)"')
+      .regex(userTimezonePattern, `must look like "${userTimezoneExample}" (hours 00-14, an IANA name)`)
+      .describe(
+        'sent as X-User-Timezone, "GMT +HH:MM (IANA name)"; checked against this pattern at intake; a zone the runtime does not know is dropped with a warning and never fails the order',
+      )
       .optional(),
   })
   .strict()

@@ -123,7 +123,11 @@ export const orderFailedEvent = z.object({
   type: z.literal('order.failed'),
   ...envelope,
   reason: z.string(),
-  code: z.string(),
+  code: z
+    .string()
+    .describe(
+      'stable code of the failure: a row of the exchange error classification (e.g. address_invalid, markup_over_cap, credentials_missing, referral_code_not_owned: the referral token or code is not owned by the partner of the mode API key), credentials_missing_for_mode, or http_<status> for an unexplained status; see docs/operations.md, "Dead orders"',
+    ),
   message: z.string(),
 });
 

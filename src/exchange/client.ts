@@ -30,7 +30,6 @@ import {
   checkRateQuery,
   checkShape,
   checkUpdateOrder,
-  checkUserTimezone,
   defaultFiatCurrencies,
 } from './request-rules.ts';
 import {
@@ -59,6 +58,7 @@ import {
   type WireRandomPair,
   type WireRate,
 } from './schemas.ts';
+import { userTimezoneProblem } from './user-timezone.ts';
 
 /** The client's operations; each has its own timeout. */
 export type ExchangeOperation =
@@ -134,8 +134,17 @@ export interface ExchangeClientOptions {
   readonly baseUrl: string;
   /** One API key per trading mode; a call in a mode without a key is refused. */
   readonly credentials: { readonly defi?: string; readonly cefi?: string; readonly cefi_fixed?: string };
-  /** Sent as `x-referral-token` on every call; required by pre-screening. */
+  /** Sent as `x-referral-token` on every call of a mode without its own token; required by pre-screening. */
   readonly referralToken?: string;
+  /**
+   * A referral token per trading mode (a partner may hold a separate referral code and key per mode, and a code
+   * must belong to the key's owner); a mode without one uses `referralToken`.
+   */
+  readonly referralTokens?: {
+    readonly defi?: string | undefined;
+    readonly cefi?: string | undefined;
+    readonly cefi_fixed?: string | undefined;
+  };
   /** Shared budget; default: a process-local budget at the documented 2500/min. */
   readonly budget?: RequestBudget;
   /** Default: an own keep-alive Agent, closed by `close()`. */
@@ -159,7 +168,7 @@ export function answerLeavesOutcomeUnknown(status: number): boolean {
 export interface CallOptions {
   readonly signal?: AbortSignal;
   readonly priority?: RequestPriority;
-  /** `X-User-Timezone`: "GMT +HH:MM (Area/City)". */
+  /** `X-User-Timezone`: "GMT +HH:MM (Area/City)"; a value the exchange could not use is dropped with a warning. */
   readonly userTimezone?: string;
   /**
    * Called after the request budget is granted, immediately before each attempt leaves the process; throwing
@@ -247,7 +256,7 @@ export class ExchangeClient {
   readonly #base: URL;
   readonly #basePath: string;
   readonly #keys = new Map<TradingMode, { readonly secret: string; readonly fingerprint: string }>();
-  readonly #referral: { readonly secret: string; readonly fingerprint: string } | undefined;
+  readonly #referrals = new Map<TradingMode, { readonly secret: string; readonly fingerprint: string }>();
   readonly #budget: RequestBudget;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
@@ -266,10 +275,12 @@ export class ExchangeClient {
       if (secret !== undefined && secret !== '')
         this.#keys.set(mode, { secret, fingerprint: apiKeyFingerprint(secret) });
     }
-    this.#referral =
-      options.referralToken === undefined || options.referralToken === ''
-        ? undefined
-        : { secret: options.referralToken, fingerprint: apiKeyFingerprint(options.referralToken) };
+    for (const mode of ['defi', 'cefi', 'cefi_fixed'] as const) {
+      const own = options.referralTokens?.[mode];
+      const token = own !== undefined && own !== '' ? own : options.referralToken;
+      if (token !== undefined && token !== '')
+        this.#referrals.set(mode, { secret: token, fingerprint: apiKeyFingerprint(token) });
+    }
     this.#budget = options.budget ?? new LocalRequestBudget(exchangeThrottle);
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connections: 64 });
@@ -535,7 +546,7 @@ export class ExchangeClient {
   ): Promise<PreScreeningResult> {
     const endpoint: EndpointName = 'POST /pre_screening/';
     const body = checkShape(endpoint, preScreeningRequestSchema, params);
-    checkPreScreening(endpoint, body, this.#referral !== undefined);
+    checkPreScreening(endpoint, body, this.#referrals.has(mode));
     const result = await this.#call(
       {
         operation: 'preScreen',
@@ -623,14 +634,27 @@ export class ExchangeClient {
   #credentialFor(spec: CallSpec<z.ZodType>): { authorization: string | undefined; budgetKey: string } {
     const key = this.#keys.get(spec.mode);
     if (key !== undefined) return { authorization: `ApiKey ${key.secret}`, budgetKey: key.fingerprint };
-    if (spec.referralTokenAuthorizes === true && this.#referral !== undefined)
-      return { authorization: undefined, budgetKey: this.#referral.fingerprint };
+    const referral = this.#referrals.get(spec.mode);
+    if (spec.referralTokenAuthorizes === true && referral !== undefined)
+      return { authorization: undefined, budgetKey: referral.fingerprint };
     throw new ExchangeError({
       code: 'credentials_missing_for_mode',
       action: 'fatal',
       message: `refused before sending: no API key configured for trading mode ${spec.mode}`,
       endpoint: spec.endpoint,
     });
+  }
+
+  /** Omitting X-User-Timezone never fails a request, so a value the exchange could not use is dropped, not refused. */
+  #usableUserTimezone(spec: CallSpec<z.ZodType>, value: string | undefined): string | undefined {
+    if (value === undefined) return undefined;
+    const problem = userTimezoneProblem(value);
+    if (problem === undefined) return value;
+    this.#logger?.warn(
+      { endpoint: spec.endpoint, userTimezone: JSON.stringify(value.slice(0, 80)), problem },
+      'X-User-Timezone dropped: the exchange could not use it',
+    );
+    return undefined;
   }
 
   #url(spec: CallSpec<z.ZodType>): string {
@@ -651,12 +675,13 @@ export class ExchangeClient {
     spec: CallSpec<S>,
     options: CallOptions,
   ): Promise<CallResult<z.output<S>>> {
-    checkUserTimezone(spec.endpoint, options.userTimezone);
     const credential = this.#credentialFor(spec);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (credential.authorization !== undefined) headers['authorization'] = credential.authorization;
-    if (this.#referral !== undefined) headers['x-referral-token'] = this.#referral.secret;
-    if (options.userTimezone !== undefined) headers['x-user-timezone'] = options.userTimezone;
+    const referral = this.#referrals.get(spec.mode);
+    if (referral !== undefined) headers['x-referral-token'] = referral.secret;
+    const userTimezone = this.#usableUserTimezone(spec, options.userTimezone);
+    if (userTimezone !== undefined) headers['x-user-timezone'] = userTimezone;
     let payload: string | undefined;
     if (spec.body !== undefined) {
       headers['content-type'] = 'application/json';

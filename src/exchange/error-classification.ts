@@ -15,6 +15,8 @@ export interface ClassificationRow {
   readonly defaultRetryAfterMs?: number;
   /** True only for the per-key global throttle: a 429 there makes every replica back off that key. */
   readonly globalThrottle?: boolean;
+  /** The row applies only to responses with this HTTP status (a row known by its status, not its wording). */
+  readonly httpStatus?: number;
 }
 
 /** The actionable same-chain quote cooldown: "about 15 seconds for identical requests". */
@@ -105,6 +107,12 @@ export const classificationTable: readonly ClassificationRow[] = [
   { code: 'throttled', patterns: ['throttled'], action: 'throttled', globalThrottle: true },
   // Authentication
   { code: 'credentials_missing', patterns: ['credentials were not provided'], action: 'fatal' },
+  // The document names two causes of a 401 - missing or invalid credentials, which answer with the
+  // credentials-not-provided message (matched above), and a referral code (token header, `ref` or `referral_code`)
+  // not owned by the key's owner, whose wording is not shown. So any other explained 401 is the ownership rule:
+  // the mode's key and its referral token (EXCHANGE_REFERRAL_TOKEN_<MODE>) or the order's referral_code belong to
+  // different partners.
+  { code: 'referral_code_not_owned', patterns: [], httpStatus: 401, action: 'fatal' },
 ];
 
 function containsInOrder(message: string, patterns: readonly string[]): boolean {
@@ -118,11 +126,13 @@ function containsInOrder(message: string, patterns: readonly string[]): boolean 
   return true;
 }
 
-/** The first row any of the messages matches, if one does. */
+/** The first row any of the messages matches, if one does; rows bound to a status need that `httpStatus`. */
 export function matchRow(
   messages: readonly string[],
+  httpStatus?: number,
 ): { row: ClassificationRow; message: string } | undefined {
   for (const row of classificationTable) {
+    if (row.httpStatus !== undefined && row.httpStatus !== httpStatus) continue;
     const message = messages.find((candidate) => containsInOrder(candidate, row.patterns));
     if (message !== undefined) return { row, message };
   }
@@ -200,7 +210,9 @@ export function classifyErrorResponse(input: {
 }): Classification {
   const messages = errorMessages(input.body);
   const headerDelay = parseRetryAfter(input.retryAfter, input.nowMs ?? Date.now());
-  const matched = matchRow(messages);
+  // A status-bound row reads the exchange's own JSON error envelope only: a proxy's HTML 401 is not the exchange's.
+  const envelope = typeof input.body === 'object' && input.body !== null;
+  const matched = matchRow(messages, envelope ? input.status : undefined);
   if (matched !== undefined) {
     const { row, message } = matched;
     const stated = row.action === 'throttled' ? secondsStatedIn(message) : undefined;

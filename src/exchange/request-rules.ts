@@ -15,8 +15,6 @@ import type {
 export const referralCodePattern = /^[A-Za-z0-9_-]+$/;
 export const referralCodeMaxLength = 20;
 export const minimumLimitTtlSeconds = 600;
-/** `GMT +HH:MM (<IANA timezone name>)`, e.g. "GMT +02:00 (Europe/Berlin)". */
-export const userTimezonePattern = /^GMT [+-]\d{2}:\d{2} \([A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*\)$/;
 
 /**
  * ISO 4217 codes the client treats as fiat when deciding whether a SELL is allowed ("SELL applies to fiat orders
@@ -93,11 +91,6 @@ function checkMarkupExclusive(
 ): void {
   if (params.markup !== undefined && params.referral_rate !== undefined)
     refuse(endpoint, 'markup_and_referral_rate', 'provide either markup or referral_rate, not both');
-}
-
-export function checkUserTimezone(endpoint: EndpointName, value: string | undefined): void {
-  if (value !== undefined && !userTimezonePattern.test(value))
-    refuse(endpoint, 'user_timezone_invalid', 'X-User-Timezone must look like "GMT +HH:MM (Area/City)"');
 }
 
 function currencyCode(ref: CurrencyRef): string | undefined {

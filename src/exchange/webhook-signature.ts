@@ -1,6 +1,9 @@
 // Webhook verification: HMAC-SHA256 keyed with the signing secret over `<timestamp>.<raw_body>`, computed on the
 // raw bytes before any JSON parsing, compared in constant time, with about five minutes of timestamp tolerance.
-// Invariants: the secret and the expected signature never appear in a result or an error.
+// Several secrets may be valid at once (each webhook configuration - v1 and v2 payloads - has its own, and a
+// rotation keeps the old one for a while): every secret is tried, all of them every time, so the time taken says
+// nothing about which one (if any) matched. Invariants: no secret and no expected signature ever appears in a
+// result or an error; a result names a matching secret only by its position in the list.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const webhookTimestampHeader = 'x-webhook-timestamp';
@@ -25,11 +28,12 @@ export function signWebhook(
 }
 
 export type WebhookVerification =
-  | { readonly ok: true; readonly timestampSeconds: number }
+  | { readonly ok: true; readonly timestampSeconds: number; readonly secretIndex: number }
   | { readonly ok: false; readonly reason: 'missing' | 'malformed' | 'stale' | 'mismatch' };
 
 export interface VerifyWebhookInput {
-  readonly secret: string;
+  /** One signing secret, or every secret a delivery may be signed with (at least one). */
+  readonly secret: string | readonly string[];
   /** The body exactly as received, before JSON parsing. */
   readonly rawBody: string | Uint8Array;
   readonly timestamp: string | undefined;
@@ -49,19 +53,24 @@ export function verifyWebhookSignature(input: VerifyWebhookInput): WebhookVerifi
   const ageMs = (input.nowMs ?? Date.now()) - timestampSeconds * 1000;
   if (Math.abs(ageMs) > (input.toleranceMs ?? defaultWebhookToleranceMs))
     return { ok: false, reason: 'stale' };
-  const expected = hmac(input.secret, timestamp.trim(), input.rawBody);
+  const secrets = typeof input.secret === 'string' ? [input.secret] : input.secret;
   const given = Buffer.from(match[1], 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected)
-    ? { ok: true, timestampSeconds }
-    : { ok: false, reason: 'mismatch' };
+  let secretIndex = -1;
+  secrets.forEach((secret, index) => {
+    const expected = hmac(secret, timestamp.trim(), input.rawBody);
+    // No early exit: every secret costs one HMAC and one constant-time comparison.
+    const equal = given.length === expected.length && timingSafeEqual(given, expected);
+    if (equal && secretIndex < 0) secretIndex = index;
+  });
+  return secretIndex >= 0 ? { ok: true, timestampSeconds, secretIndex } : { ok: false, reason: 'mismatch' };
 }
 
 /**
- * A verifier bound to one signing secret, in the shape the webhook receiver takes: raw bytes and the request's
+ * A verifier bound to the signing secrets, in the shape the webhook receiver takes: raw bytes and the request's
  * headers (Node lower-cases their names).
  */
 export function webhookVerifier(
-  secret: string,
+  secret: string | readonly string[],
   options: { readonly toleranceMs?: number; readonly now?: () => number } = {},
 ): (
   rawBody: Uint8Array,

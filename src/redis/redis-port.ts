@@ -30,4 +30,5 @@ export interface RedisPort extends RedisScriptCommands {
   get(key: string): Promise<string | null>;
   set(key: string, value: string, secondsToken: 'EX', seconds: number): Promise<'OK'>;
   set(key: string, value: string, secondsToken: 'EX', seconds: number, nx: 'NX'): Promise<'OK' | null>;
+  del(key: string): Promise<number>;
 }

@@ -37,4 +37,17 @@ export class WebhookDedupe {
       return true;
     }
   }
+
+  /**
+   * Drops the mark of a delivery whose hint could not be routed, so the next delivery of the same status (from
+   * another webhook configuration, or a later one) is not taken for a duplicate. Throws redis_unavailable.
+   */
+  async forget(uniqueReference: string, status: string): Promise<void> {
+    if (!uniqueReference) throw invalidArgument('uniqueReference must not be empty');
+    try {
+      await this.#redis.del(webhookSeenKey(uniqueReference, status));
+    } catch (error) {
+      throw toRedisWorkerError(error, 'webhook dedupe forget');
+    }
+  }
 }

@@ -1,20 +1,38 @@
-// The worker's HTTP face: POST /webhooks/exchange (signed exchange notifications), /healthz, /readyz, /metrics.
-// Webhooks are verified on the raw bytes before any JSON parsing and answered within milliseconds: the work they
-// trigger (an immediate GET of the order) is routed through Kafka to the replica that owns the order.
+// The worker's two HTTP faces. The webhook server (HTTP_PORT, the only one a public Service exposes) serves
+// POST /webhooks/exchange and nothing else: bodies are read as raw bytes (verified before any JSON parsing), at
+// most 1 MiB, with bounded header and body time and a cap on concurrent connections, so slow or numerous
+// clients cannot hold it. The operations server (METRICS_PORT, cluster-internal) serves /healthz, /readyz and
+// /metrics; the /metrics body comes from the one `metrics` function it is given.
 import http from 'node:http';
 import type { Logger } from '../telemetry/logger.ts';
 
 export type WebhookOutcome =
-  | { status: 200 | 202; body: Record<string, unknown> }
-  | { status: 400 | 401 | 413 | 503; body: Record<string, unknown> };
+  { status: 200 | 202; body: Record<string, unknown> } | { status: 401; body: Record<string, unknown> };
 
-export interface HttpServerDeps {
+export interface WebhookServerLimits {
+  /** Largest accepted body (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Concurrent connections; more are refused at accept (default 256). */
+  maxConnections?: number;
+  /** Time to receive the request headers (default 3000 ms). */
+  headersTimeoutMs?: number;
+  /** Time to receive the whole request, body included (default 4000 ms; the exchange gives up after 5 s). */
+  requestTimeoutMs?: number;
+}
+
+export interface WebhookServerDeps extends WebhookServerLimits {
   logger: Logger;
   handleWebhook: (rawBody: Buffer, headers: http.IncomingHttpHeaders) => Promise<WebhookOutcome>;
-  readiness: () => Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }>;
-  metrics: () => string;
-  maxBodyBytes?: number;
 }
+
+export interface OpsServerDeps {
+  logger: Logger;
+  readiness: () => Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }>;
+  /** The whole /metrics body (Prometheus text exposition format). */
+  metrics: () => string | Promise<string>;
+}
+
+export const webhookPath = '/webhooks/exchange';
 
 function send(
   res: http.ServerResponse,
@@ -22,18 +40,74 @@ function send(
   body: unknown,
   contentType = 'application/json',
 ): void {
+  if (res.headersSent || res.destroyed) return;
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
-export function createHttpServer(deps: HttpServerDeps): http.Server {
+function pathOf(req: http.IncomingMessage): string {
+  const url = new URL(req.url ?? '/', 'http://worker');
+  return url.pathname.replace(/\/+$/, '') || '/';
+}
+
+export function createWebhookServer(deps: WebhookServerDeps): http.Server {
   const maxBody = deps.maxBodyBytes ?? 1_048_576;
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://worker');
-    const path = url.pathname.replace(/\/+$/, '') || '/';
-    if (req.method === 'GET' && path === '/healthz') return send(res, 200, { status: 'alive' });
-    if (req.method === 'GET' && path === '/readyz') {
+  const requestTimeout = deps.requestTimeoutMs ?? 4_000;
+  const server = http.createServer(
+    {
+      headersTimeout: Math.min(deps.headersTimeoutMs ?? 3_000, requestTimeout),
+      requestTimeout,
+      // Node checks those two timeouts on this interval (30 s by default, far too coarse for them).
+      connectionsCheckingInterval: 250,
+      keepAliveTimeout: 5_000,
+      maxHeaderSize: 16_384,
+    },
+    (req, res) => {
+      if (pathOf(req) !== webhookPath) return send(res, 404, { detail: 'not found' });
+      if (req.method !== 'POST') {
+        res.setHeader('allow', 'POST');
+        return send(res, 405, { detail: 'method not allowed' });
+      }
+      const tooLarge = (): void => {
+        if (res.headersSent) return;
+        res.setHeader('connection', 'close');
+        res.once('finish', () => req.destroy());
+        send(res, 413, { detail: `body larger than ${maxBody} bytes` });
+      };
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > maxBody) return tooLarge();
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > maxBody) return tooLarge();
+        chunks.push(chunk);
+      });
+      req.on('end', () => {
+        if (size > maxBody) return;
+        deps
+          .handleWebhook(Buffer.concat(chunks), req.headers)
+          .then((outcome) => send(res, outcome.status, outcome.body))
+          .catch((error: unknown) => {
+            // The receiver answers every signed delivery itself; this is a last resort for a bug of ours.
+            deps.logger.error({ err: { message: (error as Error).message } }, 'webhook handling failed');
+            send(res, 202, { accepted: false, detail: 'not processed' });
+          });
+      });
+      req.on('error', () => send(res, 400, { detail: 'could not read the body' }));
+    },
+  );
+  server.maxConnections = deps.maxConnections ?? 256;
+  return server;
+}
+
+export function createOpsServer(deps: OpsServerDeps): http.Server {
+  const server = http.createServer({ headersTimeout: 5_000, requestTimeout: 10_000 }, (req, res) => {
+    const path = pathOf(req);
+    if (req.method !== 'GET') return send(res, 405, { detail: 'method not allowed' });
+    if (path === '/healthz') return send(res, 200, { status: 'alive' });
+    if (path === '/readyz') {
       deps
         .readiness()
         .then((result) =>
@@ -45,37 +119,18 @@ export function createHttpServer(deps: HttpServerDeps): http.Server {
         .catch((error: unknown) => send(res, 503, { status: 'not_ready', error: (error as Error).message }));
       return;
     }
-    if (req.method === 'GET' && path === '/metrics')
-      return send(res, 200, deps.metrics(), 'text/plain; version=0.0.4');
-    if (path === '/webhooks/exchange') {
-      if (req.method !== 'POST') return send(res, 405, { detail: 'method not allowed' });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let tooLarge = false;
-      req.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBody) {
-          tooLarge = true;
-          return;
-        }
-        chunks.push(chunk);
-      });
-      req.on('end', () => {
-        if (tooLarge) return send(res, 413, { detail: `body larger than ${maxBody} bytes` });
-        deps
-          .handleWebhook(Buffer.concat(chunks), req.headers)
-          .then((outcome) => send(res, outcome.status, outcome.body))
-          .catch((error: unknown) => {
-            deps.logger.error({ err: { message: (error as Error).message } }, 'webhook handling failed');
-            send(res, 503, { detail: 'temporarily unable to accept the webhook' });
-          });
-      });
-      req.on('error', () => send(res, 400, { detail: 'could not read the body' }));
+    if (path === '/metrics') {
+      Promise.resolve()
+        .then(() => deps.metrics())
+        .then((text) => send(res, 200, text, 'text/plain; version=0.0.4; charset=utf-8'))
+        .catch((error: unknown) => {
+          deps.logger.error({ err: { message: (error as Error).message } }, 'metrics rendering failed');
+          send(res, 500, 'metrics unavailable\n', 'text/plain');
+        });
       return;
     }
     send(res, 404, { detail: 'not found' });
   });
   server.keepAliveTimeout = 5_000;
-  server.requestTimeout = 10_000;
   return server;
 }

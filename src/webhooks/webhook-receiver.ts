@@ -2,8 +2,11 @@
 // the raw bytes before parsing; deliveries are deduplicated on (unique_reference, status) as the document asks;
 // the hint is routed through the commands topic to the partition - and so the replica - that owns the order.
 // A webhook is never believed: the owner confirms with GET /orders/{unique_reference}/.
-// Any correctly signed delivery is answered 2xx, even for an unknown order: the exchange disables endpoints whose
-// error rate reaches 50%, and a disabled endpoint would cost us every later hint.
+// The exchange gives a delivery 5 s and disables an endpoint whose error rate reaches 50%, so every correctly
+// signed delivery is answered 2xx, within `answerWithinMs`, whatever happens behind it: a body we cannot read is
+// recorded (log line and counter) and acknowledged; a hint that cannot be routed in time is acknowledged and,
+// if it fails for good, its dedupe mark is forgotten so a later delivery of the same status can try again.
+// Polling every open order remains the safety net. Only a delivery that fails the signature check gets a 401.
 import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../telemetry/logger.ts';
@@ -13,14 +16,18 @@ export type NormalizedWebhook =
   | { kind: 'order'; uniqueReference: string; status: string; payloadVersion: 'v1' | 'v2' }
   | { kind: 'kyc'; uniqueReference: string | null; payload: Record<string, unknown> };
 
+export type WebhookVerdict = { ok: true; secretIndex: number } | { ok: false; reason: string };
+
 export interface WebhookReceiverDeps {
   logger: Logger;
-  /** Verifies X-Webhook-Timestamp / X-Webhook-Signature over the raw body; undefined secret = no verification. */
-  verify:
-    | ((rawBody: Buffer, headers: IncomingHttpHeaders) => { ok: true } | { ok: false; reason: string })
-    | undefined;
+  /**
+   * Verifies X-Webhook-Timestamp / X-Webhook-Signature over the raw body against every configured secret.
+   * Undefined only when the configuration explicitly allows unsigned webhooks (WEBHOOK_ALLOW_UNSIGNED=true).
+   */
+  verify: ((rawBody: Buffer, headers: IncomingHttpHeaders) => WebhookVerdict) | undefined;
   normalize: (body: unknown) => NormalizedWebhook | { error: string };
   firstSeen: (uniqueReference: string, status: string) => Promise<boolean>;
+  /** Drops the dedupe mark of a delivery whose hint was not routed, so a later delivery is not a "duplicate". */
   forget: (uniqueReference: string, status: string) => Promise<void>;
   locate: (uniqueReference: string) => { orderId: string; partition: number } | undefined;
   routeHint: (hint: {
@@ -38,68 +45,135 @@ export interface WebhookReceiverDeps {
     payload: Record<string, unknown>;
   }) => Promise<void>;
   now: () => number;
+  /** The answer goes out within this long even when Redis or Kafka is slow (default 2000 ms; the exchange waits 5 s). */
+  answerWithinMs?: number;
 }
 
 export interface WebhookCounters {
   received: number;
+  /** Signature missing, malformed, stale or wrong: answered 401. */
   refused: number;
+  /** Correctly signed but not JSON or not a recognised payload: recorded and answered 202. */
+  unreadable: number;
   duplicates: number;
   routed: number;
   unknownOrder: number;
   kyc: number;
+  /** A hint or KYC event that could not be written to Kafka (answered 2xx anyway; the poll covers it). */
+  hintFailed: number;
 }
+
+type Settled<T> = { kind: 'done'; value: T } | { kind: 'failed'; error: unknown } | { kind: 'late' };
+
+/** Waits for `promise` at most `ms`; a late promise keeps running and is handled by the caller's follow-up. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<Settled<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Settled<T>>((resolve) => {
+    timer = setTimeout(() => resolve({ kind: 'late' }), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        (value): Settled<T> => ({ kind: 'done', value }),
+        (error: unknown): Settled<T> => ({ kind: 'failed', error }),
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export function createWebhookReceiver(deps: WebhookReceiverDeps): {
   handle: (raw: Buffer, headers: IncomingHttpHeaders) => Promise<WebhookOutcome>;
   counters: WebhookCounters;
+  /** Verified deliveries per position in the list of signing secrets (shows when an old secret falls silent). */
+  verifiedBySecret: number[];
 } {
   const counters: WebhookCounters = {
     received: 0,
     refused: 0,
+    unreadable: 0,
     duplicates: 0,
     routed: 0,
     unknownOrder: 0,
     kyc: 0,
+    hintFailed: 0,
   };
+  const verifiedBySecret: number[] = [];
   const log = deps.logger.child({ component: 'webhooks' });
+  const answerWithinMs = deps.answerWithinMs ?? 2_000;
 
-  const handle = async (raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> => {
-    counters.received++;
-    if (deps.verify) {
-      const verdict = deps.verify(raw, headers);
-      if (!verdict.ok) {
-        counters.refused++;
-        log.warn({ reason: verdict.reason }, 'webhook refused: signature check failed');
-        return { status: 401, body: { detail: `invalid webhook signature: ${verdict.reason}` } };
-      }
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString('utf8'));
-    } catch {
-      counters.refused++;
-      log.warn('webhook refused: body is not JSON');
-      return { status: 400, body: { detail: 'body is not valid JSON' } };
-    }
-    const normalized = deps.normalize(body);
-    if ('error' in normalized) {
-      counters.refused++;
-      log.warn({ problem: normalized.error }, 'webhook refused: unrecognised payload');
-      return { status: 400, body: { detail: normalized.error } };
-    }
-    if (normalized.kind === 'kyc') {
+  const unreadable = (raw: Buffer, problem: string): WebhookOutcome => {
+    counters.unreadable++;
+    log.warn(
+      {
+        problem,
+        bytes: raw.length,
+        sha256: createHash('sha256').update(raw).digest('hex'),
+        excerpt: raw.subarray(0, 256).toString('utf8'),
+      },
+      'signed webhook could not be read; acknowledged (202) and recorded here',
+    );
+    return { status: 202, body: { accepted: false, detail: `unreadable webhook recorded: ${problem}` } };
+  };
+
+  const forget = (uniqueReference: string, status: string): void => {
+    void deps
+      .forget(uniqueReference, status)
+      .catch((error: unknown) =>
+        log.warn(
+          { uniqueReference, status, err: { message: errorText(error) } },
+          'could not forget the dedupe mark of an unrouted webhook; a redelivery of this status is dropped',
+        ),
+      );
+  };
+
+  const hintFailed = (what: Record<string, unknown>, error: unknown): void => {
+    counters.hintFailed++;
+    log.error(
+      { ...what, err: { message: errorText(error) } },
+      'webhook hint not written to Kafka; the regular poll will confirm the order',
+    );
+  };
+
+  const answerKyc = async (
+    raw: Buffer,
+    normalized: Extract<NormalizedWebhook, { kind: 'kyc' }>,
+    deadline: number,
+  ): Promise<WebhookOutcome> => {
+    const located = normalized.uniqueReference ? deps.locate(normalized.uniqueReference) : undefined;
+    const eventId = `kyc:${createHash('sha256').update(raw).digest('hex').slice(0, 32)}`;
+    const what = { kind: 'kyc', uniqueReference: normalized.uniqueReference, eventId };
+    const publishing = deps.publishKyc({
+      eventId,
+      orderId: located?.orderId ?? null,
+      uniqueReference: normalized.uniqueReference,
+      payload: normalized.payload,
+    });
+    const settled = await within(publishing, deadline - performance.now());
+    if (settled.kind === 'done') {
       counters.kyc++;
-      const located = normalized.uniqueReference ? deps.locate(normalized.uniqueReference) : undefined;
-      const eventId = `kyc:${createHash('sha256').update(raw).digest('hex').slice(0, 32)}`;
-      await deps.publishKyc({
-        eventId,
-        orderId: located?.orderId ?? null,
-        uniqueReference: normalized.uniqueReference,
-        payload: normalized.payload,
-      });
       log.info({ uniqueReference: normalized.uniqueReference }, 'KYC webhook recorded');
       return { status: 200, body: { accepted: true, kind: 'kyc' } };
     }
+    if (settled.kind === 'failed') {
+      hintFailed(what, settled.error);
+      return { status: 202, body: { accepted: false, kind: 'kyc', detail: 'could not be recorded' } };
+    }
+    publishing.then(
+      () => counters.kyc++,
+      (error: unknown) => hintFailed(what, error),
+    );
+    return { status: 202, body: { accepted: true, kind: 'kyc', detail: 'being recorded' } };
+  };
+
+  const answerOrder = async (
+    normalized: Extract<NormalizedWebhook, { kind: 'order' }>,
+    deadline: number,
+  ): Promise<WebhookOutcome> => {
     const { uniqueReference, status } = normalized;
     const located = deps.locate(uniqueReference);
     if (!located) {
@@ -110,25 +184,73 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
       );
       return { status: 202, body: { accepted: false, detail: 'unknown order' } };
     }
-    if (!(await deps.firstSeen(uniqueReference, status))) {
+    // Redis slow or down: the delivery counts as first seen (at-least-once; a hint is only a poll).
+    const seen = await within(deps.firstSeen(uniqueReference, status), deadline - performance.now());
+    if (seen.kind === 'done' && !seen.value) {
       counters.duplicates++;
       return { status: 200, body: { accepted: true, duplicate: true } };
     }
-    try {
-      await deps.routeHint({
-        orderId: located.orderId,
-        partition: located.partition,
-        uniqueReference,
-        status,
-        commandId: `webhook-${randomUUID()}`,
-        receivedAt: new Date(deps.now()).toISOString(),
-      });
-    } catch (error) {
-      await deps.forget(uniqueReference, status).catch(() => {});
-      throw error;
+    const what = { kind: 'order', uniqueReference, status, orderId: located.orderId };
+    const routing = deps.routeHint({
+      orderId: located.orderId,
+      partition: located.partition,
+      uniqueReference,
+      status,
+      commandId: `webhook-${randomUUID()}`,
+      receivedAt: new Date(deps.now()).toISOString(),
+    });
+    const routed = await within(routing, deadline - performance.now());
+    if (routed.kind === 'done') {
+      counters.routed++;
+      return { status: 200, body: { accepted: true } };
     }
-    counters.routed++;
-    return { status: 200, body: { accepted: true } };
+    if (routed.kind === 'failed') {
+      hintFailed(what, routed.error);
+      forget(uniqueReference, status);
+      return {
+        status: 202,
+        body: { accepted: false, detail: 'hint not routed; the order is polled anyway' },
+      };
+    }
+    routing.then(
+      () => counters.routed++,
+      (error: unknown) => {
+        hintFailed(what, error);
+        forget(uniqueReference, status);
+      },
+    );
+    return { status: 202, body: { accepted: true, detail: 'hint being routed' } };
   };
-  return { handle, counters };
+
+  const handle = async (raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> => {
+    const deadline = performance.now() + answerWithinMs;
+    counters.received++;
+    if (deps.verify) {
+      const verdict = deps.verify(raw, headers);
+      if (!verdict.ok) {
+        counters.refused++;
+        log.warn({ reason: verdict.reason }, 'webhook refused: signature check failed');
+        return { status: 401, body: { detail: `invalid webhook signature: ${verdict.reason}` } };
+      }
+      verifiedBySecret[verdict.secretIndex] = (verifiedBySecret[verdict.secretIndex] ?? 0) + 1;
+    }
+    try {
+      let body: unknown;
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        return unreadable(raw, 'body is not valid JSON');
+      }
+      const normalized = deps.normalize(body);
+      if ('error' in normalized) return unreadable(raw, normalized.error);
+      return normalized.kind === 'kyc'
+        ? await answerKyc(raw, normalized, deadline)
+        : await answerOrder(normalized, deadline);
+    } catch (error) {
+      // A bug of ours must not count against the endpoint either.
+      log.error({ err: { message: errorText(error) } }, 'webhook handling failed; acknowledged (202)');
+      return { status: 202, body: { accepted: false, detail: 'not processed' } };
+    }
+  };
+  return { handle, counters, verifiedBySecret };
 }

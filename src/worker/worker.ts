@@ -1,7 +1,8 @@
-// The worker's lifecycle: topics, the transactional writer, the state store, the order host, the command
-// consumer and the HTTP server, started in dependency order and stopped in reverse within a bounded time.
+// The worker's lifecycle: the two HTTP servers (webhooks on HTTP_PORT; health, readiness and metrics on
+// METRICS_PORT, both listening from the start), topics, the transactional writer, the state store, the order host
+// and the command consumer, started in dependency order and stopped in reverse within a bounded time.
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
-import type { Server } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { WorkerConfig } from '../config.ts';
 import { CommandConsumer } from '../kafka/command-consumer.ts';
@@ -9,8 +10,12 @@ import { OrderStateStore } from '../kafka/order-state-store.ts';
 import { ensureTopics } from '../kafka/topics.ts';
 import { TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { createHttpServer } from '../webhooks/http-server.ts';
-import { createWebhookReceiver, type WebhookReceiverDeps } from '../webhooks/webhook-receiver.ts';
+import { createOpsServer, createWebhookServer, type WebhookOutcome } from '../webhooks/http-server.ts';
+import {
+  createWebhookReceiver,
+  type WebhookCounters,
+  type WebhookReceiverDeps,
+} from '../webhooks/webhook-receiver.ts';
 import type { MachineBinding } from './machine-binding.ts';
 import { OrderHost, type OrderLeases } from './order-host.ts';
 
@@ -39,6 +44,8 @@ export class Worker {
   private consumer: CommandConsumer | undefined;
   private hintProducer: Producer | undefined;
   private server: Server | undefined;
+  private opsServer: Server | undefined;
+  private receiver: ReturnType<typeof createWebhookReceiver> | undefined;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -56,8 +63,33 @@ export class Worker {
     return typeof address === 'object' && address ? address.port : undefined;
   }
 
+  get metricsPort(): number | undefined {
+    const address = this.opsServer?.address();
+    return typeof address === 'object' && address ? address.port : undefined;
+  }
+
   async start(onFatal: (error: Error) => void): Promise<void> {
     const { config, logger, adapters } = this;
+    // Both servers listen before anything else: liveness answers during a long restore, and a delivery reaching a
+    // replica that is still starting (the webhook Service also routes to pods that are not ready) is verified and
+    // acknowledged rather than refused at connect, which the exchange would count towards disabling the endpoint.
+    this.server = createWebhookServer({
+      logger,
+      handleWebhook: (raw, headers) => this.answerWebhook(raw, headers),
+    });
+    this.opsServer = createOpsServer({
+      logger,
+      readiness: () => this.readiness(),
+      metrics: () => this.metricsText(this.receiver),
+    });
+    const listen = (server: Server, port: number): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, () => resolve());
+      });
+    await listen(this.opsServer, config.metricsPort);
+    await listen(this.server, config.httpPort);
+
     const { partitions } = await ensureTopics(adapters.kafka, config.topics, logger);
     this.kafkaHealthy = { ok: true, at: this.now() };
 
@@ -105,16 +137,18 @@ export class Worker {
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
 
+    // Hints and KYC events are best effort (a duplicate hint is one more poll; a lost one is covered by polling), so
+    // the producer gives up after a few seconds instead of retrying forever behind a pending webhook answer.
     this.hintProducer = adapters.kafka.producer({
-      idempotent: true,
+      idempotent: false,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
       createPartitioner: Partitioners.DefaultPartitioner,
-      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
+      retry: { retries: 4, initialRetryTime: 100, maxRetryTime: 1_000 },
     });
     await this.hintProducer.connect();
 
-    const receiver = createWebhookReceiver({
+    this.receiver = createWebhookReceiver({
       ...adapters.webhooks,
       logger,
       now: this.now,
@@ -124,7 +158,8 @@ export class Worker {
         return record ? { orderId: record.order_id, partition: record.partition } : undefined;
       },
       routeHint: async (hint) => {
-        await this.hintProducer?.send({
+        if (!this.hintProducer) throw new Error('hint producer not running');
+        await this.hintProducer.send({
           topic: config.topics.commands,
           messages: [
             {
@@ -143,7 +178,8 @@ export class Worker {
         });
       },
       publishKyc: async (event) => {
-        await this.hintProducer?.send({
+        if (!this.hintProducer) throw new Error('hint producer not running');
+        await this.hintProducer.send({
           topic: config.topics.events,
           messages: [
             {
@@ -174,17 +210,6 @@ export class Worker {
     });
     this.consumer = consumer;
 
-    this.server = createHttpServer({
-      logger,
-      handleWebhook: receiver.handle,
-      readiness: () => this.readiness(),
-      metrics: () => this.metricsText(receiver.counters),
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.server?.once('error', reject);
-      this.server?.listen(config.httpPort, () => resolve());
-    });
-
     await consumer.start(
       {
         onAssignmentChanged: (assigned) => hostRef.setAssignment(assigned),
@@ -203,9 +228,30 @@ export class Worker {
     this.reconcileTimer = setInterval(() => hostRef.reconcile(this.now(), config.reconcileMaxAgeMs), 5_000);
     this.reconcileTimer.unref();
     logger.info(
-      { port: this.listeningPort, partitions, topics: config.topics, workerId: config.workerId },
+      {
+        port: this.listeningPort,
+        metricsPort: this.metricsPort,
+        partitions,
+        topics: config.topics,
+        workerId: config.workerId,
+      },
       'worker started',
     );
+  }
+
+  /** A webhook before the receiver exists (still starting): checked like any other, then acknowledged unrouted. */
+  private answerWebhook(raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> {
+    if (this.receiver) return this.receiver.handle(raw, headers);
+    const verdict = this.adapters.webhooks.verify?.(raw, headers);
+    if (verdict?.ok === false)
+      return Promise.resolve({
+        status: 401,
+        body: { detail: `invalid webhook signature: ${verdict.reason}` },
+      });
+    return Promise.resolve({
+      status: 202,
+      body: { accepted: false, detail: 'worker starting; the order is polled anyway' },
+    });
   }
 
   /**
@@ -264,7 +310,9 @@ export class Worker {
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   }
 
-  private metricsText(webhooks: object): string {
+  private metricsText(
+    webhooks: { counters: Readonly<WebhookCounters>; verifiedBySecret: readonly number[] } | undefined,
+  ): string {
     const lines: string[] = [];
     // Prometheus text format: *_total series are counters, everything else a gauge.
     const gauge = (name: string, help: string, value: number): void => {
@@ -307,10 +355,20 @@ export class Worker {
     const memory = process.memoryUsage();
     gauge('process_resident_memory_bytes', 'resident set size of the worker process', memory.rss);
     gauge('process_heap_used_bytes', 'V8 heap in use', memory.heapUsed);
-    for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>) {
+    for (const [name, value] of Object.entries(webhooks?.counters ?? {})) {
       const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
       gauge(`worker_webhooks_${snake}_total`, `webhooks ${snake.replace(/_/g, ' ')}`, value);
     }
+    // Which signing secret verified each delivery, by position in the configured list (rotation: when the old
+    // secret's series stops growing, it can be removed).
+    const verified = 'worker_webhooks_verified_total';
+    lines.push(
+      `# HELP ${verified} webhooks verified, by position of the signing secret`,
+      `# TYPE ${verified} counter`,
+    );
+    (webhooks?.verifiedBySecret ?? []).forEach((value, index) =>
+      lines.push(`${verified}{secret="${index}"} ${value ?? 0}`),
+    );
     return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
   }
 
@@ -332,10 +390,10 @@ export class Worker {
     await step('writer', async () => this.writer?.close());
     await step('hint producer', async () => this.hintProducer?.disconnect());
     await step('state store', async () => this.store?.stop());
-    await step(
-      'http',
-      () => new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve())),
-    );
+    const close = (server: Server | undefined): Promise<void> =>
+      new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await step('http', () => close(this.server));
+    await step('metrics http', () => close(this.opsServer));
     await step('adapters', async () => this.adapters.close());
   }
 }

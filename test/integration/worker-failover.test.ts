@@ -97,7 +97,9 @@ describe('worker failover', () => {
     // The survivors took over the victim's partitions and restored its unfinished orders from the state topic.
     const restored = await Promise.all(
       [0, 2].map(async (i) => {
-        const text = await (await fetch(`http://127.0.0.1:${cluster.workers[i]?.port ?? 0}/metrics`)).text();
+        const text = await (
+          await fetch(`http://127.0.0.1:${cluster.workers[i]?.metricsPort ?? 0}/metrics`)
+        ).text();
         return Number(/^worker_orders_restored_total (\d+)/m.exec(text)?.[1] ?? 0);
       }),
     );

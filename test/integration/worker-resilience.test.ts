@@ -15,7 +15,7 @@ afterEach(async () => {
 
 async function metrics(cluster: Cluster, index = 0): Promise<Record<string, number>> {
   const worker = cluster.workers[index];
-  const text = await (await fetch(`http://127.0.0.1:${worker?.port ?? 0}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${worker?.metricsPort ?? 0}/metrics`)).text();
   return Object.fromEntries(
     text
       .split('\n')

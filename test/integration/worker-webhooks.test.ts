@@ -1,14 +1,46 @@
-// The webhook receiver of a real worker process: signatures checked on the raw bytes, deliveries deduplicated on
-// (unique_reference, status), hints routed to the owning replica, KYC notifications published.
+// The webhook receiver of a real worker process: signatures checked on the raw bytes against every configured
+// secret (one per webhook configuration), deliveries deduplicated on (unique_reference, status), hints routed to
+// the owning replica, KYC notifications published, every signed delivery answered 2xx, and health and metrics on
+// their own port.
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, webhookSecret, type Cluster } from '../support/worker-cluster.ts';
+import { freePort } from '../../dev/services/index.ts';
 import { orderCreateCommand } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 
+/** The secret of a second, legacy (v1 payload) webhook configuration of the same partner. */
+const v1WebhookSecret = 'test-webhook-secret-v1-config-42';
+
 let cluster: Cluster;
 beforeAll(async () => {
-  cluster = await startCluster({ workers: 1, partitions: 2 });
+  cluster = await startCluster({
+    workers: 1,
+    partitions: 2,
+    env: { WEBHOOK_SECRETS: v1WebhookSecret },
+    sandbox: (config) => ({
+      ...config,
+      partners: config.partners.map((partner) =>
+        partner.id === 'demo'
+          ? {
+              ...partner,
+              webhooks: [
+                ...(partner.webhooks ?? []),
+                {
+                  id: 'worker-v1',
+                  url: partner.webhooks?.[0]?.url ?? '',
+                  categories: ['order_status'],
+                  payloadVersion: 'v1',
+                  secret: v1WebhookSecret,
+                },
+              ],
+            }
+          : partner,
+      ),
+    }),
+  });
 });
 afterAll(async () => {
   await cluster?.stop();
@@ -36,7 +68,7 @@ async function post(
 }
 
 async function metric(name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${cluster.webhookPort}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${cluster.workers[0]?.metricsPort ?? 0}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return Number(line?.split(' ')[1] ?? NaN);
 }
@@ -73,12 +105,58 @@ describe('webhook receiver', () => {
     expect(changed['status']).toBe('UNCONFIRMED PAYMENT');
   });
 
-  it('answers 2xx for a correctly signed webhook of an unknown order and 400 for an unreadable body', async () => {
+  it('answers 2xx, quickly, to every correctly signed webhook: unknown order, unreadable body, unknown shape', async () => {
     const someOrder = cluster.sandbox.orders.list()[0]?.order ?? {};
+    const now = Math.floor(Date.now() / 1000);
     const unknown = JSON.stringify({ ...someOrder, unique_reference: 'NOPE1', status: 'PAID', id: 'x' });
-    expect((await post(unknown, sign(unknown, Math.floor(Date.now() / 1000)))).status).toBe(202);
-    const garbage = '{"unique_reference": ';
-    expect((await post(garbage, sign(garbage, Math.floor(Date.now() / 1000)))).status).toBe(400);
+    expect((await post(unknown, sign(unknown, now))).status).toBe(202);
+    const before = await metric('worker_webhooks_unreadable_total');
+    for (const body of [
+      '{"unique_reference": ',
+      '{"hello":"world"}',
+      '[1,2]',
+      JSON.stringify({ status: 7 }),
+    ]) {
+      const started = performance.now();
+      const answer = await post(body, sign(body, now, v1WebhookSecret));
+      expect(answer, body).toMatchObject({ status: 202, json: { accepted: false } });
+      expect(performance.now() - started).toBeLessThan(1_000);
+    }
+    expect(await metric('worker_webhooks_unreadable_total')).toBe(before + 4);
+    expect(cluster.workers[0]?.log()).toContain('signed webhook could not be read');
+  });
+
+  it('verifies deliveries of two webhook configurations signed with different secrets, and answers each 2xx', async () => {
+    const orderId = uniqueName('order');
+    await cluster.send(orderCreateCommand('cefi', '1.95', orderId));
+    const reference = String(
+      (await cluster.collector.waitForOrderEvent(orderId, 'order.created'))['unique_reference'],
+    );
+    cluster.sandbox.advanceOrder(reference, 'deposit_seen');
+    await cluster.sandbox.webhooksIdle();
+    const deliveries = cluster.sandbox
+      .listWebhookDeliveries()
+      .filter((delivery) => delivery.orderReference === reference);
+    expect(new Set(deliveries.map((delivery) => delivery.webhookId))).toEqual(
+      new Set(['worker', 'worker-v1']),
+    );
+    expect(
+      deliveries.map((d) => ({ id: d.webhookId, outcome: d.outcome, ok: (d.httpStatus ?? 0) < 300 })),
+    ).toEqual(deliveries.map((d) => ({ id: d.webhookId, outcome: 'delivered', ok: true })));
+    expect(await metric('worker_webhooks_verified_total{secret="0"}')).toBeGreaterThan(0);
+    expect(await metric('worker_webhooks_verified_total{secret="1"}')).toBeGreaterThan(0);
+    const changed = await cluster.collector.waitForOrderEvent(orderId, 'order.status_changed', 30_000);
+    expect(changed['status']).toBe('UNCONFIRMED PAYMENT');
+  });
+
+  it('serves only the webhook on HTTP_PORT; health, readiness and metrics on METRICS_PORT', async () => {
+    const webhookBase = `http://127.0.0.1:${cluster.webhookPort}`;
+    const metricsBase = `http://127.0.0.1:${cluster.workers[0]?.metricsPort ?? 0}`;
+    for (const path of ['/metrics', '/readyz', '/healthz'])
+      expect((await fetch(`${webhookBase}${path}`)).status, path).toBe(404);
+    expect((await fetch(`${metricsBase}/healthz`)).status).toBe(200);
+    expect((await fetch(`${metricsBase}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`${metricsBase}/metrics`)).text()).toContain('worker_webhooks_received_total');
   });
 
   it('records a KYC notification from the exchange and publishes it', async () => {
@@ -98,5 +176,88 @@ describe('webhook receiver', () => {
       (e) => e.type === 'exchange.kyc_status_changed' && e['unique_reference'] === reference,
     );
     expect(event).toMatchObject({ order_id: orderId, seq: 0, payload: { kyc_status: 'approved' } });
+  });
+});
+
+describe('webhook signing configuration', () => {
+  const main = resolve(import.meta.dirname, '..', '..', 'src', 'main.ts');
+  const run = (env: Record<string, string>, until: RegExp) =>
+    new Promise<{ output: string; code: number | null }>((done) => {
+      const { WEBHOOK_SECRET: _secret, WEBHOOK_SECRETS: _secrets, ...unsigned } = cluster.env;
+      const child = spawn(process.execPath, [main], {
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          ...unsigned,
+          TOPIC_COMMANDS: uniqueName('unsigned'),
+          CONSUMER_GROUP: uniqueName('unsigned'),
+          HTTP_PORT: '0',
+          METRICS_PORT: '0',
+          ...env,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      const take = (chunk: Buffer): void => {
+        output += chunk.toString();
+        if (until.test(output)) child.kill('SIGKILL');
+      };
+      child.stdout.on('data', take);
+      child.stderr.on('data', take);
+      child.once('exit', (code) => done({ output, code }));
+      setTimeout(() => child.kill('SIGKILL'), 20_000).unref();
+    });
+
+  it('refuses to start without a signing secret, and warns at start when unsigned webhooks are allowed', async () => {
+    const refused = await run({}, /$^/);
+    expect(refused.code).toBe(2);
+    expect(refused.output).toContain('config: WEBHOOK_SECRET: a webhook signing secret');
+    const allowed = await run({ WEBHOOK_ALLOW_UNSIGNED: 'true' }, /accepted UNSIGNED/);
+    expect(allowed.output).toMatch(
+      /"level":40.*webhooks are accepted UNSIGNED \(WEBHOOK_ALLOW_UNSIGNED=true\)/,
+    );
+  });
+
+  it('answers health and verifies and acknowledges webhooks while it is still starting (Kafka unreachable)', async () => {
+    const [webhookPort, metricsPort, deadKafka] = await Promise.all([freePort(), freePort(), freePort()]);
+    const child = spawn(process.execPath, [main], {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        ...cluster.env,
+        KAFKA_BROKERS: `127.0.0.1:${deadKafka}`,
+        HTTP_PORT: String(webhookPort),
+        METRICS_PORT: String(metricsPort),
+      },
+      stdio: 'ignore',
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      let health = 0;
+      while (health !== 200 && Date.now() < deadline) {
+        health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`).then(
+          (res) => res.status,
+          () => 0,
+        );
+        if (health !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(health).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(503);
+      const body = JSON.stringify({ unique_reference: 'STARTING1', status: 'PAID', id: 'x' });
+      const url = `http://127.0.0.1:${webhookPort}/webhooks/exchange`;
+      const signed = await fetch(url, {
+        method: 'POST',
+        body,
+        headers: sign(body, Math.floor(Date.now() / 1000)),
+      });
+      expect(signed.status).toBe(202);
+      expect(await signed.json()).toMatchObject({ accepted: false });
+      const unsigned = await fetch(url, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(unsigned.status).toBe(401);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

@@ -11,7 +11,10 @@ export const logsDir = join(root, '.services', 'test-logs');
 
 export interface WorkerProcess {
   readonly name: string;
+  /** HTTP_PORT: POST /webhooks/exchange only. */
   readonly port: number;
+  /** METRICS_PORT: /healthz, /readyz, /metrics. */
+  readonly metricsPort: number;
   readonly logFile: string;
   readonly child: ChildProcess;
   exited: Promise<number | null>;
@@ -27,6 +30,7 @@ export async function startWorker(
 ): Promise<WorkerProcess> {
   mkdirSync(logsDir, { recursive: true });
   const port = fixedPort ?? (await freePort());
+  const metricsPort = await freePort();
   const logFile = join(logsDir, `${name}-${Date.now()}.log`);
   const out = createWriteStream(logFile);
   const child = spawn(process.execPath, [join(root, 'src', 'main.ts')], {
@@ -34,6 +38,7 @@ export async function startWorker(
     env: {
       PATH: process.env['PATH'] ?? '',
       HTTP_PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       WORKER_ID: name,
       LOG_LEVEL: 'info',
       ...env,
@@ -46,6 +51,7 @@ export async function startWorker(
   const handle: WorkerProcess = {
     name,
     port,
+    metricsPort,
     logFile,
     child,
     exited,
@@ -56,7 +62,7 @@ export async function startWorker(
         if (child.exitCode !== null)
           throw new Error(`worker ${name} exited with ${child.exitCode}:\n${handle.log().slice(-3000)}`);
         try {
-          const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+          const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
           if (res.status === 200) return;
         } catch {
           /* not listening yet */

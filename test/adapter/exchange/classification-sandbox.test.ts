@@ -206,6 +206,15 @@ const scenarios: Record<string, { config?: ConfigPatch; produce: Scenario }> = {
   credentials_missing: {
     produce: (h) => viaRaw(h, '/pair/', { key: null }),
   },
+  referral_code_not_owned: {
+    produce: (h) =>
+      viaClient(
+        sandboxClient(h, {
+          retry: { maxAttempts: 1 },
+          referralTokens: { cefi: demoReferral.otherPartnerToken },
+        }).listPairs('cefi'),
+      ),
+  },
 };
 
 describe('the classification table against the sandbox', () => {
@@ -260,7 +269,10 @@ describe('the classification table against the sandbox', () => {
     });
     expect((await viaClient(wrongKey.listPairs('cefi'))).action).toBe('fatal');
     const notOwned = sandboxClient(handle, { referralToken: demoReferral.otherPartnerToken });
-    expect(await viaClient(notOwned.listPairs('cefi'))).toMatchObject({ code: 'http_401', action: 'fatal' });
+    expect(await viaClient(notOwned.listPairs('cefi'))).toMatchObject({
+      code: 'referral_code_not_owned',
+      action: 'fatal',
+    });
     await Promise.all([client.close(), wrongKey.close(), notOwned.close()]);
   });
 });

@@ -171,6 +171,24 @@ describe('orders', () => {
   });
 });
 
+describe('referral tokens per trading mode', () => {
+  it("fails with referral_code_not_owned when a mode's key belongs to another partner than the shared token, and works with that mode's own token", async () => {
+    const handle = await startTestSandbox();
+    const credentials = { cefi: demoKeys.otherPartnerCefi, defi: demoKeys.defi };
+    const shared = track(sandboxClient(handle, { credentials, retry: { maxAttempts: 1 } }));
+    expect(await exchangeFailure(shared.createOrder('cefi', cefiOrder))).toMatchObject({
+      code: 'referral_code_not_owned',
+      action: 'fatal',
+      httpStatus: 401,
+    });
+    const perMode = track(
+      sandboxClient(handle, { credentials, referralTokens: { cefi: demoReferral.otherPartnerToken } }),
+    );
+    expect((await perMode.createOrder('cefi', cefiOrder)).order.status).toBe('INITIAL');
+    expect((await perMode.listPairs('defi')).length).toBeGreaterThan(0);
+  });
+});
+
 describe('pre-screening', () => {
   it('passes, fails on compliance (a result, not an error), and is refused without a trusted token', async () => {
     const handle = await startTestSandbox();

@@ -23,6 +23,14 @@ describe('WebhookDedupe', () => {
     expect(await dedupe.firstSeen('REF456', 'PAID')).toBe(true);
   });
 
+  it('forgets a delivery on request, so the next one of that status is first seen again', async () => {
+    const dedupe = new WebhookDedupe(await redis.client());
+    expect(await dedupe.firstSeen('REF123', 'PAID')).toBe(true);
+    await dedupe.forget('REF123', 'PAID');
+    expect(await dedupe.firstSeen('REF123', 'PAID')).toBe(true);
+    expect(await dedupe.firstSeen('REF123', 'PAID')).toBe(false);
+  });
+
   it('forgets a delivery after its ttl', async () => {
     const dedupe = new WebhookDedupe(await redis.client());
     expect(await dedupe.firstSeen('REF123', 'PAID', 1)).toBe(true);

@@ -200,4 +200,12 @@ export const documentedErrors: readonly DocumentedError[] = [
     where: 'any',
     body: { detail: 'Authentication credentials were not provided.' },
   },
+  {
+    // The document gives the rule (a referral code not owned by the key's owner -> 401), not its wording.
+    code: 'referral_code_not_owned',
+    action: 'fatal',
+    status: 401,
+    where: 'any',
+    body: { detail: 'This referral code belongs to another partner.' },
+  },
 ];

@@ -93,6 +93,29 @@ describe('command parsing', () => {
     if (!shortTtl.ok) expect(shortTtl.message).toMatch(/600/);
   });
 
+  it('checks user_timezone at intake with the one pattern the client sends by', () => {
+    for (const good of [
+      'GMT +02:00 (Europe/Berlin)',
+      'GMT -03:00 (America/Argentina/Buenos_Aires)',
+      'GMT +00:00 (UTC)',
+      'GMT +05:45 (Asia/Kathmandu)',
+    ])
+      expect(parse({ ...create, user_timezone: good }).ok, good).toBe(true);
+    for (const bad of [
+      'GMT +02:00 (Europe/)',
+      'GMT +02:00 (/Berlin)',
+      'GMT +02:00 (Europe//Berlin)',
+      'GMT +25:00 (Europe/Berlin)',
+      'GMT +02:60 (Europe/Berlin)',
+      'GMT+02:00 (Europe/Berlin)',
+      'GMT +02:00 (Europe/Berlin)\r\nX-Evil: 1',
+    ]) {
+      const result = parse({ ...create, user_timezone: bad });
+      expect(result, bad).toMatchObject({ ok: false, reason: 'malformed' });
+      if (!result.ok) expect(result.message).toMatch(/user_timezone/);
+    }
+  });
+
   it('allows limit orders in CeFi mode only', () => {
     expect(parse({ ...create, mode: 'cefi', limit_order: { ttl_seconds: 600 } }).ok).toBe(true);
     expect(parse({ ...create, limit_order: { ttl_seconds: 600 } }).ok).toBe(false);

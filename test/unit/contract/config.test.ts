@@ -1,12 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config.ts';
+import { ConfigError, loadConfig, secretValues } from '../../../src/config.ts';
 
 const valid = {
   KAFKA_BROKERS: '127.0.0.1:9092, 127.0.0.1:9093',
   REDIS_URL: 'redis://127.0.0.1:6379',
   EXCHANGE_API_URL: 'http://127.0.0.1:8000/api/v2/',
   EXCHANGE_API_KEY_DEFI: 'defi-secret-key',
+  WEBHOOK_SECRET: 'whsec-one-0001',
 };
+
+function problemsOf(env: Record<string, string | undefined>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
 
 describe('configuration', () => {
   it('parses the environment once into a frozen object with documented defaults', () => {
@@ -59,5 +70,86 @@ describe('configuration', () => {
     expect(loadConfig(valid).maxCommandBytes).toBe(65_536);
     expect(loadConfig({ ...valid, MAX_COMMAND_BYTES: '4096' }).maxCommandBytes).toBe(4_096);
     expect(() => loadConfig({ ...valid, MAX_COMMAND_BYTES: '100' })).toThrow(/MAX_COMMAND_BYTES/);
+  });
+
+  it('requires a webhook signing secret unless unsigned webhooks are explicitly allowed', () => {
+    const { WEBHOOK_SECRET: _secret, ...unsigned } = valid;
+    expect(problemsOf(unsigned)).toEqual([
+      expect.stringMatching(/^WEBHOOK_SECRET: a webhook signing secret .* WEBHOOK_ALLOW_UNSIGNED=true/),
+    ]);
+    expect(problemsOf({ ...unsigned, WEBHOOK_SECRETS: ' , ' })).toHaveLength(1);
+    const allowed = loadConfig({ ...unsigned, WEBHOOK_ALLOW_UNSIGNED: 'true' });
+    expect(allowed.webhooks).toEqual({ secrets: [], allowUnsigned: true });
+    expect(problemsOf({ ...unsigned, WEBHOOK_ALLOW_UNSIGNED: 'yes' })).toContain(
+      'WEBHOOK_ALLOW_UNSIGNED: must be true or false',
+    );
+    expect(problemsOf({ ...valid, WEBHOOK_ALLOW_UNSIGNED: 'true' })).toEqual([
+      expect.stringMatching(
+        /^WEBHOOK_ALLOW_UNSIGNED: must not be true while a webhook signing secret is set/,
+      ),
+    ]);
+    expect(loadConfig({ ...valid, WEBHOOK_ALLOW_UNSIGNED: 'false' }).webhooks.allowUnsigned).toBe(false);
+  });
+
+  it('accepts several webhook signing secrets, in order and without repeats, and never echoes them', () => {
+    const config = loadConfig({
+      ...valid,
+      WEBHOOK_SECRETS: ' whsec-two-0002 ,whsec-one-0001,, whsec-three-0003 ',
+    });
+    expect(config.webhooks.secrets).toEqual(['whsec-one-0001', 'whsec-two-0002', 'whsec-three-0003']);
+    const { WEBHOOK_SECRET: _secret, ...listOnly } = valid;
+    expect(loadConfig({ ...listOnly, WEBHOOK_SECRETS: 'whsec-two-0002' }).webhooks.secrets).toEqual([
+      'whsec-two-0002',
+    ]);
+    const problems = problemsOf({ ...valid, WEBHOOK_SECRETS: 'whsec-two-0002', HTTP_PORT: '-1' });
+    expect(problems.join('\n')).not.toMatch(/whsec/);
+  });
+
+  it('serves webhooks and operations on two different ports', () => {
+    expect(loadConfig(valid)).toMatchObject({ httpPort: 8080, metricsPort: 9464 });
+    expect(loadConfig({ ...valid, HTTP_PORT: '8081', METRICS_PORT: '9100' })).toMatchObject({
+      httpPort: 8081,
+      metricsPort: 9100,
+    });
+    expect(problemsOf({ ...valid, METRICS_PORT: '8080' })).toEqual([
+      expect.stringMatching(/^METRICS_PORT: must differ from HTTP_PORT/),
+    ]);
+    expect(problemsOf({ ...valid, HTTP_PORT: '0', METRICS_PORT: '0' })).toEqual([]);
+    expect(problemsOf({ ...valid, METRICS_PORT: '70000' })[0]).toMatch(/^METRICS_PORT:/);
+  });
+
+  it('takes a referral token per trading mode beside the shared one', () => {
+    const config = loadConfig({
+      ...valid,
+      EXCHANGE_REFERRAL_TOKEN: 'shared-token',
+      EXCHANGE_REFERRAL_TOKEN_CEFI: ' cefi-token ',
+      EXCHANGE_REFERRAL_TOKEN_DEFI: '',
+    });
+    expect(config.exchange.referralToken).toBe('shared-token');
+    expect(config.exchange.referralTokens).toEqual({
+      defi: undefined,
+      cefi: 'cefi-token',
+      cefi_fixed: undefined,
+    });
+  });
+
+  it('lists every secret value for the log scrubber, the Redis password included', () => {
+    const config = loadConfig({
+      ...valid,
+      REDIS_URL: 'redis://worker:p%40ss-word-77@redis:6379',
+      EXCHANGE_REFERRAL_TOKEN: 'shared-token',
+      EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED: 'fixed-token',
+      WEBHOOK_SECRETS: 'whsec-two-0002',
+    });
+    expect(secretValues(config).sort()).toEqual(
+      [
+        'defi-secret-key',
+        'shared-token',
+        'fixed-token',
+        'whsec-one-0001',
+        'whsec-two-0002',
+        'p@ss-word-77',
+      ].sort(),
+    );
   });
 });

@@ -85,13 +85,28 @@ describe('fallback on the HTTP status', () => {
     [408, 'http_408', 'backoff'],
     [417, 'http_417', 'backoff'],
     [400, 'http_400', 'fatal'],
-    [401, 'http_401', 'fatal'],
     [403, 'http_403', 'fatal'],
     [404, 'http_404', 'fatal'],
   ] as const)('classifies an unknown %i as %s (%s)', (status, code, action) => {
     expect(classifyHttpStatus(status)).toMatchObject({ code, action });
     const result = classifyErrorResponse({ status, body: { detail: 'Something nobody documented.' } });
     expect(result).toMatchObject({ code, action, message: 'Something nobody documented.' });
+  });
+
+  it('reads an explained 401 other than missing credentials as the referral ownership rule, and nothing else', () => {
+    const owned = classifyErrorResponse({ status: 401, body: { detail: 'Something nobody documented.' } });
+    expect(owned).toMatchObject({ code: 'referral_code_not_owned', action: 'fatal' });
+    expect(
+      classifyErrorResponse({
+        status: 401,
+        body: { detail: 'Authentication credentials were not provided.' },
+      }).code,
+    ).toBe('credentials_missing');
+    expect(classifyErrorResponse({ status: 401, body: undefined }).code).toBe('http_401');
+    expect(classifyErrorResponse({ status: 401, body: '<html>Unauthorized</html>' }).code).toBe('http_401');
+    expect(
+      classifyErrorResponse({ status: 400, body: { detail: 'Something nobody documented.' } }).code,
+    ).toBe('http_400');
   });
 
   it('uses a status line as the message of an empty or HTML body', () => {

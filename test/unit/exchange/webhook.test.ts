@@ -49,7 +49,7 @@ describe('webhook signature', () => {
       signature: headers['x-webhook-signature'],
       nowMs: now,
     });
-    expect(result).toEqual({ ok: true, timestampSeconds: nowSeconds });
+    expect(result).toEqual({ ok: true, timestampSeconds: nowSeconds, secretIndex: 0 });
   });
 
   it('rejects a body re-serialised after parsing (whitespace changed), a wrong secret and a tampered timestamp', () => {
@@ -101,6 +101,26 @@ describe('webhook signature', () => {
       reason: 'mismatch',
     });
     expect(verify(raw, {})).toEqual({ ok: false, reason: 'missing' });
+  });
+
+  it('accepts a delivery signed with any of several secrets (per configuration, or during a rotation)', () => {
+    const raw = Buffer.from(v2Body());
+    const secrets = ['whsec-v2-config-0001', 'whsec-v1-config-0002', 'whsec-rotated-0003'];
+    const verify = webhookVerifier(secrets, { now: () => now });
+    secrets.forEach((one, index) =>
+      expect(verify(raw, signWebhook(one, raw, nowSeconds))).toEqual({
+        ok: true,
+        timestampSeconds: nowSeconds,
+        secretIndex: index,
+      }),
+    );
+    expect(verify(raw, signWebhook('whsec-retired-0000', raw, nowSeconds))).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
+    expect(
+      webhookVerifier([], { now: () => now })(raw, signWebhook(secrets[0] ?? '', raw, nowSeconds)),
+    ).toEqual({ ok: false, reason: 'mismatch' });
   });
 
   it('rejects missing and malformed headers without comparing', () => {
