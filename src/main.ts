@@ -42,11 +42,13 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     clientId: `exchange-order-worker.${config.workerId}`,
     brokers: config.kafkaBrokers,
     logger,
+    security: config.security.kafka,
   });
   const redisLog = logger.child({ component: 'redis' });
   let lastRedisError = 0;
   const redis = createRedis(config.redisUrl, {
     keyPrefix: `eow:${config.consumerGroup}:`,
+    security: config.security.redis,
     onError: (error) => {
       if (Date.now() - lastRedisError > 5_000) redisLog.warn({ code: error.code }, 'redis unavailable');
       lastRedisError = Date.now();
@@ -150,6 +152,16 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
   });
 }
 
+/** A password given inside REDIS_URL (redis://user:password@host) is a secret too. */
+function redisUrlPassword(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
+}
+
 let config: WorkerConfig;
 try {
   config = loadConfig(process.env);
@@ -166,6 +178,12 @@ const logger = createLogger({
     ...Object.values(config.exchange.credentials),
     config.exchange.referralToken,
     config.webhookSecret,
+    config.security.kafka.tls?.passphrase,
+    config.security.kafka.sasl?.mechanism === 'oauthbearer'
+      ? undefined
+      : config.security.kafka.sasl?.password,
+    config.security.redis.password,
+    redisUrlPassword(config.redisUrl),
   ],
 });
 run(config, logger).catch((error: unknown) => {
