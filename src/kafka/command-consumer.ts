@@ -35,6 +35,8 @@ export class CommandConsumer {
   restoredPartitions = new Set<number>();
   /** Joined the consumer group at least once (a member may legitimately hold no partition). */
   joined = false;
+  /** Set when the consumer crashed and kafkajs will not restart it: the reason. */
+  crashedForGood: string | undefined;
 
   constructor(opts: { kafka: Kafka; topic: string; groupId: string; partitions: number; logger: Logger }) {
     this.topic = opts.topic;
@@ -58,6 +60,8 @@ export class CommandConsumer {
         { err: event.payload.error, restart: event.payload.restart },
         'command consumer crashed',
       );
+      // kafkajs gives up on a crash it does not restart from: nothing consumes any more (liveness fails).
+      if (!event.payload.restart) this.crashedForGood = event.payload.error.message;
     });
   }
 

@@ -13,6 +13,8 @@ export interface HttpServerDeps {
   handleWebhook: (rawBody: Buffer, headers: http.IncomingHttpHeaders) => Promise<WebhookOutcome>;
   readiness: () => Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }>;
   metrics: () => string;
+  /** /healthz answers 503 when this says not alive (the orchestrator restarts the process). */
+  liveness?: () => { alive: boolean; detail?: string };
   maxBodyBytes?: number;
 }
 
@@ -32,7 +34,16 @@ export function createHttpServer(deps: HttpServerDeps): http.Server {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://worker');
     const path = url.pathname.replace(/\/+$/, '') || '/';
-    if (req.method === 'GET' && path === '/healthz') return send(res, 200, { status: 'alive' });
+    if (req.method === 'GET' && path === '/healthz') {
+      const live = deps.liveness?.() ?? { alive: true };
+      return send(
+        res,
+        live.alive ? 200 : 503,
+        live.alive
+          ? { status: 'alive' }
+          : { status: 'dead', ...(live.detail ? { detail: live.detail } : {}) },
+      );
+    }
     if (req.method === 'GET' && path === '/readyz') {
       deps
         .readiness()

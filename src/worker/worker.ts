@@ -168,6 +168,7 @@ export class Worker {
       logger,
       handleWebhook: receiver.handle,
       readiness: () => this.readiness(),
+      liveness: () => this.liveness(),
       metrics: () => this.metricsText(receiver.counters),
     });
     await new Promise<void>((resolve, reject) => {
@@ -213,6 +214,14 @@ export class Worker {
       inflight < Math.max(1, Math.floor(maxInflightExchangeCalls * 0.8))
     )
       this.consumer.resume();
+  }
+
+  /** Not alive once the command consumer crashed for good: a restart is the only way back. */
+  liveness(): { alive: boolean; detail?: string } {
+    const crashed = this.consumer?.crashedForGood;
+    return crashed === undefined
+      ? { alive: true }
+      : { alive: false, detail: `command consumer crashed: ${crashed}` };
   }
 
   async readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> {
@@ -303,7 +312,10 @@ export class Worker {
     return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
   }
 
-  /** Graceful stop: no more commands, orders persisted, leases released, producers flushed. */
+  /**
+   * Graceful stop: no more commands, orders persisted, leases released, then webhooks (accepted and routed until
+   * the HTTP server closes), producers flushed.
+   */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -319,12 +331,15 @@ export class Worker {
     await step('consumer', async () => this.consumer?.stop());
     await step('orders', async () => this.host?.unloadAll());
     await step('writer', async () => this.writer?.close());
-    await step('hint producer', async () => this.hintProducer?.disconnect());
-    await step('state store', async () => this.store?.stop());
+    // Webhooks are accepted and routed until here: the HTTP server closes (waiting for requests in progress)
+    // before the hint producer and the state store it routes with. A webhook answered 5xx would count towards
+    // the exchange disabling the endpoint; Kubernetes stops sending new ones during the pod's preStop pause.
     await step(
       'http',
       () => new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve())),
     );
+    await step('hint producer', async () => this.hintProducer?.disconnect());
+    await step('state store', async () => this.store?.stop());
     await step('adapters', async () => this.adapters.close());
   }
 }

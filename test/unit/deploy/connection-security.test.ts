@@ -71,11 +71,14 @@ describe('secured connection configuration', () => {
       KAFKA_SASL_MECHANISM: 'oauthbearer',
       KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: tokenFile,
     });
-    const sasl = kafkaSecurityOptions(config.security.kafka).sasl;
-    if (sasl?.mechanism !== 'oauthbearer') throw new Error('expected oauthbearer');
-    expect(await sasl.oauthBearerProvider()).toEqual({ value: 'first-token' });
+    const sasl = kafkaSecurityOptions(config.security.kafka).sasl as
+      { mechanism: string; oauthBearerProvider?: () => Promise<{ value: string }> } | undefined;
+    expect(sasl?.mechanism).toBe('oauthbearer');
+    const provider = sasl?.oauthBearerProvider;
+    if (!provider) throw new Error('no token provider');
+    expect(await provider()).toEqual({ value: 'first-token' });
     writeFileSync(tokenFile, 'rotated-token\n');
-    expect(await sasl.oauthBearerProvider()).toEqual({ value: 'rotated-token' });
+    expect(await provider()).toEqual({ value: 'rotated-token' });
   });
 
   it('gives ioredis the CA, server name and ACL user for a rediss:// URL', () => {
