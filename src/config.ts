@@ -238,6 +238,7 @@ export const configSchema = z
     TOPIC_STATE: topicName.optional(),
     TOPIC_PARTITIONS: intFromEnv(12, 1, 1000),
     TOPIC_REPLICATION_FACTOR: intFromEnv(1, 1, 10),
+    TOPIC_MIN_INSYNC_REPLICAS: z.coerce.number().int().min(1).max(10).optional(),
     CONSUMER_GROUP: z.string().min(1).default('exchange-order-worker'),
     WORKER_ID: z
       .string()
@@ -260,11 +261,20 @@ export const configSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     ...connectionSecurityVariables,
   })
-  .superRefine((value, ctx) =>
+  .superRefine((value, ctx) => {
     checkConnectionSecurity(value, (variable, message) =>
       ctx.addIssue({ code: 'custom', path: [variable], message }),
-    ),
-  )
+    );
+    if (
+      value.TOPIC_MIN_INSYNC_REPLICAS !== undefined &&
+      value.TOPIC_MIN_INSYNC_REPLICAS > value.TOPIC_REPLICATION_FACTOR
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TOPIC_MIN_INSYNC_REPLICAS'],
+        message: 'must not exceed TOPIC_REPLICATION_FACTOR (no write could ever succeed)',
+      });
+  })
   .transform((value) => ({
     kafkaBrokers: value.KAFKA_BROKERS,
     redisUrl: value.REDIS_URL,
@@ -287,6 +297,7 @@ export const configSchema = z
       state: value.TOPIC_STATE ?? `${value.TOPIC_COMMANDS}.state`,
       partitions: value.TOPIC_PARTITIONS,
       replicationFactor: value.TOPIC_REPLICATION_FACTOR,
+      minInsyncReplicas: value.TOPIC_MIN_INSYNC_REPLICAS,
     },
     consumerGroup: value.CONSUMER_GROUP,
     workerId: value.WORKER_ID,

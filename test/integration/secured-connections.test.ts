@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalKafka, type LocalKafka } from '../../dev/services/kafka-local.ts';
 import { startLocalRedis, type LocalRedis } from '../../dev/services/redis-local.ts';
@@ -53,6 +53,7 @@ function securedVariables(): Record<string, string> {
     REDIS_TLS_SERVERNAME: redisServerName,
     REDIS_USERNAME: redisUser.name,
     REDIS_PASSWORD: redisUser.password,
+    TOPIC_MIN_INSYNC_REPLICAS: '1',
   };
 }
 
@@ -160,6 +161,27 @@ describe('secured Kafka (SASL_SSL) and Redis (TLS + ACL user)', () => {
       expect(keys.length).toBeGreaterThan(0);
     } finally {
       await closeRedis(redis);
+    }
+
+    // The topics the worker created carry the configured min.insync.replicas.
+    const admin = clientFor({}).admin();
+    await admin.connect();
+    try {
+      const described = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [environment.topics.commands, `${environment.topics.commands}.state`].map((name) => ({
+          type: ConfigResourceTypes.TOPIC,
+          name,
+          configNames: ['min.insync.replicas'],
+        })),
+      });
+      for (const resource of described.resources)
+        expect(resource.configEntries.find((e) => e.configName === 'min.insync.replicas')).toMatchObject({
+          configValue: '1',
+          isDefault: false,
+        });
+    } finally {
+      await admin.disconnect();
     }
 
     const log = environment.workers[0]?.log() ?? '';

@@ -117,6 +117,16 @@ describe('secured connection configuration', () => {
     expect(found.join('\n')).not.toContain('sasl-password-value');
   });
 
+  it('sets min.insync.replicas of created topics only when asked, never above the replication factor', () => {
+    expect(loadConfig(base).topics.minInsyncReplicas).toBeUndefined();
+    expect(
+      loadConfig({ ...base, TOPIC_REPLICATION_FACTOR: '3', TOPIC_MIN_INSYNC_REPLICAS: '2' }).topics,
+    ).toMatchObject({ replicationFactor: 3, minInsyncReplicas: 2 });
+    expect(problems({ TOPIC_MIN_INSYNC_REPLICAS: '2' })).toEqual([
+      'TOPIC_MIN_INSYNC_REPLICAS: must not exceed TOPIC_REPLICATION_FACTOR (no write could ever succeed)',
+    ]);
+  });
+
   it('refuses unreadable and non-PEM certificate files and unknown mechanisms', () => {
     expect(problems({ KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: join(dir, 'missing.pem') })).toEqual([
       `KAFKA_SSL_CA_FILE: cannot read ${join(dir, 'missing.pem')} (ENOENT)`,
