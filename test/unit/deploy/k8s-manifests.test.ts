@@ -249,6 +249,31 @@ describe.each(['dev', 'production'] as const)('the %s overlay', (overlay) => {
     expect(pdb.maxUnavailable).toBe(1);
   });
 
+  it('lets the worker reach every endpoint of its configuration through the NetworkPolicy', () => {
+    const egress = (
+      only(objects, 'NetworkPolicy')['spec'] as {
+        egress: Array<{ ports?: Array<{ port: number }>; to?: unknown }>;
+      }
+    ).egress;
+    const open = new Set(
+      egress.filter((rule) => !rule.to).flatMap((rule) => (rule.ports ?? []).map((p) => p.port)),
+    );
+    const portOf = (url: string): number => {
+      const parsed = new URL(url);
+      return Number(
+        parsed.port || (parsed.protocol === 'https:' ? 443 : parsed.protocol === 'http:' ? 80 : 6379),
+      );
+    };
+    const needed = [
+      ...(config['KAFKA_BROKERS'] ?? '').split(',').map((broker) => Number(broker.split(':').at(-1))),
+      portOf(config['REDIS_URL'] ?? ''),
+      portOf(config['EXCHANGE_API_URL'] ?? ''),
+      ...(config['OTEL_EXPORTER_OTLP_ENDPOINT'] ? [portOf(config['OTEL_EXPORTER_OTLP_ENDPOINT'])] : []),
+      53,
+    ];
+    expect(needed.filter((port) => !open.has(port))).toEqual([]);
+  });
+
   it('pins the image: never latest, a version or a digest', () => {
     expect(worker.image).not.toMatch(/:latest$/);
     expect(worker.image).toMatch(
