@@ -1,6 +1,7 @@
 // Configuration: parsed once from the environment by one zod schema and frozen. Nothing else reads process.env.
 // An invalid configuration stops start-up with one line per problem, naming the variable, never its value
 // when the variable is a secret.
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_MAX_COMMAND_BYTES } from './contract/commands.ts';
@@ -15,6 +16,9 @@ const secretVariables = new Set([
   'EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED',
   'WEBHOOK_SECRET',
   'WEBHOOK_SECRETS',
+  'KAFKA_SSL_KEY_PASSWORD',
+  'KAFKA_SASL_PASSWORD',
+  'REDIS_PASSWORD',
 ]);
 
 const httpUrl = z
@@ -55,6 +59,174 @@ const booleanFromEnv = z
 const intFromEnv = (fallback: number, min: number, max: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
+// --- Secured connections (Kafka TLS + SASL, Redis TLS + ACL user) ---------------------------------------------
+// Certificates and keys are files (Kubernetes mounts Secrets as files); they are read here, once, and must be PEM.
+const pemFile = z
+  .string()
+  .trim()
+  .min(1)
+  .transform((path, ctx) => {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      ctx.issues.push({
+        code: 'custom',
+        input: path,
+        message: `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      });
+      return z.NEVER;
+    }
+    if (!/-----BEGIN [A-Z0-9 ]+-----/.test(text)) {
+      ctx.issues.push({ code: 'custom', input: path, message: `${path} is not a PEM file` });
+      return z.NEVER;
+    }
+    return text;
+  });
+
+/** Unset or empty: no file. */
+const optionalPemFile = z.preprocess(
+  (value) => (typeof value === 'string' && value.trim() === '' ? undefined : value),
+  pemFile.optional(),
+);
+
+const flagFromEnv = z
+  .enum(['true', 'false', '1', '0', ''], { error: 'must be true or false' })
+  .optional()
+  .transform((value) => value === 'true' || value === '1');
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+const connectionSecurityVariables = {
+  KAFKA_SSL: flagFromEnv,
+  KAFKA_SSL_CA_FILE: optionalPemFile,
+  KAFKA_SSL_CERT_FILE: optionalPemFile,
+  KAFKA_SSL_KEY_FILE: optionalPemFile,
+  KAFKA_SSL_KEY_PASSWORD: optionalSecret,
+  KAFKA_SSL_SERVERNAME: optionalText,
+  KAFKA_SASL_MECHANISM: z
+    .enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], {
+      error: 'must be plain, scram-sha-256, scram-sha-512 or oauthbearer',
+    })
+    .optional(),
+  KAFKA_SASL_USERNAME: optionalText,
+  KAFKA_SASL_PASSWORD: optionalSecret,
+  KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: optionalText,
+  REDIS_USERNAME: optionalText,
+  REDIS_PASSWORD: optionalSecret,
+  REDIS_TLS_CA_FILE: optionalPemFile,
+  REDIS_TLS_CERT_FILE: optionalPemFile,
+  REDIS_TLS_KEY_FILE: optionalPemFile,
+  REDIS_TLS_SERVERNAME: optionalText,
+};
+
+type SecurityInput = {
+  [K in keyof typeof connectionSecurityVariables]?: z.output<(typeof connectionSecurityVariables)[K]>;
+} & { REDIS_URL: string };
+
+/** Cross-variable rules of the secured connections: one issue per problem, on the variable to fix. */
+function checkConnectionSecurity(
+  value: SecurityInput,
+  issue: (variable: string, message: string) => void,
+): void {
+  const kafkaTlsFiles = [
+    'KAFKA_SSL_CA_FILE',
+    'KAFKA_SSL_CERT_FILE',
+    'KAFKA_SSL_KEY_FILE',
+    'KAFKA_SSL_KEY_PASSWORD',
+    'KAFKA_SSL_SERVERNAME',
+  ] as const;
+  if (!value.KAFKA_SSL)
+    for (const name of kafkaTlsFiles)
+      if (value[name] !== undefined) issue(name, 'is set but KAFKA_SSL is not true');
+  if ((value.KAFKA_SSL_CERT_FILE === undefined) !== (value.KAFKA_SSL_KEY_FILE === undefined))
+    issue('KAFKA_SSL_CERT_FILE', 'KAFKA_SSL_CERT_FILE and KAFKA_SSL_KEY_FILE go together');
+  const mechanism = value.KAFKA_SASL_MECHANISM;
+  if (mechanism === undefined) {
+    for (const name of [
+      'KAFKA_SASL_USERNAME',
+      'KAFKA_SASL_PASSWORD',
+      'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE',
+    ] as const)
+      if (value[name] !== undefined) issue(name, 'is set but KAFKA_SASL_MECHANISM is not');
+  } else if (mechanism === 'oauthbearer') {
+    if (value.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE === undefined)
+      issue('KAFKA_SASL_OAUTHBEARER_TOKEN_FILE', 'is required with KAFKA_SASL_MECHANISM=oauthbearer');
+    if (!value.KAFKA_SSL)
+      issue('KAFKA_SSL', 'must be true with KAFKA_SASL_MECHANISM=oauthbearer (bearer tokens)');
+  } else {
+    if (value.KAFKA_SASL_USERNAME === undefined)
+      issue('KAFKA_SASL_USERNAME', `is required with KAFKA_SASL_MECHANISM=${mechanism}`);
+    if (value.KAFKA_SASL_PASSWORD === undefined)
+      issue('KAFKA_SASL_PASSWORD', `is required with KAFKA_SASL_MECHANISM=${mechanism}`);
+    if (mechanism === 'plain' && !value.KAFKA_SSL)
+      issue('KAFKA_SSL', 'must be true with KAFKA_SASL_MECHANISM=plain (it sends the password in clear)');
+  }
+  const rediss = value.REDIS_URL.startsWith('rediss://');
+  for (const name of [
+    'REDIS_TLS_CA_FILE',
+    'REDIS_TLS_CERT_FILE',
+    'REDIS_TLS_KEY_FILE',
+    'REDIS_TLS_SERVERNAME',
+  ] as const)
+    if (!rediss && value[name] !== undefined) issue(name, 'needs a rediss:// REDIS_URL');
+  if ((value.REDIS_TLS_CERT_FILE === undefined) !== (value.REDIS_TLS_KEY_FILE === undefined))
+    issue('REDIS_TLS_CERT_FILE', 'REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together');
+  const inUrl = /^rediss?:\/\/[^/@]*@/.test(value.REDIS_URL);
+  if (inUrl && (value.REDIS_USERNAME !== undefined || value.REDIS_PASSWORD !== undefined))
+    issue(
+      'REDIS_PASSWORD',
+      'give the Redis credentials either in REDIS_URL or in REDIS_USERNAME/REDIS_PASSWORD',
+    );
+  if (value.REDIS_USERNAME !== undefined && value.REDIS_PASSWORD === undefined)
+    issue('REDIS_PASSWORD', 'is required with REDIS_USERNAME');
+}
+
+function connectionSecurity(value: SecurityInput) {
+  const kafkaSasl =
+    value.KAFKA_SASL_MECHANISM === undefined
+      ? undefined
+      : value.KAFKA_SASL_MECHANISM === 'oauthbearer'
+        ? { mechanism: 'oauthbearer' as const, tokenFile: value.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE ?? '' }
+        : {
+            mechanism: value.KAFKA_SASL_MECHANISM,
+            username: value.KAFKA_SASL_USERNAME ?? '',
+            password: value.KAFKA_SASL_PASSWORD ?? '',
+          };
+  return {
+    kafka: {
+      tls: value.KAFKA_SSL
+        ? {
+            ca: value.KAFKA_SSL_CA_FILE,
+            cert: value.KAFKA_SSL_CERT_FILE,
+            key: value.KAFKA_SSL_KEY_FILE,
+            passphrase: value.KAFKA_SSL_KEY_PASSWORD,
+            servername: value.KAFKA_SSL_SERVERNAME,
+          }
+        : undefined,
+      sasl: kafkaSasl,
+    },
+    redis: {
+      tls: value.REDIS_URL.startsWith('rediss://')
+        ? {
+            ca: value.REDIS_TLS_CA_FILE,
+            cert: value.REDIS_TLS_CERT_FILE,
+            key: value.REDIS_TLS_KEY_FILE,
+            servername: value.REDIS_TLS_SERVERNAME,
+          }
+        : undefined,
+      username: value.REDIS_USERNAME,
+      password: value.REDIS_PASSWORD,
+    },
+  };
+}
+
+export type KafkaSecurity = ReturnType<typeof connectionSecurity>['kafka'];
+export type RedisSecurity = ReturnType<typeof connectionSecurity>['redis'];
+
 const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a valid Kafka topic name');
 
 export const configSchema = z
@@ -94,6 +266,7 @@ export const configSchema = z
     TOPIC_STATE: topicName.optional(),
     TOPIC_PARTITIONS: intFromEnv(12, 1, 1000),
     TOPIC_REPLICATION_FACTOR: intFromEnv(1, 1, 10),
+    TOPIC_MIN_INSYNC_REPLICAS: z.coerce.number().int().min(1).max(10).optional(),
     CONSUMER_GROUP: z.string().min(1).default('exchange-order-worker'),
     WORKER_ID: z
       .string()
@@ -119,6 +292,21 @@ export const configSchema = z
     MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
     OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    ...connectionSecurityVariables,
+  })
+  .superRefine((value, ctx) => {
+    checkConnectionSecurity(value, (variable, message) =>
+      ctx.addIssue({ code: 'custom', path: [variable], message }),
+    );
+    if (
+      value.TOPIC_MIN_INSYNC_REPLICAS !== undefined &&
+      value.TOPIC_MIN_INSYNC_REPLICAS > value.TOPIC_REPLICATION_FACTOR
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TOPIC_MIN_INSYNC_REPLICAS'],
+        message: 'must not exceed TOPIC_REPLICATION_FACTOR (no write could ever succeed)',
+      });
   })
   .transform((value) => ({
     kafkaBrokers: value.KAFKA_BROKERS,
@@ -158,6 +346,7 @@ export const configSchema = z
       state: value.TOPIC_STATE ?? `${value.TOPIC_COMMANDS}.state`,
       partitions: value.TOPIC_PARTITIONS,
       replicationFactor: value.TOPIC_REPLICATION_FACTOR,
+      minInsyncReplicas: value.TOPIC_MIN_INSYNC_REPLICAS,
     },
     consumerGroup: value.CONSUMER_GROUP,
     workerId: value.WORKER_ID,
@@ -174,6 +363,7 @@ export const configSchema = z
     maxCommandBytes: value.MAX_COMMAND_BYTES,
     logLevel: value.LOG_LEVEL,
     otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
+    security: connectionSecurity(value),
   }));
 
 export type WorkerConfig = Readonly<z.infer<typeof configSchema>>;
@@ -241,6 +431,11 @@ export function secretValues(config: WorkerConfig): string[] {
     ...Object.values(config.exchange.referralTokens),
     ...config.webhooks.secrets,
     urlPassword(config.redisUrl),
+    config.security.kafka.tls?.passphrase,
+    config.security.kafka.sasl?.mechanism === 'oauthbearer'
+      ? undefined
+      : config.security.kafka.sasl?.password,
+    config.security.redis.password,
   ].filter((value): value is string => value !== undefined && value !== '');
 }
 

@@ -45,11 +45,13 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     clientId: `exchange-order-worker.${config.workerId}`,
     brokers: config.kafkaBrokers,
     logger,
+    security: config.security.kafka,
   });
   const redisLog = logger.child({ component: 'redis' });
   let lastRedisError = 0;
   const redis = createRedis(config.redisUrl, {
     keyPrefix: `eow:${config.consumerGroup}:`,
+    security: config.security.redis,
     onError: (error) => {
       if (Date.now() - lastRedisError > 5_000) redisLog.warn({ code: error.code }, 'redis unavailable');
       lastRedisError = Date.now();
@@ -187,6 +189,16 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     );
     shutdown('fatal', 1);
   });
+}
+
+/** A password given inside REDIS_URL (redis://user:password@host) is a secret too. */
+function redisUrlPassword(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
 }
 
 let config: WorkerConfig;

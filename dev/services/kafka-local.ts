@@ -29,7 +29,27 @@ export interface LocalKafkaState {
   port: number;
   controllerPort: number;
   dir: string;
+  /** What clients use: the PLAINTEXT listener, or the SASL_SSL listener of a secured broker. */
   brokers: string[];
+  /** The PLAINTEXT listener (inter-broker and our own readiness probe); equals `brokers` on a plain broker. */
+  internalBrokers?: string[];
+  securedPort?: number;
+}
+
+/**
+ * A SASL_SSL listener for tests of secured connections. The broker keeps its PLAINTEXT listener for its own
+ * inter-broker traffic and our readiness probe; `brokers` then names only the secured listener. Mechanisms
+ * PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (the users below, for each) and OAUTHBEARER (Kafka's unsecured JWS
+ * validator: for tests of the client's token plumbing only, never a production setting) are enabled.
+ */
+export interface LocalKafkaSaslSsl {
+  /** PKCS#12 keystore with the broker's key and certificate. */
+  keystoreFile: string;
+  keystorePassword: string;
+  /** PEM CA: when set, clients must present a certificate it signed (mutual TLS). */
+  clientCaFile?: string;
+  /** Users and passwords ([A-Za-z0-9._-] only). */
+  users: Array<{ name: string; password: string }>;
 }
 
 export interface LocalKafka {
@@ -88,15 +108,46 @@ function clusterId(): string {
   return randomBytes(16).toString('base64url').slice(0, 22);
 }
 
-function serverProperties(state: LocalKafkaState): string {
+const safeCredential = /^[A-Za-z0-9._-]+$/;
+
+function saslSslProperties(secured: LocalKafkaSaslSsl): string[] {
+  for (const user of secured.users)
+    if (!safeCredential.test(user.name) || !safeCredential.test(user.password))
+      throw new Error('local Kafka: SASL user names and passwords must be [A-Za-z0-9._-]');
+  const prefix = 'listener.name.secured';
+  const plainUsers = secured.users.map((u) => `user_${u.name}="${u.password}"`).join(' ');
+  return [
+    'inter.broker.listener.name=PLAINTEXT',
+    'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER',
+    `${prefix}.ssl.keystore.type=PKCS12`,
+    `${prefix}.ssl.keystore.location=${secured.keystoreFile}`,
+    `${prefix}.ssl.keystore.password=${secured.keystorePassword}`,
+    `${prefix}.ssl.key.password=${secured.keystorePassword}`,
+    ...(secured.clientCaFile
+      ? [
+          `${prefix}.ssl.truststore.type=PEM`,
+          `${prefix}.ssl.truststore.location=${secured.clientCaFile}`,
+          `${prefix}.ssl.client.auth=required`,
+        ]
+      : []),
+    `${prefix}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ${plainUsers};`,
+    `${prefix}.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;`,
+    `${prefix}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;`,
+    `${prefix}.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;`,
+  ];
+}
+
+function serverProperties(state: LocalKafkaState, secured?: LocalKafkaSaslSsl): string {
+  const securedListener = state.securedPort ? `,SECURED://127.0.0.1:${state.securedPort}` : '';
   return [
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.voters=1@127.0.0.1:${state.controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${state.port},CONTROLLER://127.0.0.1:${state.controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${state.port}`,
+    `listeners=PLAINTEXT://127.0.0.1:${state.port},CONTROLLER://127.0.0.1:${state.controllerPort}${securedListener}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${state.port}${securedListener}`,
     'controller.listener.names=CONTROLLER',
-    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${securedListener ? ',SECURED:SASL_SSL' : ''}`,
+    ...(secured && state.securedPort ? saslSslProperties(secured) : []),
     `log.dirs=${join(state.dir, 'data')}`,
     'num.partitions=1',
     'auto.create.topics.enable=false',
@@ -147,19 +198,31 @@ export async function kafkaAnswers(brokers: string[], timeoutMs = 5000): Promise
 export async function startLocalKafka(opts: {
   dir: string;
   log?: (line: string) => void;
+  /** Adds a SASL_SSL listener; `brokers` then names it (tests of secured connections). */
+  saslSsl?: LocalKafkaSaslSsl;
 }): Promise<LocalKafka> {
   const classpath = ensureKafkaJars(opts.log);
   mkdirSync(opts.dir, { recursive: true });
-  const port = await freePort();
-  let controllerPort = await freePort();
-  while (controllerPort === port) controllerPort = await freePort();
+  const taken = new Set<number>();
+  const nextPort = async (): Promise<number> => {
+    let candidate = await freePort();
+    while (taken.has(candidate)) candidate = await freePort();
+    taken.add(candidate);
+    return candidate;
+  };
+  const port = await nextPort();
+  const controllerPort = await nextPort();
+  const securedPort = opts.saslSsl ? await nextPort() : undefined;
+  const internalBrokers = [`127.0.0.1:${port}`];
   const state: LocalKafkaState = {
     kind: 'local',
     pid: 0,
     port,
     controllerPort,
     dir: opts.dir,
-    brokers: [`127.0.0.1:${port}`],
+    brokers: securedPort ? [`127.0.0.1:${securedPort}`] : internalBrokers,
+    internalBrokers,
+    ...(securedPort ? { securedPort } : {}),
   };
   const props = join(opts.dir, 'server.properties');
   const brokerLog = join(opts.dir, 'broker.log');
@@ -167,12 +230,19 @@ export async function startLocalKafka(opts: {
   // A new broker starts from empty storage: data left by a broker that was killed (say, with the machine) belongs to
   // another cluster id and would make the format step fail.
   rmSync(join(opts.dir, 'data'), { recursive: true, force: true });
-  writeFileSync(props, serverProperties(state));
+  writeFileSync(props, serverProperties(state, opts.saslSsl));
   writeFileSync(join(opts.dir, 'log4j.properties'), log4jProperties(brokerLog));
   const log4j = `-Dlog4j.configuration=file:${join(opts.dir, 'log4j.properties')}`;
+  // SCRAM credentials live in the KRaft metadata: they are written when the storage is formatted.
+  const scram = (opts.saslSsl?.users ?? []).flatMap((user) =>
+    ['SCRAM-SHA-256', 'SCRAM-SHA-512'].flatMap((mechanism) => [
+      '--add-scram',
+      `${mechanism}=[name=${user.name},password=${user.password}]`,
+    ]),
+  );
   execFileSync(
     javaBinary(),
-    ['-cp', classpath, log4j, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', props],
+    ['-cp', classpath, log4j, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', props, ...scram],
     {
       stdio: 'pipe',
     },
@@ -201,7 +271,7 @@ export async function startLocalKafka(opts: {
       `Kafka broker on 127.0.0.1:${port}`,
       async () => {
         if (!isAlive(state.pid)) throw new Error(`Kafka broker exited during start-up\n${logTail()}`);
-        return (await canConnect(port)) && (await kafkaAnswers(state.brokers));
+        return (await canConnect(port)) && (await kafkaAnswers(internalBrokers));
       },
       90_000,
       () => logTail(),

@@ -42,7 +42,54 @@ export function assertRedisBinary(): void {
   }
 }
 
-export async function startLocalRedis(opts: { dir: string; port?: number }): Promise<LocalRedis> {
+/** TLS-only Redis with ACL users, for tests of secured connections. */
+export interface LocalRedisSecurity {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  /** Clients must present a certificate signed by caFile. */
+  requireClientCertificate: boolean;
+  /** ACL users with every command on every key; the password-less `default` user is switched off. */
+  users: Array<{ name: string; password: string }>;
+}
+
+function securityArguments(security: LocalRedisSecurity, port: number): string[] {
+  for (const user of security.users)
+    if (!/^[A-Za-z0-9._-]+$/.test(user.name) || !/^[A-Za-z0-9._-]+$/.test(user.password))
+      throw new Error('local Redis: ACL user names and passwords must be [A-Za-z0-9._-]');
+  return [
+    '--port',
+    '0',
+    '--tls-port',
+    String(port),
+    '--tls-cert-file',
+    security.certFile,
+    '--tls-key-file',
+    security.keyFile,
+    '--tls-ca-cert-file',
+    security.caFile,
+    '--tls-auth-clients',
+    security.requireClientCertificate ? 'yes' : 'no',
+    '--user',
+    'default',
+    'off',
+    ...security.users.flatMap((user) => [
+      '--user',
+      user.name,
+      'on',
+      `>${user.password}`,
+      '~*',
+      '&*',
+      '+@all',
+    ]),
+  ];
+}
+
+export async function startLocalRedis(opts: {
+  dir: string;
+  port?: number;
+  security?: LocalRedisSecurity;
+}): Promise<LocalRedis> {
   assertRedisBinary();
   const port = opts.port ?? (await freePort());
   mkdirSync(opts.dir, { recursive: true });
@@ -52,13 +99,14 @@ export async function startLocalRedis(opts: { dir: string; port?: number }): Pro
     pid: 0,
     port,
     dir: opts.dir,
-    url: `redis://127.0.0.1:${port}`,
+    url: `${opts.security ? 'rediss' : 'redis'}://127.0.0.1:${port}`,
   };
+  const listen = opts.security ? securityArguments(opts.security, port) : ['--port', String(port)];
 
   const start = async (): Promise<void> => {
     state.pid = spawnDetached(
       redisBinary(),
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', opts.dir],
+      [...listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', opts.dir],
       { logFile },
     );
     await waitUntil(

@@ -47,6 +47,8 @@ export class CommandConsumer {
   restoredPartitions = new Set<number>();
   /** Joined the consumer group at least once (a member may legitimately hold no partition). */
   joined = false;
+  /** Set when the consumer crashed and kafkajs will not restart it: the reason. */
+  crashedForGood: string | undefined;
 
   constructor(opts: {
     kafka: Kafka;
@@ -81,6 +83,8 @@ export class CommandConsumer {
         { err: { message: event.payload.error?.message }, restart: event.payload.restart },
         'command consumer crashed',
       );
+      // kafkajs gives up on a crash it does not restart from: nothing consumes any more (liveness fails).
+      if (!event.payload.restart) this.crashedForGood = event.payload.error.message;
       // Without a restart this replica consumes nothing more while still driving its orders and holding their
       // leases, so the partitions' new owners would wait for them forever: stop (gracefully) instead.
       if (!event.payload.restart && !this.stopping) {

@@ -1,6 +1,9 @@
 // Builds the kafkajs client for the worker, with kafkajs' own logging routed into our logger.
 // kafkajs stays behind src/kafka/: the rest of the worker sees only our small interfaces.
-import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import { readFile } from 'node:fs/promises';
+import type { ConnectionOptions } from 'node:tls';
+import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+import type { KafkaSecurity } from '../config.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 let warningFilterInstalled = false;
@@ -25,12 +28,50 @@ export function silenceKafkajsTimerWarning(): void {
   };
 }
 
-export function createKafka(opts: { clientId: string; brokers: string[]; logger: Logger }): Kafka {
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * The `ssl` and `sasl` options of kafkajs from our configuration. TLS always verifies the broker's certificate
+ * (there is deliberately no switch to turn that off). An OAUTHBEARER token is read from its file at every
+ * (re-)authentication, so a token the platform rotates on disk (a projected service-account token) is picked up.
+ */
+export function kafkaSecurityOptions(security: KafkaSecurity | undefined): Pick<KafkaConfig, 'ssl' | 'sasl'> {
+  const options: Pick<KafkaConfig, 'ssl' | 'sasl'> = {};
+  if (security?.tls) {
+    const tls: ConnectionOptions = { ...definedOnly(security.tls), rejectUnauthorized: true };
+    options.ssl = tls;
+  }
+  const sasl = security?.sasl;
+  if (sasl?.mechanism === 'oauthbearer') {
+    const tokenFile = sasl.tokenFile;
+    options.sasl = {
+      mechanism: 'oauthbearer',
+      oauthBearerProvider: async () => ({ value: (await readFile(tokenFile, 'utf8')).trim() }),
+    };
+  } else if (sasl) {
+    options.sasl = {
+      mechanism: sasl.mechanism,
+      username: sasl.username,
+      password: sasl.password,
+    } as SASLOptions;
+  }
+  return options;
+}
+
+export function createKafka(opts: {
+  clientId: string;
+  brokers: string[];
+  logger: Logger;
+  security?: KafkaSecurity;
+}): Kafka {
   silenceKafkajsTimerWarning();
   const log = opts.logger.child({ component: 'kafkajs' });
   return new Kafka({
     clientId: opts.clientId,
     brokers: opts.brokers,
+    ...kafkaSecurityOptions(opts.security),
     connectionTimeout: 5_000,
     requestTimeout: 30_000,
     retry: { initialRetryTime: 200, retries: 12, maxRetryTime: 5_000 },

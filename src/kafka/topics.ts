@@ -11,6 +11,8 @@ export interface TopicsConfig {
   state: string;
   partitions: number;
   replicationFactor: number;
+  /** min.insync.replicas of the topics the worker creates; undefined = the broker's default. */
+  minInsyncReplicas?: number | undefined;
 }
 
 export async function ensureTopics(
@@ -27,14 +29,29 @@ export async function ensureTopics(
       const metadata = await admin.fetchTopicMetadata({ topics: [topics.commands] });
       partitions = metadata.topics[0]?.partitions.length ?? partitions;
     }
+    const durability =
+      topics.minInsyncReplicas === undefined
+        ? []
+        : [{ name: 'min.insync.replicas', value: String(topics.minInsyncReplicas) }];
     const wanted = [
-      { topic: topics.commands, numPartitions: partitions, replicationFactor: topics.replicationFactor },
-      { topic: topics.events, numPartitions: partitions, replicationFactor: topics.replicationFactor },
+      {
+        topic: topics.commands,
+        numPartitions: partitions,
+        replicationFactor: topics.replicationFactor,
+        configEntries: durability,
+      },
+      {
+        topic: topics.events,
+        numPartitions: partitions,
+        replicationFactor: topics.replicationFactor,
+        configEntries: durability,
+      },
       {
         topic: topics.state,
         numPartitions: partitions,
         replicationFactor: topics.replicationFactor,
         configEntries: [
+          ...durability,
           { name: 'cleanup.policy', value: 'compact' },
           { name: 'min.compaction.lag.ms', value: '60000' },
           { name: 'segment.ms', value: '3600000' },

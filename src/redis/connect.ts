@@ -1,7 +1,8 @@
 // Builds the ioredis client the worker uses for coordination. Redis here is a fast, disposable coordinator
 // (Kafka is the record), so calls fail fast while it is down instead of queueing: every caller has a
 // documented answer to "Redis is unreachable" (lease: assume lost; cooldown: local map; dedupe: first seen).
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisSecurity } from '../config.ts';
 import { WorkerError } from '../errors.ts';
 import { redisErrorCodes, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort, RedisScriptCommands } from './redis-port.ts';
@@ -20,11 +21,26 @@ export interface CreateRedisOptions {
   connectTimeoutMs?: number;
   /** Upper bound of the reconnect backoff (default 2000 ms). */
   maxReconnectDelayMs?: number;
+  /** TLS (for rediss:// URLs: CA, client certificate, server name) and the ACL user; from the configuration. */
+  security?: RedisSecurity;
+}
+
+/** ioredis options for TLS and ACL authentication. TLS always verifies the server's certificate. */
+export function redisSecurityOptions(security: RedisSecurity | undefined): Partial<RedisOptions> {
+  const options: Partial<RedisOptions> = {};
+  if (security?.tls) {
+    const tls = Object.fromEntries(Object.entries(security.tls).filter(([, v]) => v !== undefined));
+    options.tls = { ...tls, rejectUnauthorized: true };
+  }
+  if (security?.username !== undefined) options.username = security.username;
+  if (security?.password !== undefined) options.password = security.password;
+  return options;
 }
 
 export function createRedis(url: string, opts: CreateRedisOptions): RedisClient {
   const maxDelay = opts.maxReconnectDelayMs ?? 2000;
   const redis = new Redis(url, {
+    ...redisSecurityOptions(opts.security),
     keyPrefix: opts.keyPrefix ?? '',
     lazyConnect: false,
     // Fail fast while disconnected: no offline queue, and commands caught in flight by a disconnect are

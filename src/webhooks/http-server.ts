@@ -30,6 +30,8 @@ export interface OpsServerDeps {
   readiness: () => Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }>;
   /** The whole /metrics body (Prometheus text exposition format). */
   metrics: () => string | Promise<string>;
+  /** /healthz answers 503 when this says not alive (the orchestrator restarts the process). */
+  liveness?: () => { alive: boolean; detail?: string };
 }
 
 export const webhookPath = '/webhooks/exchange';
@@ -106,7 +108,17 @@ export function createOpsServer(deps: OpsServerDeps): http.Server {
   const server = http.createServer({ headersTimeout: 5_000, requestTimeout: 10_000 }, (req, res) => {
     const path = pathOf(req);
     if (req.method !== 'GET') return send(res, 405, { detail: 'method not allowed' });
-    if (path === '/healthz') return send(res, 200, { status: 'alive' });
+    if (path === '/healthz') {
+      // Dead when the command consumer crashed for good: the orchestrator restarts the process.
+      const live = deps.liveness?.() ?? { alive: true };
+      return send(
+        res,
+        live.alive ? 200 : 503,
+        live.alive
+          ? { status: 'alive' }
+          : { status: 'dead', ...(live.detail ? { detail: live.detail } : {}) },
+      );
+    }
     if (path === '/readyz') {
       deps
         .readiness()

@@ -80,6 +80,7 @@ export class Worker {
     this.opsServer = createOpsServer({
       logger,
       readiness: () => this.readiness(),
+      liveness: () => this.liveness(),
       metrics: () => this.metricsText(this.receiver),
     });
     const listen = (server: Server, port: number): Promise<void> =>
@@ -272,6 +273,14 @@ export class Worker {
       this.consumer.resume();
   }
 
+  /** Not alive once the command consumer crashed for good: a restart is the only way back. */
+  liveness(): { alive: boolean; detail?: string } {
+    const crashed = this.consumer?.crashedForGood;
+    return crashed === undefined
+      ? { alive: true }
+      : { alive: false, detail: `command consumer crashed: ${crashed}` };
+  }
+
   async readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> {
     const checks: Record<string, { ok: boolean; detail?: string }> = {};
     const timed = async (fn: () => Promise<boolean>): Promise<boolean> =>
@@ -372,7 +381,10 @@ export class Worker {
     return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
   }
 
-  /** Graceful stop: no more commands, orders persisted, leases released, producers flushed. */
+  /**
+   * Graceful stop: no more commands, orders persisted, leases released, then webhooks (accepted and routed until
+   * the HTTP server closes), producers flushed.
+   */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -388,11 +400,14 @@ export class Worker {
     await step('consumer', async () => this.consumer?.stop());
     await step('orders', async () => this.host?.unloadAll());
     await step('writer', async () => this.writer?.close());
-    await step('hint producer', async () => this.hintProducer?.disconnect());
-    await step('state store', async () => this.store?.stop());
+    // Webhooks are accepted and routed until here: the webhook server closes (waiting for requests in progress)
+    // before the hint producer and the state store it routes with. A webhook answered 5xx would count towards
+    // the exchange disabling the endpoint; Kubernetes stops sending new ones during the pod's preStop pause.
     const close = (server: Server | undefined): Promise<void> =>
       new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await step('http', () => close(this.server));
+    await step('hint producer', async () => this.hintProducer?.disconnect());
+    await step('state store', async () => this.store?.stop());
     await step('metrics http', () => close(this.opsServer));
     await step('adapters', async () => this.adapters.close());
   }
