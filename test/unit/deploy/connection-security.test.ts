@@ -13,6 +13,7 @@ const base = {
   REDIS_URL: 'rediss://redis.internal:6380',
   EXCHANGE_API_URL: 'https://exchange.example/api/v2',
   EXCHANGE_API_KEY_CEFI: 'cefi-key-value',
+  WEBHOOK_SECRET: 'webhook-secret-value',
 };
 const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 let dir: string;

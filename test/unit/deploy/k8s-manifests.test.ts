@@ -204,6 +204,7 @@ describe.each(['dev', 'production'] as const)('the %s overlay', (overlay) => {
       REDIS_URL: 'redis://r:6379',
       EXCHANGE_API_URL: 'https://x/api/v2',
       EXCHANGE_API_KEY_CEFI: 'k',
+      WEBHOOK_SECRET: 'w',
       ...(config['SHUTDOWN_TIMEOUT_MS'] ? { SHUTDOWN_TIMEOUT_MS: config['SHUTDOWN_TIMEOUT_MS'] } : {}),
     }).shutdownTimeoutMs;
     const preStop = worker.lifecycle?.preStop?.sleep?.seconds ?? 0;
@@ -218,6 +219,7 @@ describe.each(['dev', 'production'] as const)('the %s overlay', (overlay) => {
     );
     const secrets = {
       EXCHANGE_API_KEY_CEFI: 'k',
+      WEBHOOK_SECRET: 'w',
       ...(config['KAFKA_SASL_MECHANISM'] ? { KAFKA_SASL_PASSWORD: 'p' } : {}),
       ...(config['REDIS_USERNAME'] ? { REDIS_PASSWORD: 'p' } : {}),
     };
@@ -317,6 +319,7 @@ describe('the production overlay', () => {
       REDIS_URL: 'redis://r:6379',
       EXCHANGE_API_URL: 'https://x/api/v2',
       EXCHANGE_API_KEY_CEFI: 'k',
+      WEBHOOK_SECRET: 'w',
     });
     expect(kafka?.metadata).toMatchObject({
       consumerGroup: config['CONSUMER_GROUP'] ?? defaults.consumerGroup,
