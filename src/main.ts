@@ -10,7 +10,7 @@ import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
-import { startTracing } from './telemetry/tracing.ts';
+import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
 import { normalizeWebhook } from './webhooks/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
@@ -32,12 +32,7 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
   });
 }
 
-async function run(config: WorkerConfig, logger: Logger): Promise<void> {
-  const tracing = startTracing({
-    serviceName: 'exchange-order-worker',
-    workerId: config.workerId,
-    otlpEndpoint: config.otlpEndpoint,
-  });
+async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): Promise<void> {
   const kafka = createKafka({
     clientId: `exchange-order-worker.${config.workerId}`,
     brokers: config.kafkaBrokers,
@@ -76,7 +71,8 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     ),
     ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
     budget,
-    tracer: tracing.tracer,
+    tracer: telemetry.tracer,
+    observer: telemetry.metrics.exchangeObserver(),
     logger: logger.child({ component: 'exchange' }),
   });
 
@@ -97,6 +93,7 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
       });
     },
     inflightExchangeCalls: () => actors?.inflight() ?? 0,
+    metrics: telemetry.metrics,
     webhooks: {
       verify: config.webhookSecret
         ? (() => {
@@ -119,7 +116,7 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
-      await tracing.shutdown().catch(() => {});
+      await telemetry.shutdown().catch(() => {});
     },
   });
 
@@ -162,13 +159,22 @@ try {
 }
 const logger = createLogger({
   level: config.logLevel,
+  workerId: config.workerId,
   secrets: [
     ...Object.values(config.exchange.credentials),
     config.exchange.referralToken,
     config.webhookSecret,
+    ...config.telemetry.exporterHeaderValues,
   ],
 });
-run(config, logger).catch((error: unknown) => {
+// Before anything else runs, so that every span, metric and log line of the process is covered.
+const telemetry = startTelemetry({
+  workerId: config.workerId,
+  exportTraces: config.telemetry.exportTraces,
+  serviceName: config.telemetry.serviceName,
+  logger,
+});
+run(config, logger, telemetry).catch((error: unknown) => {
   logger.fatal(
     { err: { message: (error as Error).message, stack: (error as Error).stack } },
     'worker failed to start',

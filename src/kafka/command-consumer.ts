@@ -2,8 +2,10 @@
 // the Kafka transaction that writes the command's effects (see transactional-writer.ts). Partition assignment
 // changes are reported before any message of a new partition is handled, and a message waits until its
 // partition is restored. Consumption pauses when the worker has too much in flight (backpressure).
+// Headers are handed on as text: they carry the caller's trace context (traceparent/tracestate).
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../telemetry/logger.ts';
+import { headersAsText } from '../telemetry/propagation.ts';
 
 export interface InboundCommandMessage {
   topic: string;
@@ -11,6 +13,10 @@ export interface InboundCommandMessage {
   offset: string;
   key: string | null;
   value: Buffer | null;
+  /** The message's headers as text (lower-case names). */
+  headers?: Record<string, string>;
+  /** The consumer group that consumed it. */
+  consumerGroup?: string;
 }
 
 export interface CommandConsumerHandlers {
@@ -29,6 +35,7 @@ export class CommandConsumer {
   private readonly ready = new Map<number, Promise<void>>();
   private paused = false;
   private readonly topic: string;
+  private readonly groupId: string;
   private readonly logger: Logger;
   private handlers: CommandConsumerHandlers | undefined;
   private assignmentChain: Promise<void> = Promise.resolve();
@@ -38,6 +45,7 @@ export class CommandConsumer {
 
   constructor(opts: { kafka: Kafka; topic: string; groupId: string; partitions: number; logger: Logger }) {
     this.topic = opts.topic;
+    this.groupId = opts.groupId;
     this.logger = opts.logger.child({ component: 'command-consumer' });
     this.consumer = opts.kafka.consumer({
       groupId: opts.groupId,
@@ -112,6 +120,8 @@ export class CommandConsumer {
           offset: message.offset,
           key: message.key?.toString() ?? null,
           value: message.value,
+          headers: headersAsText(message.headers),
+          consumerGroup: this.groupId,
         });
       },
     });

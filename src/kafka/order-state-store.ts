@@ -25,6 +25,8 @@ export const orderRecordSchema = z.object({
   terminal: z.boolean(),
   /** The machine's durable form (versioned by the machine module). */
   machine: z.unknown(),
+  /** W3C traceparent of the command that created the order: traces of its later polls link to it. */
+  trace_origin: z.string().max(55).optional(),
 });
 export type OrderRecord = z.infer<typeof orderRecordSchema>;
 

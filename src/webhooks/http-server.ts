@@ -12,7 +12,8 @@ export interface HttpServerDeps {
   logger: Logger;
   handleWebhook: (rawBody: Buffer, headers: http.IncomingHttpHeaders) => Promise<WebhookOutcome>;
   readiness: () => Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }>;
-  metrics: () => string;
+  /** The Prometheus text of `GET /metrics` (src/telemetry/metrics.ts WorkerMetrics.render). */
+  metrics: () => Promise<string>;
   maxBodyBytes?: number;
 }
 
@@ -45,8 +46,14 @@ export function createHttpServer(deps: HttpServerDeps): http.Server {
         .catch((error: unknown) => send(res, 503, { status: 'not_ready', error: (error as Error).message }));
       return;
     }
-    if (req.method === 'GET' && path === '/metrics')
-      return send(res, 200, deps.metrics(), 'text/plain; version=0.0.4');
+    if (req.method === 'GET' && path === '/metrics') {
+      deps.metrics().then(
+        (text) => send(res, 200, text, 'text/plain; version=0.0.4'),
+        (error: unknown) =>
+          send(res, 500, `# metrics collection failed: ${(error as Error).message}\n`, 'text/plain'),
+      );
+      return;
+    }
     if (path === '/webhooks/exchange') {
       if (req.method !== 'POST') return send(res, 405, { detail: 'method not allowed' });
       const chunks: Buffer[] = [];

@@ -1,15 +1,29 @@
 // The worker's lifecycle: topics, the transactional writer, the state store, the order host, the command
 // consumer and the HTTP server, started in dependency order and stopped in reverse within a bounded time.
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
-import type { Server } from 'node:http';
-import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { Partitioners, type Admin, type Kafka, type Producer } from 'kafkajs';
 import type { WorkerConfig } from '../config.ts';
 import { CommandConsumer } from '../kafka/command-consumer.ts';
 import { OrderStateStore } from '../kafka/order-state-store.ts';
 import { ensureTopics } from '../kafka/topics.ts';
 import { TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { createHttpServer } from '../webhooks/http-server.ts';
+import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import { extractContext, injectContext } from '../telemetry/propagation.ts';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM,
+  ATTR_URL_PATH,
+} from '../telemetry/semconv.ts';
+import { createHttpServer, type WebhookOutcome } from '../webhooks/http-server.ts';
 import { createWebhookReceiver, type WebhookReceiverDeps } from '../webhooks/webhook-receiver.ts';
 import type { MachineBinding } from './machine-binding.ts';
 import { OrderHost, type OrderLeases } from './order-host.ts';
@@ -23,8 +37,46 @@ export interface WorkerAdapters {
   checks: { redis: () => Promise<boolean>; exchange: () => Promise<boolean> };
   /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */
   inflightExchangeCalls: () => number;
-  metrics?: () => string;
+  /** The metrics of the process (the Prometheus text of `/metrics`, and the instruments the parts record to). */
+  metrics: WorkerMetrics;
   close: () => Promise<void>;
+}
+
+const tracer = trace.getTracer('exchange-order-worker');
+
+/** `send <topic>`: a producer span whose context the sent messages carry (traceparent in their headers). */
+function sendInSpan<T>(topic: string, send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(
+    `send ${topic}`,
+    {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        [ATTR_MESSAGING_SYSTEM]: 'kafka',
+        [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
+        [ATTR_MESSAGING_OPERATION_NAME]: 'send',
+        [ATTR_MESSAGING_DESTINATION_NAME]: topic,
+      },
+    },
+    async (span) => {
+      try {
+        return await send(injectContext(context.active()));
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** The result label of a webhook delivery, from the receiver's answer. */
+function webhookResult(outcome: WebhookOutcome): string {
+  if (outcome.status === 202) return 'unknown_order';
+  if (outcome.status >= 400) return 'refused';
+  if (outcome.body['duplicate'] === true) return 'duplicate';
+  if (outcome.body['kind'] === 'kyc') return 'kyc';
+  return 'routed';
 }
 
 export class Worker {
@@ -39,6 +91,9 @@ export class Worker {
   private server: Server | undefined;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  private lagAdmin: Admin | undefined;
+  private consumerLag = new Map<number, number>();
   private stopping = false;
   private kafkaHealthy = { ok: false, at: 0 };
   readonly now = (): number => Date.now();
@@ -66,6 +121,10 @@ export class Worker {
       transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
       logger,
       onFatal,
+      onTransaction: ({ outcome, seconds }) => {
+        adapters.metrics.kafkaCommitDuration.record(seconds, { outcome });
+        if (outcome === 'committed') adapters.metrics.kafkaTransactions.add(1);
+      },
     });
     await writer.connect();
     this.writer = writer;
@@ -92,6 +151,7 @@ export class Worker {
       topics: config.topics,
       logger,
       now: this.now,
+      metrics: adapters.metrics.hostObserver(),
     });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
@@ -115,45 +175,82 @@ export class Worker {
         return record ? { orderId: record.order_id, partition: record.partition } : undefined;
       },
       routeHint: async (hint) => {
-        await this.hintProducer?.send({
-          topic: config.topics.commands,
-          messages: [
-            {
-              key: hint.orderId,
-              partition: hint.partition,
-              value: JSON.stringify({
-                type: 'order.webhook_hint',
-                command_id: hint.commandId,
-                order_id: hint.orderId,
-                unique_reference: hint.uniqueReference,
-                status: hint.status,
-                received_at: hint.receivedAt,
-              }),
-            },
-          ],
-        });
+        await sendInSpan(config.topics.commands, (headers) =>
+          this.hintProducer!.send({
+            topic: config.topics.commands,
+            messages: [
+              {
+                key: hint.orderId,
+                partition: hint.partition,
+                headers,
+                value: JSON.stringify({
+                  type: 'order.webhook_hint',
+                  command_id: hint.commandId,
+                  order_id: hint.orderId,
+                  unique_reference: hint.uniqueReference,
+                  status: hint.status,
+                  received_at: hint.receivedAt,
+                }),
+              },
+            ],
+          }),
+        );
       },
       publishKyc: async (event) => {
-        await this.hintProducer?.send({
-          topic: config.topics.events,
-          messages: [
-            {
-              key: event.orderId ?? event.uniqueReference ?? event.eventId,
-              value: JSON.stringify({
-                type: 'exchange.kyc_status_changed',
-                event_id: event.eventId,
-                order_id: event.orderId,
-                seq: 0,
-                occurred_at: new Date(this.now()).toISOString(),
-                unique_reference: event.uniqueReference,
-                payload: event.payload,
-              }),
-              headers: { 'event-type': 'exchange.kyc_status_changed' },
-            },
-          ],
-        });
+        await sendInSpan(config.topics.events, (traceHeaders) =>
+          this.hintProducer!.send({
+            topic: config.topics.events,
+            messages: [
+              {
+                key: event.orderId ?? event.uniqueReference ?? event.eventId,
+                value: JSON.stringify({
+                  type: 'exchange.kyc_status_changed',
+                  event_id: event.eventId,
+                  order_id: event.orderId,
+                  seq: 0,
+                  occurred_at: new Date(this.now()).toISOString(),
+                  unique_reference: event.uniqueReference,
+                  payload: event.payload,
+                }),
+                headers: { 'event-type': 'exchange.kyc_status_changed', ...traceHeaders },
+              },
+            ],
+          }),
+        );
       },
     });
+    // Each delivery is a server span that continues the sender's trace, if it sent one; the hint it routes and
+    // the GET that hint triggers continue this trace.
+    const handleWebhook = (raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> =>
+      tracer.startActiveSpan(
+        'POST /webhooks/exchange',
+        {
+          kind: SpanKind.SERVER,
+          attributes: {
+            [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+            [ATTR_HTTP_ROUTE]: '/webhooks/exchange',
+            [ATTR_URL_PATH]: '/webhooks/exchange',
+          },
+        },
+        extractContext(headers),
+        async (span) => {
+          try {
+            const outcome = await receiver.handle(raw, headers);
+            span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.status);
+            span.setAttribute('webhook.result', webhookResult(outcome));
+            adapters.metrics.webhooks.add(1, { result: webhookResult(outcome) });
+            return outcome;
+          } catch (error) {
+            span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, 503);
+            span.setAttribute(ATTR_ERROR_TYPE, (error as Error).name);
+            span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+            adapters.metrics.webhooks.add(1, { result: 'failed' });
+            throw error;
+          } finally {
+            span.end();
+          }
+        },
+      );
 
     const consumer = new CommandConsumer({
       kafka: adapters.kafka,
@@ -166,9 +263,18 @@ export class Worker {
 
     this.server = createHttpServer({
       logger,
-      handleWebhook: receiver.handle,
+      handleWebhook,
       readiness: () => this.readiness(),
-      metrics: () => this.metricsText(receiver.counters),
+      metrics: () => adapters.metrics.render(),
+    });
+    adapters.metrics.observe({
+      activeOrders: () => hostRef.activeOrders,
+      knownOrders: () => store.size(),
+      openOrdersByState: () => hostRef.openOrdersByState(),
+      partitionsOwned: () => consumer.assigned.length,
+      consumerPaused: () => consumer.isPaused,
+      inflightExchangeCalls: () => adapters.inflightExchangeCalls(),
+      consumerLag: () => this.consumerLag,
     });
     await new Promise<void>((resolve, reject) => {
       this.server?.once('error', reject);
@@ -191,6 +297,12 @@ export class Worker {
     this.backpressureTimer.unref();
     this.reconcileTimer = setInterval(() => hostRef.reconcile(this.now(), config.reconcileMaxAgeMs), 5_000);
     this.reconcileTimer.unref();
+    this.lagAdmin = adapters.kafka.admin();
+    await this.lagAdmin.connect();
+    const measureLag = (): void => void this.measureLag(consumer.assigned).catch(() => {});
+    measureLag();
+    this.lagTimer = setInterval(measureLag, 10_000);
+    this.lagTimer.unref();
     logger.info(
       { port: this.listeningPort, partitions, topics: config.topics, workerId: config.workerId },
       'worker started',
@@ -253,54 +365,30 @@ export class Worker {
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   }
 
-  private metricsText(webhooks: object): string {
-    const lines: string[] = [];
-    // Prometheus text format: *_total series are counters, everything else a gauge.
-    const gauge = (name: string, help: string, value: number): void => {
-      const type = name.endsWith('_total') ? 'counter' : 'gauge';
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
-    };
-    const host = this.host;
-    gauge('worker_active_orders', 'orders driven by this replica', host?.activeOrders ?? 0);
-    gauge('worker_known_orders', 'orders in the state store', this.store?.size() ?? 0);
-    gauge('worker_commands_total', 'commands consumed', host?.counters.commands ?? 0);
-    gauge('worker_commands_rejected_total', 'commands rejected', host?.counters.rejected ?? 0);
-    gauge('worker_events_published_total', 'order events written', host?.counters.events ?? 0);
-    gauge(
-      'worker_orders_restored_total',
-      'orders restored from the state topic',
-      host?.counters.restored ?? 0,
+  /**
+   * Consumer lag per assigned partition: the topic's high watermark minus the group's committed offset (what a
+   * replacement replica would have to redo). Measured every 10 s; read by the `worker_consumer_lag` gauge.
+   */
+  private async measureLag(assigned: readonly number[]): Promise<void> {
+    const admin = this.lagAdmin;
+    if (!admin || this.stopping) return;
+    const topic = this.config.topics.commands;
+    const [ends, committed] = await Promise.all([
+      admin.fetchTopicOffsets(topic),
+      admin.fetchOffsets({ groupId: this.config.consumerGroup, topics: [topic] }),
+    ]);
+    const committedOf = new Map(
+      (committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)] as const),
     );
-    gauge('worker_lease_lost_total', 'order leases lost', host?.counters.leaseLost ?? 0);
-    gauge(
-      'worker_reconcile_nudges_total',
-      'overdue polls started by the reconciliation sweep',
-      host?.counters.reconcileNudges ?? 0,
-    );
-    gauge(
-      'worker_kafka_transactions_total',
-      'Kafka transactions committed',
-      this.writer?.committedTransactions ?? 0,
-    );
-    gauge(
-      'worker_exchange_calls_inflight',
-      'exchange calls in progress',
-      this.adapters.inflightExchangeCalls(),
-    );
-    gauge(
-      'worker_consumer_paused',
-      '1 while consumption is paused by backpressure',
-      this.consumer?.isPaused ? 1 : 0,
-    );
-    gauge('worker_assigned_partitions', 'command partitions assigned', this.consumer?.assigned.length ?? 0);
-    const memory = process.memoryUsage();
-    gauge('process_resident_memory_bytes', 'resident set size of the worker process', memory.rss);
-    gauge('process_heap_used_bytes', 'V8 heap in use', memory.heapUsed);
-    for (const [name, value] of Object.entries(webhooks) as Array<[string, number]>) {
-      const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-      gauge(`worker_webhooks_${snake}_total`, `webhooks ${snake.replace(/_/g, ' ')}`, value);
+    const lag = new Map<number, number>();
+    for (const partition of assigned) {
+      const end = ends.find((e) => e.partition === partition);
+      if (!end) continue;
+      const done = committedOf.get(partition) ?? -1n;
+      const from = done >= 0n ? done : BigInt(end.low);
+      lag.set(partition, Number(BigInt(end.high) - from));
     }
-    return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
+    this.consumerLag = lag;
   }
 
   /** Graceful stop: no more commands, orders persisted, leases released, producers flushed. */
@@ -309,6 +397,7 @@ export class Worker {
     this.stopping = true;
     clearInterval(this.backpressureTimer);
     clearInterval(this.reconcileTimer);
+    clearInterval(this.lagTimer);
     const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
       try {
         await fn();
@@ -320,6 +409,7 @@ export class Worker {
     await step('orders', async () => this.host?.unloadAll());
     await step('writer', async () => this.writer?.close());
     await step('hint producer', async () => this.hintProducer?.disconnect());
+    await step('lag admin', async () => this.lagAdmin?.disconnect());
     await step('state store', async () => this.store?.stop());
     await step(
       'http',
