@@ -4,11 +4,12 @@
 // @opentelemetry/api alone. OpenTelemetry's own diagnostics (a failed export, a bad variable) go to the worker's
 // log at warn and above. Metrics are read by the Prometheus exporter on scrape (no server of its own).
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { diag, DiagLogLevel, metrics, trace, type DiagLogger, type Tracer } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
-import { resourceFromAttributes } from '@opentelemetry/resources';
+import { envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import type { Logger } from './logger.ts';
 import { WorkerMetrics } from './metrics.ts';
@@ -62,16 +63,25 @@ export function startTelemetry(opts: {
   diag.setLogger(pinoDiagLogger(opts.logger), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   const prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   const sdk = new NodeSDK({
-    // The envDetector (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME) is merged over these.
+    // The envDetector (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME) is merged over these. Only detectors whose
+    // attributes are known at once: the host detector's asynchronous host.id made the first metric scrape log
+    // "Accessing resource attributes before async attributes settled"; the process detector would export the
+    // command line.
     resource: resourceFromAttributes({
       [ATTR_SERVICE_NAME]: opts.serviceName ?? defaultServiceName,
       [ATTR_SERVICE_VERSION]: serviceVersion(),
       [ATTR_SERVICE_INSTANCE_ID]: opts.workerId,
+      'host.name': hostname(),
+      'process.pid': process.pid,
+      'process.runtime.name': 'nodejs',
+      'process.runtime.version': process.versions.node,
     }),
+    resourceDetectors: [envDetector],
     metricReaders: [prometheus],
     // Logs stay JSON lines on stdout (pino), correlated by trace_id/span_id; no OTLP log export.
     logRecordProcessors: [],
-    instrumentations: [new RuntimeNodeInstrumentation({ monitoringPrecision: 5_000 })],
+    // Event-loop delay, event-loop utilisation, heap spaces (nodejs_eventloop_*, v8js_*).
+    instrumentations: [new RuntimeNodeInstrumentation()],
     // Without exported traces, no span processor (the SDK then registers no tracer provider); with them, the
     // processors and exporters the OTEL_* variables name.
     ...(opts.exportTraces ? {} : { spanProcessors: [] }),

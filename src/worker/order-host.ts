@@ -635,6 +635,10 @@ export class OrderHost {
         const reference = message.key ? this.slots.get(message.key)?.actor?.status().uniqueReference : null;
         if (reference) span.setAttribute(ATTR_EXCHANGE_UNIQUE_REFERENCE, reference);
         span.setAttribute('command.result', outcome.result);
+        this.logger.debug(
+          { partition: message.partition, offset: message.offset, commandType, result: outcome.result },
+          'command handled',
+        );
         span.end();
       }
       this.opts.metrics?.commandHandled({

@@ -14,6 +14,8 @@ export interface PublishedEvent {
   partition: number;
   offset: string;
   key: string | null;
+  /** The record's headers as text (`event-type`, `traceparent`, …). */
+  headers: Record<string, string>;
   [field: string]: unknown;
 }
 
@@ -31,7 +33,10 @@ export async function commandProducer(
   kafka: Kafka,
   topic: string,
 ): Promise<{
-  send: (command: Record<string, unknown>, opts?: { key?: string | null; raw?: string }) => Promise<void>;
+  send: (
+    command: Record<string, unknown>,
+    opts?: { key?: string | null; raw?: string; headers?: Record<string, string> },
+  ) => Promise<void>;
   close: () => Promise<void>;
 }> {
   const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -44,7 +49,16 @@ export async function commandProducer(
             ? command['order_id']
             : ''
           : opts.key;
-      await producer.send({ topic, messages: [{ key, value: opts.raw ?? JSON.stringify(command) }] });
+      await producer.send({
+        topic,
+        messages: [
+          {
+            key,
+            value: opts.raw ?? JSON.stringify(command),
+            ...(opts.headers ? { headers: opts.headers } : {}),
+          },
+        ],
+      });
     },
     close: () => producer.disconnect(),
   };
@@ -72,6 +86,9 @@ export class EventCollector {
           partition,
           offset: message.offset,
           key: message.key?.toString() ?? null,
+          headers: Object.fromEntries(
+            Object.entries(message.headers ?? {}).map(([name, value]) => [name, String(value)]),
+          ),
         });
         return Promise.resolve();
       },

@@ -10,7 +10,10 @@ export { webhookSecret } from './worker-environment.ts';
 
 export interface Cluster extends WorkerEnvironment {
   collector: EventCollector;
-  send: (command: Record<string, unknown>, opts?: { key?: string | null; raw?: string }) => Promise<void>;
+  send: (
+    command: Record<string, unknown>,
+    opts?: { key?: string | null; raw?: string; headers?: Record<string, string> },
+  ) => Promise<void>;
 }
 
 export async function startCluster(opts: {
