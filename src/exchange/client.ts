@@ -4,7 +4,15 @@
 // or one ExchangeError from the classification table. Invariants: GET and PATCH are retried on transport and 5xx
 // failures; POST is retried only when it provably never left (connect failures); a POST /orders/ that may have
 // been received ends in 'unknown_outcome'; keys and tokens never reach logs, spans, errors or the budget store.
-import { SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
@@ -655,40 +663,38 @@ export class ExchangeClient {
    */
   #call<S extends z.ZodType>(spec: CallSpec<S>, options: CallOptions): Promise<CallResult<z.output<S>>> {
     const startedAt = performance.now();
-    return this.#tracer.startActiveSpan(
-      `exchange ${spec.operation}`,
-      {
-        kind: SpanKind.INTERNAL,
-        attributes: {
-          'exchange.operation': spec.operation,
-          'exchange.endpoint': spec.endpoint,
-          'exchange.trading_mode': spec.mode,
-        },
+    const operationSpan = this.#tracer.startSpan(`exchange ${spec.operation}`, {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        'exchange.operation': spec.operation,
+        'exchange.endpoint': spec.endpoint,
+        'exchange.trading_mode': spec.mode,
       },
-      async (operationSpan) => {
-        let outcome = 'ok';
-        try {
-          const result = await this.#callWithRetries(spec, options);
-          const reference = (result.data as { unique_reference?: unknown } | null)?.unique_reference;
-          if (typeof reference === 'string')
-            operationSpan.setAttribute('exchange.unique_reference', reference);
-          return result;
-        } catch (err) {
-          outcome = err instanceof ExchangeError ? err.code : 'aborted';
-          operationSpan.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
-          operationSpan.setAttribute('error.type', outcome);
-          throw err;
-        } finally {
-          operationSpan.end();
-          this.#observer?.callFinished({
-            operation: spec.operation,
-            mode: spec.mode,
-            outcome,
-            seconds: (performance.now() - startedAt) / 1000,
-          });
-        }
-      },
-    );
+    });
+    // The parent is passed explicitly as well, so the tree holds even where no context manager is registered.
+    const parent = trace.setSpan(context.active(), operationSpan);
+    return context.with(parent, async () => {
+      let outcome = 'ok';
+      try {
+        const result = await this.#callWithRetries(spec, options, parent);
+        const reference = (result.data as { unique_reference?: unknown } | null)?.unique_reference;
+        if (typeof reference === 'string') operationSpan.setAttribute('exchange.unique_reference', reference);
+        return result;
+      } catch (err) {
+        outcome = err instanceof ExchangeError ? err.code : 'aborted';
+        operationSpan.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+        operationSpan.setAttribute('error.type', outcome);
+        throw err;
+      } finally {
+        operationSpan.end();
+        this.#observer?.callFinished({
+          operation: spec.operation,
+          mode: spec.mode,
+          outcome,
+          seconds: (performance.now() - startedAt) / 1000,
+        });
+      }
+    });
   }
 
   /** Waits for the shared request budget inside a span of its own (the wait is part of the call's latency). */
@@ -697,11 +703,14 @@ export class ExchangeClient {
     budgetKey: string,
     priority: RequestPriority,
     signal: AbortSignal | undefined,
+    parent: Context,
   ): Promise<void> {
     const startedAt = performance.now();
-    const span = this.#tracer.startSpan('exchange budget wait', {
-      attributes: { 'exchange.trading_mode': spec.mode, 'exchange.priority': priority },
-    });
+    const span = this.#tracer.startSpan(
+      'exchange budget wait',
+      { attributes: { 'exchange.trading_mode': spec.mode, 'exchange.priority': priority } },
+      parent,
+    );
     try {
       await this.#budget.acquire(budgetKey, priority, signal);
     } finally {
@@ -715,26 +724,37 @@ export class ExchangeClient {
   }
 
   /** An HTTP client span as the semantic conventions name it: `{method} {url.template}`. */
-  #startAttemptSpan(spec: CallSpec<z.ZodType>, method: string, url: string, attempt: number): Span {
+  #startAttemptSpan(
+    spec: CallSpec<z.ZodType>,
+    method: string,
+    url: string,
+    attempt: number,
+    parent: Context,
+  ): Span {
     const target = new URL(url);
-    return this.#tracer.startSpan(spec.endpoint, {
-      kind: SpanKind.CLIENT,
-      attributes: {
-        'http.request.method': method,
-        'url.full': urlWithoutSecrets(target),
-        'url.template': spec.endpoint.slice(spec.endpoint.indexOf(' ') + 1),
-        'server.address': target.hostname,
-        'server.port': Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
-        ...(attempt > 1 ? { 'http.request.resend_count': attempt - 1 } : {}),
-        'exchange.endpoint': spec.endpoint,
-        'exchange.attempt': attempt,
+    return this.#tracer.startSpan(
+      spec.endpoint,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': method,
+          'url.full': urlWithoutSecrets(target),
+          'url.template': spec.endpoint.slice(spec.endpoint.indexOf(' ') + 1),
+          'server.address': target.hostname,
+          'server.port': Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+          ...(attempt > 1 ? { 'http.request.resend_count': attempt - 1 } : {}),
+          'exchange.endpoint': spec.endpoint,
+          'exchange.attempt': attempt,
+        },
       },
-    });
+      parent,
+    );
   }
 
   async #callWithRetries<S extends z.ZodType>(
     spec: CallSpec<S>,
     options: CallOptions,
+    parent: Context,
   ): Promise<CallResult<z.output<S>>> {
     checkUserTimezone(spec.endpoint, options.userTimezone);
     const credential = this.#credentialFor(spec);
@@ -752,8 +772,8 @@ export class ExchangeClient {
     const priority = options.priority ?? defaultPriorities[spec.operation];
 
     for (let attempt = 1; ; attempt++) {
-      await this.#waitForBudget(spec, credential.budgetKey, priority, options.signal);
-      const span = this.#startAttemptSpan(spec, method, url, attempt);
+      await this.#waitForBudget(spec, credential.budgetKey, priority, options.signal, parent);
+      const span = this.#startAttemptSpan(spec, method, url, attempt, parent);
       try {
         const result = await this.#attempt(
           spec,
