@@ -514,8 +514,13 @@ export class OrderHost {
     }
     this.counters.events += records.length;
     const eventTypes = [...emitted, ...(extra.events ?? [])].map((event) => String(event['type']));
-    const webhookAt = extra.offset === undefined ? slot.webhookAt : undefined;
-    if (webhookAt !== undefined) slot.webhookAt = undefined;
+    // Webhook-to-event latency: from the hint to the first event a later write publishes (the poll's answer). A
+    // hint whose poll found nothing new is forgotten after a minute rather than measured against a later change.
+    let webhookAt: number | undefined;
+    if (slot.webhookAt !== undefined && extra.offset === undefined) {
+      if (eventTypes.length) webhookAt = slot.webhookAt;
+      if (eventTypes.length || this.opts.now() - slot.webhookAt > 60_000) slot.webhookAt = undefined;
+    }
     const status = slot.actor?.status();
     const commands = extra.command
       ? [...slot.record.commands, extra.command].slice(-this.maxCommands)
@@ -549,7 +554,7 @@ export class OrderHost {
         if (written) {
           this.opts.store.apply(record);
           if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);
-          if (webhookAt !== undefined && eventTypes.length)
+          if (webhookAt !== undefined)
             this.opts.metrics?.webhookToEvent((this.opts.now() - webhookAt) / 1000);
         }
         return written;
