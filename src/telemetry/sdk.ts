@@ -36,6 +36,19 @@ export function serviceVersion(start: string = import.meta.dirname): string {
   }
 }
 
+function parseErrorJson(text: string): { message?: string; code?: string } | undefined {
+  if (!text.startsWith('{')) return undefined;
+  try {
+    const parsed = JSON.parse(text) as { message?: unknown; code?: unknown };
+    return {
+      ...(typeof parsed.message === 'string' ? { message: parsed.message } : {}),
+      ...(typeof parsed.code === 'string' ? { code: parsed.code } : {}),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 /** OpenTelemetry's diagnostic logger, on the worker's pino logger (messages only: no arguments are logged). */
 function pinoDiagLogger(logger: Logger): DiagLogger {
   const log = logger.child({ component: 'opentelemetry' });
@@ -44,7 +57,16 @@ function pinoDiagLogger(logger: Logger): DiagLogger {
     return error?.message ?? (typeof args[0] === 'string' ? args[0] : undefined);
   };
   return {
-    error: (message, ...args) => log.error({ detail: describe(args) }, message),
+    // The SDK's global error handler (a failed export, among others) hands over the error as a JSON string.
+    error: (message, ...args) => {
+      const reported = parseErrorJson(message);
+      if (reported)
+        log.error(
+          { detail: reported.message, code: reported.code },
+          'OpenTelemetry error (most often a failed export)',
+        );
+      else log.error({ detail: describe(args) }, message);
+    },
     warn: (message, ...args) => log.warn({ detail: describe(args) }, message),
     info: (message) => log.info(message),
     debug: (message) => log.debug(message),
