@@ -4,10 +4,12 @@
 // @opentelemetry/api alone. OpenTelemetry's own diagnostics (a failed export, a bad variable) go to the worker's
 // log at warn and above. Metrics are read by the Prometheus exporter on scrape (no server of its own).
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { diag, DiagLogLevel, metrics, trace, type DiagLogger, type Tracer } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
@@ -102,13 +104,21 @@ export function startTelemetry(opts: {
     metricReaders: [prometheus],
     // Logs stay JSON lines on stdout (pino), correlated by trace_id/span_id; no OTLP log export.
     logRecordProcessors: [],
-    // Event-loop delay, event-loop utilisation, heap spaces (nodejs_eventloop_*, v8js_*).
-    instrumentations: [new RuntimeNodeInstrumentation()],
+    instrumentations: [
+      // Event-loop delay, event-loop utilisation, heap spaces (nodejs_eventloop_*, v8js_*).
+      new RuntimeNodeInstrumentation(),
+      // Redis commands issued for a traced piece of work (leases, the budget); lease renewals on their own timers
+      // would be one trace each, so only commands with a parent span are recorded, and only their names.
+      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
+    ],
     // Without exported traces, no span processor (the SDK then registers no tracer provider); with them, the
     // processors and exporters the OTEL_* variables name.
     ...(opts.exportTraces ? {} : { spanProcessors: [] }),
   });
   sdk.start();
+  // The instrumentation patches ioredis when it is required; our ESM import of it happened before the SDK started
+  // (and an ESM import is not seen by the require hook), so require it once now: the same module object, patched.
+  createRequire(import.meta.url)('ioredis');
   // sdk.start() may have replaced the diagnostic logger with a console one (OTEL_LOG_LEVEL): ours again.
   diag.setLogger(pinoDiagLogger(opts.logger), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   return {

@@ -123,6 +123,12 @@ describe('traces of one order', () => {
     );
     expect(budgetWait, 'the budget wait is inside the exchange call').toBeDefined();
 
+    const redisUnderCommand = receiver.spans.filter(
+      (s) => s.attributes['db.system.name'] === 'redis' && isUnder(receiver.spans, s, commandSpan),
+    );
+    expect(redisUnderCommand.length, 'the lease and budget Redis calls of the command').toBeGreaterThan(0);
+    expect(redisUnderCommand.every((s) => s.attributes['db.query.text'] === s.name)).toBe(true);
+
     const send = await waitForSpan(
       'send <events> in the caller trace',
       (s) => s.traceId === caller.traceId && s.name === `send ${cluster.topics.events}`,
