@@ -15,7 +15,7 @@ import {
   type SpanContext,
 } from '@opentelemetry/api';
 import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
-import { orderCommand, parseCommand } from '../contract/commands.ts';
+import { commandTypes, orderCommand, parseCommand } from '../contract/commands.ts';
 import { orderEvent, type RejectionReason } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
@@ -76,6 +76,7 @@ export interface OrderHostMetrics {
 
 /** How a command ended, filled in while it is handled (read by handleMessage for its span and metrics). */
 interface CommandOutcome {
+  commandType: string;
   result: 'accepted' | 'duplicate' | 'rejected' | 'consumed';
   reason?: string;
 }
@@ -86,6 +87,11 @@ function noteOutcome(result: CommandOutcome['result'], reason?: string): void {
   if (!outcome) return;
   outcome.result = result;
   if (reason !== undefined) outcome.reason = reason;
+}
+
+function noteCommandType(commandType: string): void {
+  const outcome = context.active().getValue(commandOutcomeKey) as CommandOutcome | undefined;
+  if (outcome) outcome.commandType = commandType;
 }
 
 interface OrderSlot {
@@ -601,7 +607,7 @@ export class OrderHost {
   handleMessage(message: InboundCommandMessage): Promise<void> {
     const startedAt = performance.now();
     const parent = extractContext(message.headers ?? {});
-    const outcome: CommandOutcome = { result: 'accepted' };
+    const outcome: CommandOutcome = { commandType: 'unknown', result: 'accepted' };
     const span = tracer.startSpan(
       `process ${message.topic}`,
       {
@@ -623,15 +629,14 @@ export class OrderHost {
     );
     const active = withOrderId(trace.setSpan(parent, span), message.key).setValue(commandOutcomeKey, outcome);
     return context.with(active, async () => {
-      let commandType = 'unknown';
       try {
-        commandType = await this.processMessage(message, span);
+        await this.processMessage(message, span);
       } catch (error) {
         span.recordException(error as Error);
         span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
         span.setAttribute('error.type', (error as { code?: string }).code ?? (error as Error).name);
         this.opts.metrics?.commandHandled({
-          commandType,
+          commandType: outcome.commandType,
           result: 'error',
           seconds: (performance.now() - startedAt) / 1000,
         });
@@ -641,13 +646,18 @@ export class OrderHost {
         if (reference) span.setAttribute(ATTR_EXCHANGE_UNIQUE_REFERENCE, reference);
         span.setAttribute('command.result', outcome.result);
         this.logger.debug(
-          { partition: message.partition, offset: message.offset, commandType, result: outcome.result },
+          {
+            partition: message.partition,
+            offset: message.offset,
+            commandType: outcome.commandType,
+            result: outcome.result,
+          },
           'command handled',
         );
         span.end();
       }
       this.opts.metrics?.commandHandled({
-        commandType,
+        commandType: outcome.commandType,
         result: outcome.result,
         ...(outcome.reason ? { reason: outcome.reason } : {}),
         seconds: (performance.now() - startedAt) / 1000,
@@ -655,8 +665,7 @@ export class OrderHost {
     });
   }
 
-  /** Returns the command's type (or 'unknown' when it could not be read). */
-  private async processMessage(message: InboundCommandMessage, span: Span): Promise<string> {
+  private async processMessage(message: InboundCommandMessage, span: Span): Promise<void> {
     this.counters.commands++;
     const offset: OffsetToCommit = {
       topic: message.topic,
@@ -666,6 +675,8 @@ export class OrderHost {
     const source = { topic: message.topic, partition: message.partition, offset: message.offset };
     const parsed = parseCommand(message.value, message.key);
     const commandType = parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown');
+    // The metric label only takes a known type: a producer's typo must not create a new time series.
+    noteCommandType((commandTypes as readonly string[]).includes(commandType) ? commandType : 'unknown');
     span.setAttribute('command.type', commandType);
     if (parsed.ok) span.setAttribute('command.id', parsed.command.command_id);
     if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
@@ -678,7 +689,7 @@ export class OrderHost {
         command: parsed.raw,
         source,
       });
-      return commandType;
+      return;
     }
     const command = parsed.command;
     await this.reloading.get(command.order_id);
@@ -699,17 +710,17 @@ export class OrderHost {
           // The same order.create again (redelivery, replay, retrying producer): nothing to do.
           noteOutcome('duplicate');
           await this.opts.writer.write([], [offset]);
-          return commandType;
+          return;
         }
         await this.reject(
           command.order_id,
           offset,
           rejection('order_exists', `order ${command.order_id} already exists with different content`),
         );
-        return commandType;
+        return;
       }
       await this.createOrder(command, message.partition, offset, hash);
-      return commandType;
+      return;
     }
 
     if (!existing) {
@@ -718,14 +729,14 @@ export class OrderHost {
         offset,
         rejection('unknown_order', `no order ${command.order_id} exists`),
       );
-      return commandType;
+      return;
     }
     const seen = existing.commands.find(([id]) => id === command.command_id);
     if (seen) {
       if (seen[1] === hash) {
         noteOutcome('duplicate');
         await this.opts.writer.write([], [offset]);
-        return commandType;
+        return;
       }
       await this.reject(
         command.order_id,
@@ -735,14 +746,14 @@ export class OrderHost {
           `command_id ${command.command_id} was already used with different content`,
         ),
       );
-      return commandType;
+      return;
     }
     const slot = this.slots.get(command.order_id);
     if (command.type === 'order.submit_deposit' && slot?.actor?.status().depositTxHash === command.tx_hash) {
       // The same deposit hash again (under a new command_id): already accepted, nothing more to do.
       noteOutcome('duplicate');
       await this.opts.writer.write([], [offset]);
-      return commandType;
+      return;
     }
     const event = toActorEvent(command, this.opts.now());
     const refusal =
@@ -757,7 +768,7 @@ export class OrderHost {
         noteOutcome('consumed');
         await this.opts.writer.write([], [offset]);
       } else await this.reject(command.order_id, offset, rejection('not_allowed', refusal ?? 'not allowed'));
-      return commandType;
+      return;
     }
     if (command.type === 'order.webhook_hint') slot.webhookAt = Date.parse(command.received_at);
     slot.actor.send(event);
@@ -766,7 +777,6 @@ export class OrderHost {
       command.order_id,
     );
     this.finishIfTerminal(slot);
-    return commandType;
   }
 
   private async createOrder(

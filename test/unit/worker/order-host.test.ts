@@ -1,5 +1,6 @@
 // The order host's decisions, with its Kafka and Redis collaborators replaced by recording stand-ins (the real ones
 // are exercised by the integration tier): rejections and their seq, deduplication, and the reconciliation sweep.
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { describe, expect, it } from 'vitest';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
@@ -9,7 +10,7 @@ import type {
   OrderActorEvent,
   OrderActorHandle,
 } from '../../../src/worker/machine-binding.ts';
-import { OrderHost, type OrderLeases } from '../../../src/worker/order-host.ts';
+import { OrderHost, type OrderHostMetrics, type OrderLeases } from '../../../src/worker/order-host.ts';
 
 interface Harness {
   host: OrderHost;
@@ -19,7 +20,7 @@ interface Harness {
   send: (value: unknown, key?: string) => Promise<void>;
 }
 
-function harness(): Harness {
+function harness(metrics?: OrderHostMetrics): Harness {
   const records = new Map<string, OrderRecord>();
   const written: OutboundRecord[] = [];
   const sent: OrderActorEvent[] = [];
@@ -61,6 +62,7 @@ function harness(): Harness {
     topics: { events: 'events', state: 'state' },
     logger: createLogger({ level: 'silent' }),
     now: () => 1_000_000,
+    ...(metrics ? { metrics } : {}),
   });
   void host.onAssignment([], [0]);
   let offset = 0;
@@ -144,5 +146,32 @@ describe('order host', () => {
     expect(h.sent).toEqual([{ type: 'WEBHOOK_HINT', at: 1_000_000 }]);
     expect(h.host.reconcile(1_000_000 + 5_000, 60_000)).toBe(0);
     expect(h.host.reconcile(1_000_000 + 61_000, 60_000)).toBe(1);
+  });
+
+  it('reports each command by type and result, with the rejection reason, and never a made-up type as a label', async () => {
+    // The worker's Node SDK registers a context manager; here a tracer provider does.
+    const provider = new NodeTracerProvider();
+    provider.register();
+    const handled: Array<[string, string, string | undefined]> = [];
+    const h = harness({
+      commandHandled: (c) => void handled.push([c.commandType, c.result, c.reason]),
+      eventsCommitted: () => {},
+      webhookToEvent: () => {},
+      leaseLost: () => {},
+      leaseTakenOver: () => {},
+      orderRestored: () => {},
+      reconcileNudged: () => {},
+    });
+    await h.send(create);
+    await h.send(create);
+    await h.send({ ...create, command_id: 'c-2', deposit_amount: '2' });
+    await h.send({ type: 'order.cancel-7f3a9', command_id: 'c-4', order_id: 'o-1' });
+    expect(handled).toEqual([
+      ['order.create', 'accepted', undefined],
+      ['order.create', 'duplicate', undefined],
+      ['order.create', 'rejected', 'order_exists'],
+      ['unknown', 'rejected', 'unknown_type'],
+    ]);
+    await provider.shutdown();
   });
 });
