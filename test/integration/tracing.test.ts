@@ -192,6 +192,30 @@ describe('traces of one order', () => {
     expect(get.attributes['url.full']).toBe(`${cluster.sandbox.url}/orders/${reference}/`);
   });
 
+  it('writes the webhook trace into the KYC event it publishes', async () => {
+    cluster.sandbox.emitKycStatus(reference, 'approved');
+    const events = await cluster.collector.waitFor(
+      (all) =>
+        all.some((e) => e.type === 'exchange.kyc_status_changed' && e['unique_reference'] === reference),
+      'the KYC event',
+      30_000,
+    );
+    const kyc = events.find(
+      (e) => e.type === 'exchange.kyc_status_changed' && e['unique_reference'] === reference,
+    );
+    const traceId = /^00-([0-9a-f]{32})-/.exec(kyc?.headers['traceparent'] ?? '')?.[1];
+    expect(traceId).toBeDefined();
+    const server = await waitForSpan(
+      'the KYC webhook server span',
+      (s) => s.traceId === traceId && s.name === 'POST /webhooks/exchange',
+    );
+    const send = await waitForSpan(
+      'the KYC send span',
+      (s) => s.traceId === traceId && s.name === `send ${cluster.topics.events}`,
+    );
+    expect(isUnder(receiver.spans, send, server)).toBe(true);
+  });
+
   it('starts a short trace of its own for each poll, linked to the command that created the order', async () => {
     // The machine polls POLL_INTERVAL_MS (30 s, the minimum) after its last confirmation.
     const poll = await waitForSpan(
