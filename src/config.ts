@@ -19,6 +19,8 @@ const secretVariables = new Set([
   'KAFKA_SSL_KEY_PASSWORD',
   'KAFKA_SASL_PASSWORD',
   'REDIS_PASSWORD',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
 ]);
 
 const httpUrl = z
@@ -226,6 +228,25 @@ function connectionSecurity(value: SecurityInput) {
 
 export type KafkaSecurity = ReturnType<typeof connectionSecurity>['kafka'];
 export type RedisSecurity = ReturnType<typeof connectionSecurity>['redis'];
+/** A comma-separated list whose every item is one of `allowed` (the OTEL_* list variables). */
+const listOf = (allowed: readonly string[]) =>
+  z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim().toLowerCase())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(allowed as [string, ...string[]])));
+
+/** `key=value,key=value` (OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_HEADERS), values percent-encoded. */
+const keyValueList = z
+  .string()
+  .refine(
+    (value) => value.trim() === '' || value.split(',').every((pair) => /^\s*[^=\s]+\s*=/.test(pair)),
+    'must be a comma-separated list of key=value',
+  );
 
 const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a valid Kafka topic name');
 
@@ -290,7 +311,29 @@ export const configSchema = z
     SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
     KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
     MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
+    // Read by the OpenTelemetry SDK itself (the standard variables); validated here so a typo stops start-up.
+    OTEL_SDK_DISABLED: z.enum(['true', 'false', 'TRUE', 'FALSE', '']).optional(),
+    OTEL_SERVICE_NAME: z.string().trim().min(1).optional(),
+    OTEL_RESOURCE_ATTRIBUTES: keyValueList.optional(),
+    OTEL_TRACES_EXPORTER: listOf(['otlp', 'console', 'zipkin', 'none']).optional(),
     OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
+    OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['grpc', 'http/protobuf', 'http/json']).optional(),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['grpc', 'http/protobuf', 'http/json']).optional(),
+    OTEL_EXPORTER_OTLP_HEADERS: keyValueList.optional(),
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValueList.optional(),
+    OTEL_TRACES_SAMPLER: z
+      .enum([
+        'always_on',
+        'always_off',
+        'traceidratio',
+        'parentbased_always_on',
+        'parentbased_always_off',
+        'parentbased_traceidratio',
+      ])
+      .optional(),
+    OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
+    OTEL_PROPAGATORS: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none']).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     ...connectionSecurityVariables,
   })
@@ -364,6 +407,22 @@ export const configSchema = z
     logLevel: value.LOG_LEVEL,
     otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
     security: connectionSecurity(value),
+    telemetry: {
+      serviceName: value.OTEL_SERVICE_NAME,
+      // Spans leave the process only when an exporter or an endpoint is named (the SDK's own default would send
+      // them to localhost:4318 and log a failure every few seconds where no collector runs).
+      exportTraces:
+        !/^true$/i.test(value.OTEL_SDK_DISABLED ?? '') &&
+        !(value.OTEL_TRACES_EXPORTER ?? []).includes('none') &&
+        ((value.OTEL_TRACES_EXPORTER ?? []).length > 0 ||
+          value.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
+          value.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined),
+      /** Secret header values of the OTLP exporter (kept out of logs). */
+      exporterHeaderValues: [value.OTEL_EXPORTER_OTLP_HEADERS, value.OTEL_EXPORTER_OTLP_TRACES_HEADERS]
+        .flatMap((list) => (list ?? '').split(','))
+        .map((pair) => pair.slice(pair.indexOf('=') + 1).trim())
+        .filter((v) => v.length > 0),
+    },
   }));
 
 export type WorkerConfig = Readonly<z.infer<typeof configSchema>>;

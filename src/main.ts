@@ -13,7 +13,7 @@ import { CurrencyCatalog } from './exchange/currency-catalog.ts';
 import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
-import { startTracing } from './telemetry/tracing.ts';
+import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
 import { normalizeWebhook } from './webhooks/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
@@ -35,12 +35,7 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
   });
 }
 
-async function run(config: WorkerConfig, logger: Logger): Promise<void> {
-  const tracing = startTracing({
-    serviceName: 'exchange-order-worker',
-    workerId: config.workerId,
-    otlpEndpoint: config.otlpEndpoint,
-  });
+async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): Promise<void> {
   const kafka = createKafka({
     clientId: `exchange-order-worker.${config.workerId}`,
     brokers: config.kafkaBrokers,
@@ -83,7 +78,8 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
     referralTokens: config.exchange.referralTokens,
     budget,
-    tracer: tracing.tracer,
+    tracer: telemetry.tracer,
+    observer: telemetry.metrics.exchangeObserver(),
     logger: logger.child({ component: 'exchange' }),
   });
 
@@ -128,6 +124,7 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
     },
     inflightExchangeCalls: () => actors?.inflight() ?? 0,
     callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
+    metrics: telemetry.metrics,
     webhooks: {
       // config.ts refuses to start without a signing secret unless WEBHOOK_ALLOW_UNSIGNED=true.
       verify:
@@ -154,7 +151,7 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
-      await tracing.shutdown().catch(() => {});
+      await telemetry.shutdown().catch(() => {});
     },
   });
 
@@ -191,16 +188,6 @@ async function run(config: WorkerConfig, logger: Logger): Promise<void> {
   });
 }
 
-/** A password given inside REDIS_URL (redis://user:password@host) is a secret too. */
-function redisUrlPassword(url: string): string | undefined {
-  try {
-    const password = decodeURIComponent(new URL(url).password);
-    return password === '' ? undefined : password;
-  } catch {
-    return undefined;
-  }
-}
-
 let config: WorkerConfig;
 try {
   config = loadConfig(process.env);
@@ -213,9 +200,17 @@ try {
 }
 const logger = createLogger({
   level: config.logLevel,
-  secrets: secretValues(config),
+  workerId: config.workerId,
+  secrets: [...secretValues(config), ...config.telemetry.exporterHeaderValues],
 });
-run(config, logger).catch((error: unknown) => {
+// Before anything else runs, so that every span, metric and log line of the process is covered.
+const telemetry = startTelemetry({
+  workerId: config.workerId,
+  exportTraces: config.telemetry.exportTraces,
+  serviceName: config.telemetry.serviceName,
+  logger,
+});
+run(config, logger, telemetry).catch((error: unknown) => {
   logger.fatal(
     { err: { message: (error as Error).message, stack: (error as Error).stack } },
     'worker failed to start',

@@ -4,7 +4,15 @@
 // or one ExchangeError from the classification table. Invariants: GET and PATCH are retried on transport and 5xx
 // failures; POST is retried only when it provably never left (connect failures); a POST /orders/ that may have
 // been received ends in 'unknown_outcome'; keys and tokens never reach logs, spans, errors or the budget store.
-import { SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
@@ -122,6 +130,29 @@ export interface ExchangeLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
+/** What the client reports for metrics; label values are operations, modes and error codes, never secrets. */
+export interface ExchangeCallObserver {
+  /** outcome: 'ok' or the final error code. */
+  callFinished(call: {
+    operation: ExchangeOperation;
+    mode: TradingMode;
+    outcome: string;
+    seconds: number;
+  }): void;
+  attemptFailed(attempt: { operation: ExchangeOperation; errorType: string; action: string }): void;
+  budgetWaited(wait: { mode: TradingMode; priority: RequestPriority; seconds: number }): void;
+}
+
+/** The URL for a span: query parameters that could carry credentials are masked (ours never do; a cursor might). */
+function urlWithoutSecrets(url: URL): string {
+  const copy = new URL(url);
+  copy.username = '';
+  copy.password = '';
+  for (const name of [...copy.searchParams.keys()])
+    if (/key|token|secret|signature|auth|password/i.test(name)) copy.searchParams.set(name, 'REDACTED');
+  return copy.toString();
+}
+
 export interface RetryOptions {
   /** Attempts of a retryable call, the first included. Default 3. */
   readonly maxAttempts?: number;
@@ -152,6 +183,8 @@ export interface ExchangeClientOptions {
   readonly timeouts?: Partial<Record<ExchangeOperation | 'actionableQuote', number>>;
   readonly retry?: RetryOptions;
   readonly tracer?: Tracer;
+  /** Told of every finished call, failed attempt and budget wait (metrics). */
+  readonly observer?: ExchangeCallObserver;
   readonly logger?: ExchangeLogger;
   /** Fiat codes for the "SELL only on fiat pairs" rule. */
   readonly fiatCurrencies?: ReadonlySet<string>;
@@ -265,6 +298,7 @@ export class ExchangeClient {
   readonly #baseDelayMs: number;
   readonly #maxDelayMs: number;
   readonly #tracer: Tracer;
+  readonly #observer: ExchangeCallObserver | undefined;
   readonly #logger: ExchangeLogger | undefined;
   readonly #fiat: ReadonlySet<string>;
 
@@ -289,6 +323,7 @@ export class ExchangeClient {
     this.#baseDelayMs = options.retry?.baseDelayMs ?? 200;
     this.#maxDelayMs = options.retry?.maxDelayMs ?? 5_000;
     this.#tracer = options.tracer ?? trace.getTracer('exchange-client');
+    this.#observer = options.observer;
     this.#logger = options.logger;
     this.#fiat = options.fiatCurrencies ?? defaultFiatCurrencies;
   }
@@ -671,9 +706,104 @@ export class ExchangeClient {
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
 
-  async #call<S extends z.ZodType>(
+  /**
+   * One exchange operation in its own span (`exchange <operation>`): the budget wait and every HTTP attempt are
+   * its children, so a slow call shows whether it waited for the budget or for the exchange.
+   */
+  #call<S extends z.ZodType>(spec: CallSpec<S>, options: CallOptions): Promise<CallResult<z.output<S>>> {
+    const startedAt = performance.now();
+    const operationSpan = this.#tracer.startSpan(`exchange ${spec.operation}`, {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        'exchange.operation': spec.operation,
+        'exchange.endpoint': spec.endpoint,
+        'exchange.trading_mode': spec.mode,
+      },
+    });
+    // The parent is passed explicitly as well, so the tree holds even where no context manager is registered.
+    const parent = trace.setSpan(context.active(), operationSpan);
+    return context.with(parent, async () => {
+      let outcome = 'ok';
+      try {
+        const result = await this.#callWithRetries(spec, options, parent);
+        const reference = (result.data as { unique_reference?: unknown } | null)?.unique_reference;
+        if (typeof reference === 'string') operationSpan.setAttribute('exchange.unique_reference', reference);
+        return result;
+      } catch (err) {
+        outcome = err instanceof ExchangeError ? err.code : 'aborted';
+        operationSpan.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+        operationSpan.setAttribute('error.type', outcome);
+        throw err;
+      } finally {
+        operationSpan.end();
+        this.#observer?.callFinished({
+          operation: spec.operation,
+          mode: spec.mode,
+          outcome,
+          seconds: (performance.now() - startedAt) / 1000,
+        });
+      }
+    });
+  }
+
+  /** Waits for the shared request budget inside a span of its own (the wait is part of the call's latency). */
+  async #waitForBudget(
+    spec: CallSpec<z.ZodType>,
+    budgetKey: string,
+    priority: RequestPriority,
+    signal: AbortSignal | undefined,
+    parent: Context,
+  ): Promise<void> {
+    const startedAt = performance.now();
+    const span = this.#tracer.startSpan(
+      'exchange budget wait',
+      { attributes: { 'exchange.trading_mode': spec.mode, 'exchange.priority': priority } },
+      parent,
+    );
+    try {
+      await this.#budget.acquire(budgetKey, priority, signal);
+    } finally {
+      span.end();
+      this.#observer?.budgetWaited({
+        mode: spec.mode,
+        priority,
+        seconds: (performance.now() - startedAt) / 1000,
+      });
+    }
+  }
+
+  /** An HTTP client span as the semantic conventions name it: `{method} {url.template}`. */
+  #startAttemptSpan(
+    spec: CallSpec<z.ZodType>,
+    method: string,
+    url: string,
+    attempt: number,
+    parent: Context,
+  ): Span {
+    const target = new URL(url);
+    return this.#tracer.startSpan(
+      spec.endpoint,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': method,
+          'url.full': urlWithoutSecrets(target),
+          'url.template': spec.endpoint.slice(spec.endpoint.indexOf(' ') + 1),
+          'server.address': target.hostname,
+          'server.port': Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+          ...(attempt > 1 ? { 'http.request.resend_count': attempt - 1 } : {}),
+          'exchange.endpoint': spec.endpoint,
+          'exchange.attempt': attempt,
+        },
+      },
+      parent,
+    );
+  }
+
+  async #callWithRetries<S extends z.ZodType>(
     spec: CallSpec<S>,
     options: CallOptions,
+    parent: Context,
   ): Promise<CallResult<z.output<S>>> {
     const credential = this.#credentialFor(spec);
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -692,20 +822,10 @@ export class ExchangeClient {
     const priority = options.priority ?? defaultPriorities[spec.operation];
 
     for (let attempt = 1; ; attempt++) {
-      await this.#budget.acquire(credential.budgetKey, priority, options.signal);
+      await this.#waitForBudget(spec, credential.budgetKey, priority, options.signal, parent);
       options.signal?.throwIfAborted();
       await options.beforeSend?.();
-      const span = this.#tracer.startSpan(`exchange ${spec.endpoint}`, {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'http.request.method': method,
-          'exchange.endpoint': spec.endpoint,
-          'exchange.operation': spec.operation,
-          'exchange.trading_mode': spec.mode,
-          'exchange.attempt': attempt,
-          'exchange.priority': priority,
-        },
-      });
+      const span = this.#startAttemptSpan(spec, method, url, attempt, parent);
       try {
         const result = await this.#attempt(
           spec,
@@ -723,7 +843,14 @@ export class ExchangeClient {
         const failure = err instanceof ExchangeError ? err : undefined;
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.code ?? 'aborted' });
         span.setAttribute('error.type', failure?.code ?? 'aborted');
-        if (failure !== undefined) span.setAttribute('exchange.failure_action', failure.action);
+        if (failure !== undefined) {
+          span.setAttribute('exchange.failure_action', failure.action);
+          this.#observer?.attemptFailed({
+            operation: spec.operation,
+            errorType: failure.code,
+            action: failure.action,
+          });
+        }
         if (failure === undefined || !this.#shouldRetry(spec, failure) || attempt >= this.#maxAttempts)
           throw err;
         const delayMs = failure.code === 'throttled' ? 0 : this.#backoffDelay(attempt); // the budget holds throttled keys

@@ -5,8 +5,10 @@
 // A failed restore is retried with backoff for as long as the partition stays assigned; it never escapes as an
 // unhandled rejection, and a message of a partition that was not restored is not handled here.
 import { setTimeout as sleep } from 'node:timers/promises';
+// Headers are handed on as text: they carry the caller's trace context (traceparent/tracestate).
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../telemetry/logger.ts';
+import { headersAsText } from '../telemetry/propagation.ts';
 
 export interface InboundCommandMessage {
   topic: string;
@@ -14,6 +16,10 @@ export interface InboundCommandMessage {
   offset: string;
   key: string | null;
   value: Buffer | null;
+  /** The message's headers as text (lower-case names). */
+  headers?: Record<string, string>;
+  /** The consumer group that consumed it. */
+  consumerGroup?: string;
 }
 
 export interface CommandConsumerHandlers {
@@ -41,6 +47,7 @@ export class CommandConsumer {
   private readonly retryDelayMs: (attempt: number) => number;
   private paused = false;
   private readonly topic: string;
+  private readonly groupId: string;
   private readonly logger: Logger;
   private handlers: CommandConsumerHandlers | undefined;
   private assignmentChain: Promise<void> = Promise.resolve();
@@ -63,6 +70,7 @@ export class CommandConsumer {
   }) {
     this.topic = opts.topic;
     this.retryDelayMs = opts.restoreRetryDelayMs ?? ((attempt) => Math.min(30_000, 1_000 * 2 ** attempt));
+    this.groupId = opts.groupId;
     this.logger = opts.logger.child({ component: 'command-consumer' });
     this.consumer = opts.kafka.consumer({
       groupId: opts.groupId,
@@ -176,6 +184,8 @@ export class CommandConsumer {
           offset: message.offset,
           key: message.key?.toString() ?? null,
           value: message.value,
+          headers: headersAsText(message.headers),
+          consumerGroup: this.groupId,
         });
       },
     });

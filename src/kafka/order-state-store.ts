@@ -30,6 +30,8 @@ export const orderRecordSchema = z.object({
   halted: z.object({ code: z.string(), message: z.string(), at: z.string() }).nullish(),
   /** The machine's durable form (versioned by the machine module). */
   machine: z.unknown(),
+  /** W3C traceparent of the command that created the order: traces of its later polls link to it. */
+  trace_origin: z.string().max(55).optional(),
 });
 export type OrderRecord = z.infer<typeof orderRecordSchema>;
 

@@ -5,9 +5,22 @@
 // A transaction is capped by bytes per partition (a broker refuses a record batch above its max.message.bytes, for
 // good): a large queue is split into several transactions, each write (records + offsets) staying whole, and a
 // size refusal is split around - only a write that is too large on its own fails, and only its caller hears of it.
+// Tracing: each write is a producer span (`send <topic>`) of the context that asked for it, and its records carry
+// that span's traceparent, so a consumer of our events continues the order's trace whatever batch they shared.
+import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { injectContext } from '../telemetry/propagation.ts';
+import {
+  ATTR_MESSAGING_BATCH_MESSAGE_COUNT,
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM,
+} from '../telemetry/semconv.ts';
+
+const tracer = trace.getTracer('exchange-order-worker');
 
 export interface OutboundRecord {
   topic: string;
@@ -124,6 +137,12 @@ export interface TransactionalWriterOptions {
   onFatal: (error: Error) => void;
   /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
   maxTransactionBytesPerPartition?: number;
+  /** Told of every transaction that ended (metrics). */
+  onTransaction?: (transaction: {
+    outcome: 'committed' | 'aborted';
+    seconds: number;
+    records: number;
+  }) => void;
 }
 
 export class TransactionalWriter {
@@ -185,9 +204,42 @@ export class TransactionalWriter {
     if (this.closed) return Promise.reject(new WorkerError('writer_closed', 'the Kafka writer is closed'));
     if (this.failure) return Promise.reject(this.failure);
     if (records.length === 0 && offsets.length === 0) return Promise.resolve(true);
+    const span = records.length ? this.startSendSpan(records) : undefined;
+    const carrier = span ? injectContext(trace.setSpan(context.active(), span)) : {};
+    const traced = span ? records.map((r) => ({ ...r, headers: { ...r.headers, ...carrier } })) : records;
     return new Promise((resolve, reject) => {
-      this.queue.push({ records, offsets, guard, resolve, reject });
+      this.queue.push({
+        records: traced,
+        offsets,
+        guard,
+        resolve: (written) => {
+          span?.setAttribute('worker.kafka.written', written);
+          span?.end();
+          resolve(written);
+        },
+        reject: (error) => {
+          span?.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+          span?.end();
+          reject(error);
+        },
+      });
       this.kick();
+    });
+  }
+
+  /** `send <topic>` (the first record's topic: an order's events come before its state record). */
+  private startSendSpan(records: OutboundRecord[]): Span {
+    const topic = records[0]?.topic ?? 'unknown';
+    return tracer.startSpan(`send ${topic}`, {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        [ATTR_MESSAGING_SYSTEM]: 'kafka',
+        [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
+        [ATTR_MESSAGING_OPERATION_NAME]: 'send',
+        [ATTR_MESSAGING_DESTINATION_NAME]: topic,
+        [ATTR_MESSAGING_BATCH_MESSAGE_COUNT]: records.length,
+        'messaging.kafka.transactional_id': this.opts.transactionalId,
+      },
     });
   }
 
@@ -352,6 +404,14 @@ export class TransactionalWriter {
       }
     }
     if (byTopic.size === 0 && offsets.size === 0) return refused;
+    const startedAt = performance.now();
+    const recordCount = [...byTopic.values()].reduce((n, list) => n + list.length, 0);
+    const ended = (outcome: 'committed' | 'aborted'): void =>
+      this.opts.onTransaction?.({
+        outcome,
+        seconds: (performance.now() - startedAt) / 1000,
+        records: recordCount,
+      });
     const transaction = await this.producer.transaction();
     try {
       const topicMessages = [...byTopic.entries()].map(([topic, records]) => ({
@@ -377,11 +437,13 @@ export class TransactionalWriter {
         });
       }
       await transaction.commit();
+      ended('committed');
       this.committedTransactions++;
       for (const list of byTopic.values()) this.committedRecords += list.length;
       return refused;
     } catch (error) {
       await transaction.abort().catch(() => {});
+      ended('aborted');
       throw error;
     }
   }

@@ -42,6 +42,11 @@ export interface StartOrderOptions {
   onChange: (emitted: EmittedDomainEvent[]) => void;
   /** Called when the actor fails in a way the machine did not model (a bug): the host fails the order safely. */
   onError: (error: unknown) => void;
+  /** The timers of the order's `after` delays (default: the global ones); the host runs each in a trace. */
+  clock?: {
+    setTimeout(fn: (...args: unknown[]) => void, ms: number): unknown;
+    clearTimeout(id: unknown): void;
+  };
 }
 
 export interface MachineBinding {

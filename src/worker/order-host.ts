@@ -3,15 +3,38 @@
 // record, and the offset of the command that caused it) in one Kafka transaction. An order is driven only while
 // this replica holds its Redis lease; a record is written only while the lease is still valid (fencing).
 import { createHash } from 'node:crypto';
-import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import {
+  context,
+  createContextKey,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
 import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
-import { parseCommand } from '../contract/commands.ts';
+import { commandTypes, parseCommand } from '../contract/commands.ts';
 import { orderEvent, rejectedCommandFingerprint, type RejectionReason } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord, TransactionalWriter } from '../kafka/transactional-writer.ts';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { extractContext, fromTraceparent, toTraceparent, withOrderId } from '../telemetry/propagation.ts';
+import {
+  ATTR_EXCHANGE_UNIQUE_REFERENCE,
+  ATTR_MESSAGING_CONSUMER_GROUP_NAME,
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_DESTINATION_PARTITION_ID,
+  ATTR_MESSAGING_KAFKA_MESSAGE_KEY,
+  ATTR_MESSAGING_KAFKA_OFFSET,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM,
+  ATTR_ORDER_ID,
+} from '../telemetry/semconv.ts';
 import type {
   EmittedDomainEvent,
   MachineBinding,
@@ -45,6 +68,39 @@ export interface OrderHostOptions {
   callsSettleTimeoutMs?: number;
   /** Commands above this many bytes are refused unread (MAX_COMMAND_BYTES). */
   maxCommandBytes?: number;
+  /** Told of commands handled, events committed, leases and restores (metrics). */
+  metrics?: OrderHostMetrics;
+}
+
+/** What the host reports for metrics; label values are command types, reasons and event types only. */
+export interface OrderHostMetrics {
+  commandHandled(command: { commandType: string; result: string; reason?: string; seconds: number }): void;
+  eventsCommitted(eventTypes: string[]): void;
+  webhookToEvent(seconds: number): void;
+  leaseLost(): void;
+  leaseTakenOver(): void;
+  orderRestored(): void;
+  reconcileNudged(count: number): void;
+}
+
+/** How a command ended, filled in while it is handled (read by handleMessage for its span and metrics). */
+interface CommandOutcome {
+  commandType: string;
+  result: 'accepted' | 'duplicate' | 'rejected' | 'consumed';
+  reason?: string;
+}
+const commandOutcomeKey = createContextKey('exchange-order-worker command outcome');
+
+function noteOutcome(result: CommandOutcome['result'], reason?: string): void {
+  const outcome = context.active().getValue(commandOutcomeKey) as CommandOutcome | undefined;
+  if (!outcome) return;
+  outcome.result = result;
+  if (reason !== undefined) outcome.reason = reason;
+}
+
+function noteCommandType(commandType: string): void {
+  const outcome = context.active().getValue(commandOutcomeKey) as CommandOutcome | undefined;
+  if (outcome) outcome.commandType = commandType;
 }
 
 interface OrderSlot {
@@ -62,9 +118,23 @@ interface OrderSlot {
   stopped: boolean;
   /** When the reconciliation sweep last nudged this order (at most one nudge per max age). */
   lastNudgeAt: number;
+  /** The span context of the command that created the order: later traces of it (polls) link to it. */
+  origin: SpanContext | undefined;
+  /** When a webhook hint asked for the poll now under way (epoch ms), for the webhook-to-event latency. */
+  webhookAt: number | undefined;
 }
 
 const tracer = trace.getTracer('exchange-order-worker');
+
+/** A machine state value as a label: `"a"`, `{"a":"b"}` -> `a.b`, parallel regions joined by `+`. */
+function stateLabel(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object')
+    return Object.entries(value)
+      .map(([key, inner]) => `${key}.${stateLabel(inner)}`)
+      .join('+');
+  return 'unknown';
+}
 
 /** JSON with object keys sorted at every depth (undefined members dropped), so equal content hashes equally. */
 export function canonicalJson(value: unknown): string {
@@ -150,6 +220,18 @@ export class OrderHost {
     return [...this.slots.keys()];
   }
 
+  /** Unfinished orders driven here, per machine state (`a.b` for a nested state value). */
+  openOrdersByState(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const slot of this.slots.values()) {
+      const status = slot.actor?.status();
+      if (!status || status.terminal) continue;
+      const state = stateLabel(JSON.parse(status.state) as unknown);
+      counts.set(state, (counts.get(state) ?? 0) + 1);
+    }
+    return counts;
+  }
+
   slotStatus(orderId: string): ReturnType<OrderActorHandle['status']> | undefined {
     return this.slots.get(orderId)?.actor?.status();
   }
@@ -202,11 +284,12 @@ export class OrderHost {
       if (now - status.lastConfirmedAt <= maxAgeMs || now - slot.lastNudgeAt <= maxAgeMs) continue;
       const nudge: OrderActorEvent = { type: 'WEBHOOK_HINT', at: now };
       if (!slot.actor.can(nudge)) continue;
-      slot.actor.send(nudge);
+      this.inOrderTrace(slot, 'order reconcile', () => slot.actor?.send(nudge));
       slot.lastNudgeAt = now;
       nudged++;
     }
     this.counters.reconcileNudges += nudged;
+    if (nudged) this.opts.metrics?.reconcileNudged(nudged);
     return nudged;
   }
 
@@ -285,7 +368,10 @@ export class OrderHost {
       await this.opts.store.catchUp(partitions);
       for (const { record, fence } of leased) {
         if (fence === null) continue;
-        if (await this.restoreLatest(record.order_id, fence)) this.counters.restored++;
+        if (await this.restoreLatest(record.order_id, fence)) {
+          this.counters.restored++;
+          this.opts.metrics?.orderRestored();
+        }
       }
     }
   }
@@ -328,7 +414,10 @@ export class OrderHost {
         await this.opts.leases.release(orderId).catch(() => {});
         return null;
       }
-      if (grant) return grant.fence;
+      if (grant) {
+        if (attempt > 0) this.opts.metrics?.leaseTakenOver();
+        return grant.fence;
+      }
       if (attempt % 10 === 0)
         this.logger.info({ orderId, attempt }, 'waiting for the order lease held by another replica');
       await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
@@ -369,6 +458,7 @@ export class OrderHost {
     const slot = this.slots.get(orderId);
     if (!slot || slot.stopped) return;
     this.counters.leaseLost++;
+    this.opts.metrics?.leaseLost();
     this.logger.warn({ orderId }, 'order lease lost; reloading the order from its last durable record');
     slot.stopped = true;
     slot.actor?.stop();
@@ -435,15 +525,67 @@ export class OrderHost {
       persistScheduled: false,
       stopped: false,
       lastNudgeAt: 0,
+      origin: fromTraceparent(record.trace_origin),
+      webhookAt: undefined,
     };
+  }
+
+  /**
+   * Runs work of an order that no command started (a machine timer: a poll, a retry; a reconciliation nudge) as a
+   * new trace of its own, linked to the command that created the order, with the order named for the logs.
+   */
+  private inOrderTrace(slot: OrderSlot, name: string, work: () => void): void {
+    const span = tracer.startSpan(
+      name,
+      {
+        root: true,
+        kind: SpanKind.INTERNAL,
+        attributes: this.orderAttributes(slot),
+        ...(slot.origin ? { links: [{ context: slot.origin }] } : {}),
+      },
+      ROOT_CONTEXT,
+    );
+    try {
+      context.with(withOrderId(trace.setSpan(ROOT_CONTEXT, span), slot.orderId), work);
+    } finally {
+      span.end();
+    }
+  }
+
+  private orderAttributes(slot: OrderSlot): Attributes {
+    const reference = slot.actor?.status().uniqueReference ?? slot.record.unique_reference;
+    return {
+      [ATTR_ORDER_ID]: slot.orderId,
+      ...(reference ? { [ATTR_EXCHANGE_UNIQUE_REFERENCE]: reference } : {}),
+    };
+  }
+
+  /** A machine transition, as an event of the span that caused it (or, once that ended, a span of its own). */
+  private recordTransition(slot: OrderSlot, emitted: EmittedDomainEvent[]): void {
+    const span = trace.getActiveSpan();
+    if (!span || !slot.actor) return;
+    const status = slot.actor.status();
+    const attributes: Attributes = {
+      ...this.orderAttributes(slot),
+      'order.state': status.state,
+      ...(emitted.length ? { 'order.event.type': emitted.map((e) => e.type).join(',') } : {}),
+    };
+    if (span.isRecording()) span.addEvent('order.transition', attributes);
+    else tracer.startSpan('order transition', { attributes }).end();
   }
 
   private startOptions(slot: OrderSlot): Parameters<MachineBinding['create']>[1] {
     return {
       orderId: slot.orderId,
       now: this.opts.now(),
+      clock: {
+        setTimeout: (fn: (...args: unknown[]) => void, ms: number) =>
+          setTimeout(() => this.inOrderTrace(slot, 'order timer', fn), ms),
+        clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout),
+      },
       onChange: (emitted) => {
         if (slot.stopped) return;
+        this.recordTransition(slot, emitted);
         slot.pendingEvents.push(...emitted);
         this.schedulePersist(slot);
       },
@@ -534,6 +676,14 @@ export class OrderHost {
       records.push(this.eventRecord(slot.orderId, { type: event.type, ...full }));
     }
     this.counters.events += records.length;
+    const eventTypes = [...emitted, ...(extra.events ?? [])].map((event) => String(event['type']));
+    // Webhook-to-event latency: from the hint to the first event a later write publishes (the poll's answer). A
+    // hint whose poll found nothing new is forgotten after a minute rather than measured against a later change.
+    let webhookAt: number | undefined;
+    if (slot.webhookAt !== undefined && extra.offset === undefined) {
+      if (eventTypes.length) webhookAt = slot.webhookAt;
+      if (eventTypes.length || this.opts.now() - slot.webhookAt > 60_000) slot.webhookAt = undefined;
+    }
     const status = slot.actor?.status();
     const commands = extra.command
       ? [...slot.record.commands, extra.command].slice(-this.maxCommands)
@@ -567,7 +717,12 @@ export class OrderHost {
       )
       .then((written) => {
         // A record refused by the lease guard was never written: the store keeps the last durable one.
-        if (written) this.opts.store.apply(record);
+        if (written) {
+          this.opts.store.apply(record);
+          if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);
+          if (webhookAt !== undefined)
+            this.opts.metrics?.webhookToEvent((this.opts.now() - webhookAt) / 1000);
+        }
         return written;
       });
     const lastWrite = write.then((written) => {
@@ -641,33 +796,70 @@ export class OrderHost {
 
   // ---- commands -----------------------------------------------------------------------------------------------
 
-  /** Handles one command message inside a consumer span (OpenTelemetry), so every command is traceable. */
+  /**
+   * Handles one command message in a consumer span, `process <topic>`, that continues the caller's trace (the
+   * message's traceparent); everything the command causes (exchange calls, the Kafka transaction, the events and
+   * their traceparent) happens under it, and log lines written meanwhile name the trace and the order.
+   */
   handleMessage(message: InboundCommandMessage): Promise<void> {
-    return tracer.startActiveSpan(
-      'order command',
+    const startedAt = performance.now();
+    const parent = extractContext(message.headers ?? {});
+    const outcome: CommandOutcome = { commandType: 'unknown', result: 'accepted' };
+    const span = tracer.startSpan(
+      `process ${message.topic}`,
       {
         kind: SpanKind.CONSUMER,
         attributes: {
-          'messaging.system': 'kafka',
-          'messaging.operation.type': 'process',
-          'messaging.destination.name': message.topic,
-          'messaging.kafka.partition': message.partition,
-          'messaging.kafka.offset': message.offset,
-          ...(message.key ? { 'order.id': message.key } : {}),
+          [ATTR_MESSAGING_SYSTEM]: 'kafka',
+          [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
+          [ATTR_MESSAGING_OPERATION_NAME]: 'process',
+          [ATTR_MESSAGING_DESTINATION_NAME]: message.topic,
+          [ATTR_MESSAGING_DESTINATION_PARTITION_ID]: String(message.partition),
+          [ATTR_MESSAGING_KAFKA_OFFSET]: Number(message.offset),
+          ...(message.consumerGroup ? { [ATTR_MESSAGING_CONSUMER_GROUP_NAME]: message.consumerGroup } : {}),
+          ...(message.key
+            ? { [ATTR_MESSAGING_KAFKA_MESSAGE_KEY]: message.key, [ATTR_ORDER_ID]: message.key }
+            : {}),
         },
       },
-      async (span) => {
-        try {
-          await this.processMessage(message, span);
-        } catch (error) {
-          span.recordException(error as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-          throw error;
-        } finally {
-          span.end();
-        }
-      },
+      parent,
     );
+    const active = withOrderId(trace.setSpan(parent, span), message.key).setValue(commandOutcomeKey, outcome);
+    return context.with(active, async () => {
+      try {
+        await this.processMessage(message, span);
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        span.setAttribute('error.type', (error as { code?: string }).code ?? (error as Error).name);
+        this.opts.metrics?.commandHandled({
+          commandType: outcome.commandType,
+          result: 'error',
+          seconds: (performance.now() - startedAt) / 1000,
+        });
+        throw error;
+      } finally {
+        const reference = message.key ? this.slots.get(message.key)?.actor?.status().uniqueReference : null;
+        if (reference) span.setAttribute(ATTR_EXCHANGE_UNIQUE_REFERENCE, reference);
+        span.setAttribute('command.result', outcome.result);
+        this.logger.debug(
+          {
+            partition: message.partition,
+            offset: message.offset,
+            commandType: outcome.commandType,
+            result: outcome.result,
+          },
+          'command handled',
+        );
+        span.end();
+      }
+      this.opts.metrics?.commandHandled({
+        commandType: outcome.commandType,
+        result: outcome.result,
+        ...(outcome.reason ? { reason: outcome.reason } : {}),
+        seconds: (performance.now() - startedAt) / 1000,
+      });
+    });
   }
 
   private async processMessage(message: InboundCommandMessage, span: Span): Promise<void> {
@@ -682,7 +874,11 @@ export class OrderHost {
       message.key,
       this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
     );
-    span.setAttribute('command.type', parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown'));
+    const commandType = parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown');
+    // The metric label only takes a known type: a producer's typo must not create a new time series.
+    noteCommandType((commandTypes as readonly string[]).includes(commandType) ? commandType : 'unknown');
+    span.setAttribute('command.type', commandType);
+    if (parsed.ok) span.setAttribute('command.id', parsed.command.command_id);
     if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
     const named = parsed.ok ? parsed.command.order_id : parsed.orderId;
     // An unfinished order of this partition that nobody drives here (created by a previous owner after this
@@ -728,6 +924,7 @@ export class OrderHost {
       if (existing) {
         if (sameCommandContent(existing.create_hash, command)) {
           // The same order.create again (redelivery, replay, retrying producer): nothing to do.
+          noteOutcome('duplicate');
           await this.opts.writer.write([], [offset]);
           return;
         }
@@ -753,6 +950,7 @@ export class OrderHost {
     const seen = existing.commands.find(([id]) => id === command.command_id);
     if (seen) {
       if (sameCommandContent(seen[1], command)) {
+        noteOutcome('duplicate');
         await this.opts.writer.write([], [offset]);
         return;
       }
@@ -790,6 +988,7 @@ export class OrderHost {
     }
     if (command.type === 'order.submit_deposit' && slot?.actor?.status().depositTxHash === command.tx_hash) {
       // The same deposit hash again (under a new command_id): already accepted, nothing more to do.
+      noteOutcome('duplicate');
       await this.opts.writer.write([], [offset]);
       return;
     }
@@ -802,10 +1001,13 @@ export class OrderHost {
           : `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`;
     if (refusal !== undefined || !slot?.actor || !event) {
       // A webhook hint for an order that cannot poll now is simply consumed: it never changes state by itself.
-      if (command.type === 'order.webhook_hint') await this.opts.writer.write([], [offset]);
-      else await this.reject(command.order_id, message, rejection('not_allowed', refusal ?? 'not allowed'));
+      if (command.type === 'order.webhook_hint') {
+        noteOutcome('consumed');
+        await this.opts.writer.write([], [offset]);
+      } else await this.reject(command.order_id, message, rejection('not_allowed', refusal ?? 'not allowed'));
       return;
     }
+    if (command.type === 'order.webhook_hint') slot.webhookAt = Date.parse(command.received_at);
     slot.actor.send(event);
     await this.requireWritten(
       await this.persist(slot, { offset, command: [command.command_id, hash] }),
@@ -843,6 +1045,8 @@ export class OrderHost {
       terminal: false,
       machine: null,
     };
+    const origin = toTraceparent(trace.getSpanContext(context.active()));
+    if (origin) record.trace_origin = origin;
     const slot = this.newSlot(record, fence);
     this.slots.set(command.order_id, slot);
     slot.actor = this.opts.binding.create(command, this.startOptions(slot));
@@ -877,6 +1081,7 @@ export class OrderHost {
     },
   ): Promise<void> {
     this.counters.rejected++;
+    noteOutcome('rejected', body.reason);
     this.logger.warn(
       {
         orderId,

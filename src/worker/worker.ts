@@ -3,13 +3,27 @@
 // and the command consumer, started in dependency order and stopped in reverse within a bounded time.
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
 import type { IncomingHttpHeaders, Server } from 'node:http';
-import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { Partitioners, type Admin, type Kafka, type Producer } from 'kafkajs';
 import type { WorkerConfig } from '../config.ts';
 import { CommandConsumer } from '../kafka/command-consumer.ts';
 import { OrderStateStore } from '../kafka/order-state-store.ts';
 import { ensureTopics } from '../kafka/topics.ts';
 import { TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import { extractContext, injectContext } from '../telemetry/propagation.ts';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM,
+  ATTR_URL_PATH,
+} from '../telemetry/semconv.ts';
 import { createOpsServer, createWebhookServer, type WebhookOutcome } from '../webhooks/http-server.ts';
 import {
   createWebhookReceiver,
@@ -30,8 +44,50 @@ export interface WorkerAdapters {
   inflightExchangeCalls: () => number;
   /** Resolves once no exchange call of the order is in progress, or after timeoutMs. */
   callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
-  metrics?: () => string;
+  /** The metrics of the process (the Prometheus text of `/metrics`, and the instruments the parts record to). */
+  metrics: WorkerMetrics;
   close: () => Promise<void>;
+}
+
+const tracer = trace.getTracer('exchange-order-worker');
+
+function notRunning(): never {
+  throw new Error('hint producer not running');
+}
+
+/** `send <topic>`: a producer span whose context the sent messages carry (traceparent in their headers). */
+function sendInSpan<T>(topic: string, send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(
+    `send ${topic}`,
+    {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        [ATTR_MESSAGING_SYSTEM]: 'kafka',
+        [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
+        [ATTR_MESSAGING_OPERATION_NAME]: 'send',
+        [ATTR_MESSAGING_DESTINATION_NAME]: topic,
+      },
+    },
+    async (span) => {
+      try {
+        return await send(injectContext(context.active()));
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** The result label of a webhook delivery, from the receiver's answer. */
+function webhookResult(outcome: WebhookOutcome): string {
+  if (outcome.status === 202) return 'unknown_order';
+  if (outcome.status >= 400) return 'refused';
+  if (outcome.body['duplicate'] === true) return 'duplicate';
+  if (outcome.body['kind'] === 'kyc') return 'kyc';
+  return 'routed';
 }
 
 export class Worker {
@@ -48,6 +104,9 @@ export class Worker {
   private receiver: ReturnType<typeof createWebhookReceiver> | undefined;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  private lagAdmin: Admin | undefined;
+  private consumerLag = new Map<number, number>();
   private stopping = false;
   private kafkaHealthy = { ok: false, at: 0 };
   readonly now = (): number => Date.now();
@@ -81,7 +140,7 @@ export class Worker {
       logger,
       readiness: () => this.readiness(),
       liveness: () => this.liveness(),
-      metrics: () => this.metricsText(this.receiver),
+      metrics: async () => `${await adapters.metrics.render()}${this.webhookCounterText(this.receiver)}`,
     });
     const listen = (server: Server, port: number): Promise<void> =>
       new Promise<void>((resolve, reject) => {
@@ -104,6 +163,10 @@ export class Worker {
       onFatal: (error) => {
         this.host?.halt(error);
         onFatal(error);
+      },
+      onTransaction: ({ outcome, seconds }) => {
+        adapters.metrics.kafkaCommitDuration.record(seconds, { outcome });
+        if (outcome === 'committed') adapters.metrics.kafkaTransactions.add(1);
       },
     });
     await writer.connect();
@@ -134,6 +197,7 @@ export class Worker {
       now: this.now,
       ...(adapters.callsSettled ? { callsSettled: adapters.callsSettled } : {}),
       maxCommandBytes: config.maxCommandBytes,
+      metrics: adapters.metrics.hostObserver(),
     });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
@@ -159,45 +223,48 @@ export class Worker {
         return record ? { orderId: record.order_id, partition: record.partition } : undefined;
       },
       routeHint: async (hint) => {
-        if (!this.hintProducer) throw new Error('hint producer not running');
-        await this.hintProducer.send({
-          topic: config.topics.commands,
-          messages: [
-            {
-              key: hint.orderId,
-              partition: hint.partition,
-              value: JSON.stringify({
-                type: 'order.webhook_hint',
-                command_id: hint.commandId,
-                order_id: hint.orderId,
-                unique_reference: hint.uniqueReference,
-                status: hint.status,
-                received_at: hint.receivedAt,
-              }),
-            },
-          ],
-        });
+        await sendInSpan(config.topics.commands, (headers) =>
+          (this.hintProducer ?? notRunning()).send({
+            topic: config.topics.commands,
+            messages: [
+              {
+                key: hint.orderId,
+                partition: hint.partition,
+                headers,
+                value: JSON.stringify({
+                  type: 'order.webhook_hint',
+                  command_id: hint.commandId,
+                  order_id: hint.orderId,
+                  unique_reference: hint.uniqueReference,
+                  status: hint.status,
+                  received_at: hint.receivedAt,
+                }),
+              },
+            ],
+          }),
+        );
       },
       publishKyc: async (event) => {
-        if (!this.hintProducer) throw new Error('hint producer not running');
-        await this.hintProducer.send({
-          topic: config.topics.events,
-          messages: [
-            {
-              key: event.orderId ?? event.uniqueReference ?? event.eventId,
-              value: JSON.stringify({
-                type: 'exchange.kyc_status_changed',
-                event_id: event.eventId,
-                order_id: event.orderId,
-                seq: 0,
-                occurred_at: new Date(this.now()).toISOString(),
-                unique_reference: event.uniqueReference,
-                payload: event.payload,
-              }),
-              headers: { 'event-type': 'exchange.kyc_status_changed' },
-            },
-          ],
-        });
+        await sendInSpan(config.topics.events, (traceHeaders) =>
+          (this.hintProducer ?? notRunning()).send({
+            topic: config.topics.events,
+            messages: [
+              {
+                key: event.orderId ?? event.uniqueReference ?? event.eventId,
+                value: JSON.stringify({
+                  type: 'exchange.kyc_status_changed',
+                  event_id: event.eventId,
+                  order_id: event.orderId,
+                  seq: 0,
+                  occurred_at: new Date(this.now()).toISOString(),
+                  unique_reference: event.uniqueReference,
+                  payload: event.payload,
+                }),
+                headers: { 'event-type': 'exchange.kyc_status_changed', ...traceHeaders },
+              },
+            ],
+          }),
+        );
       },
     });
 
@@ -210,6 +277,15 @@ export class Worker {
       onFatal,
     });
     this.consumer = consumer;
+    adapters.metrics.observe({
+      activeOrders: () => hostRef.activeOrders,
+      knownOrders: () => store.size(),
+      openOrdersByState: () => hostRef.openOrdersByState(),
+      partitionsOwned: () => consumer.assigned.length,
+      consumerPaused: () => consumer.isPaused,
+      inflightExchangeCalls: () => adapters.inflightExchangeCalls(),
+      consumerLag: () => this.consumerLag,
+    });
 
     await consumer.start(
       {
@@ -228,6 +304,12 @@ export class Worker {
     this.backpressureTimer.unref();
     this.reconcileTimer = setInterval(() => hostRef.reconcile(this.now(), config.reconcileMaxAgeMs), 5_000);
     this.reconcileTimer.unref();
+    this.lagAdmin = adapters.kafka.admin();
+    await this.lagAdmin.connect();
+    const measureLag = (): void => void this.measureLag(consumer.assigned).catch(() => {});
+    measureLag();
+    this.lagTimer = setInterval(measureLag, 10_000);
+    this.lagTimer.unref();
     logger.info(
       {
         port: this.listeningPort,
@@ -242,6 +324,39 @@ export class Worker {
 
   /** A webhook before the receiver exists (still starting): checked like any other, then acknowledged unrouted. */
   private answerWebhook(raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> {
+    // Each delivery is a server span that continues the sender's trace, if it sent one; the hint it routes and
+    // the GET that hint triggers continue this trace.
+    return tracer.startActiveSpan(
+      'POST /webhooks/exchange',
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+          [ATTR_HTTP_ROUTE]: '/webhooks/exchange',
+          [ATTR_URL_PATH]: '/webhooks/exchange',
+        },
+      },
+      extractContext(headers),
+      async (span) => {
+        try {
+          const outcome = await this.answerWebhookUntraced(raw, headers);
+          span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.status);
+          span.setAttribute('webhook.result', webhookResult(outcome));
+          this.adapters.metrics.webhooks.add(1, { result: webhookResult(outcome) });
+          return outcome;
+        } catch (error) {
+          span.setAttribute(ATTR_ERROR_TYPE, (error as Error).name);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          this.adapters.metrics.webhooks.add(1, { result: 'failed' });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  private answerWebhookUntraced(raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> {
     if (this.receiver) return this.receiver.handle(raw, headers);
     const verdict = this.adapters.webhooks.verify?.(raw, headers);
     if (verdict?.ok === false)
@@ -319,57 +434,24 @@ export class Worker {
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   }
 
-  private metricsText(
+  /**
+   * The webhook receiver's own counters in Prometheus text, beside the OpenTelemetry metrics: what could not be
+   * read, hints that failed, and which signing secret verified each delivery (rotation: when the old secret's
+   * series stops growing, it can be removed).
+   */
+  private webhookCounterText(
     webhooks: { counters: Readonly<WebhookCounters>; verifiedBySecret: readonly number[] } | undefined,
   ): string {
     const lines: string[] = [];
-    // Prometheus text format: *_total series are counters, everything else a gauge.
-    const gauge = (name: string, help: string, value: number): void => {
-      const type = name.endsWith('_total') ? 'counter' : 'gauge';
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
-    };
-    const host = this.host;
-    gauge('worker_active_orders', 'orders driven by this replica', host?.activeOrders ?? 0);
-    gauge('worker_known_orders', 'orders in the state store', this.store?.size() ?? 0);
-    gauge('worker_commands_total', 'commands consumed', host?.counters.commands ?? 0);
-    gauge('worker_commands_rejected_total', 'commands rejected', host?.counters.rejected ?? 0);
-    gauge('worker_events_published_total', 'order events written', host?.counters.events ?? 0);
-    gauge(
-      'worker_orders_restored_total',
-      'orders restored from the state topic',
-      host?.counters.restored ?? 0,
-    );
-    gauge('worker_lease_lost_total', 'order leases lost', host?.counters.leaseLost ?? 0);
-    gauge(
-      'worker_reconcile_nudges_total',
-      'overdue polls started by the reconciliation sweep',
-      host?.counters.reconcileNudges ?? 0,
-    );
-    gauge(
-      'worker_kafka_transactions_total',
-      'Kafka transactions committed',
-      this.writer?.committedTransactions ?? 0,
-    );
-    gauge(
-      'worker_exchange_calls_inflight',
-      'exchange calls in progress',
-      this.adapters.inflightExchangeCalls(),
-    );
-    gauge(
-      'worker_consumer_paused',
-      '1 while consumption is paused by backpressure',
-      this.consumer?.isPaused ? 1 : 0,
-    );
-    gauge('worker_assigned_partitions', 'command partitions assigned', this.consumer?.assigned.length ?? 0);
-    const memory = process.memoryUsage();
-    gauge('process_resident_memory_bytes', 'resident set size of the worker process', memory.rss);
-    gauge('process_heap_used_bytes', 'V8 heap in use', memory.heapUsed);
     for (const [name, value] of Object.entries(webhooks?.counters ?? {})) {
       const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-      gauge(`worker_webhooks_${snake}_total`, `webhooks ${snake.replace(/_/g, ' ')}`, value);
+      const metric = `worker_webhooks_${snake}_total`;
+      lines.push(
+        `# HELP ${metric} webhooks ${snake.replace(/_/g, ' ')}`,
+        `# TYPE ${metric} counter`,
+        `${metric} ${value}`,
+      );
     }
-    // Which signing secret verified each delivery, by position in the configured list (rotation: when the old
-    // secret's series stops growing, it can be removed).
     const verified = 'worker_webhooks_verified_total';
     lines.push(
       `# HELP ${verified} webhooks verified, by position of the signing secret`,
@@ -378,18 +460,45 @@ export class Worker {
     (webhooks?.verifiedBySecret ?? []).forEach((value, index) =>
       lines.push(`${verified}{secret="${index}"} ${value ?? 0}`),
     );
-    return `${lines.join('\n')}${this.adapters.metrics ? `\n${this.adapters.metrics()}` : ''}\n`;
+    return `${lines.join('\n')}\n`;
   }
 
   /**
    * Graceful stop: no more commands, orders persisted, leases released, then webhooks (accepted and routed until
    * the HTTP server closes), producers flushed.
    */
+  /**
+   * Consumer lag per assigned partition: the topic's high watermark minus the group's committed offset (what a
+   * replacement replica would have to redo). Measured every 10 s; read by the `worker_consumer_lag` gauge.
+   */
+  private async measureLag(assigned: readonly number[]): Promise<void> {
+    const admin = this.lagAdmin;
+    if (!admin || this.stopping) return;
+    const topic = this.config.topics.commands;
+    const [ends, committed] = await Promise.all([
+      admin.fetchTopicOffsets(topic),
+      admin.fetchOffsets({ groupId: this.config.consumerGroup, topics: [topic] }),
+    ]);
+    const committedOf = new Map(
+      (committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)] as const),
+    );
+    const lag = new Map<number, number>();
+    for (const partition of assigned) {
+      const end = ends.find((e) => e.partition === partition);
+      if (!end) continue;
+      const done = committedOf.get(partition) ?? -1n;
+      const from = done >= 0n ? done : BigInt(end.low);
+      lag.set(partition, Number(BigInt(end.high) - from));
+    }
+    this.consumerLag = lag;
+  }
+
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.backpressureTimer);
     clearInterval(this.reconcileTimer);
+    clearInterval(this.lagTimer);
     const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
       try {
         await fn();
@@ -407,6 +516,7 @@ export class Worker {
       new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await step('http', () => close(this.server));
     await step('hint producer', async () => this.hintProducer?.disconnect());
+    await step('lag admin', async () => this.lagAdmin?.disconnect());
     await step('state store', async () => this.store?.stop());
     await step('metrics http', () => close(this.opsServer));
     await step('adapters', async () => this.adapters.close());

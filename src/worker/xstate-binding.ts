@@ -59,7 +59,7 @@ export function createXStateBinding(opts: {
   const machine = provideOrderActors(actors);
 
   const start = (input: OrderInput, start: StartOrderOptions): OrderActorHandle => {
-    const actor = createActor(machine, { input });
+    const actor = createActor(machine, { input, ...(start.clock ? { clock: start.clock } : {}) });
     actor.on('*', (event) => start.onChange([event as unknown as EmittedDomainEvent]));
     actor.subscribe({ next: () => start.onChange([]), error: (error) => start.onError(error) });
     actor.start();

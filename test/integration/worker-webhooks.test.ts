@@ -87,14 +87,14 @@ describe('webhook receiver', () => {
     expect((await post(body, sign(body, now, 'not-the-secret'))).status).toBe(401);
     expect((await post(body, sign(body, now - 3600))).status).toBe(401);
     expect((await post(body.replace('PAID', 'PAIDX'), sign(body, now))).status).toBe(401);
-    expect(await metric('worker_webhooks_refused_total')).toBe(4);
+    expect(await metric('worker_webhooks_total{result="refused"}')).toBe(4);
 
     const first = await post(body, sign(body, now));
     const again = await post(body, sign(body, now + 1));
     expect(first).toMatchObject({ status: 200, json: { accepted: true } });
     expect(again).toMatchObject({ status: 200, json: { accepted: true, duplicate: true } });
-    expect(await metric('worker_webhooks_duplicates_total')).toBeGreaterThanOrEqual(1);
-    expect(await metric('worker_webhooks_routed_total')).toBeGreaterThanOrEqual(1);
+    expect(await metric('worker_webhooks_total{result="duplicate"}')).toBeGreaterThanOrEqual(1);
+    expect(await metric('worker_webhooks_total{result="routed"}')).toBeGreaterThanOrEqual(1);
 
     // A hint alone changes nothing: the exchange still says INITIAL, so no status change is published.
     await new Promise((resolve) => setTimeout(resolve, 1500));

@@ -14,6 +14,8 @@ export interface PublishedEvent {
   partition: number;
   offset: string;
   key: string | null;
+  /** The record's headers as text (`event-type`, `traceparent`, …). */
+  headers: Record<string, string>;
   [field: string]: unknown;
 }
 
@@ -32,6 +34,7 @@ export interface SendOptions {
   key?: string | null;
   raw?: string;
   partition?: number;
+  headers?: Record<string, string>;
 }
 
 export async function commandProducer(
@@ -58,6 +61,7 @@ export async function commandProducer(
             key,
             value: opts.raw ?? JSON.stringify(command),
             ...(opts.partition === undefined ? {} : { partition: opts.partition }),
+            ...(opts.headers ? { headers: opts.headers } : {}),
           },
         ],
       });
@@ -88,6 +92,9 @@ export class EventCollector {
           partition,
           offset: message.offset,
           key: message.key?.toString() ?? null,
+          headers: Object.fromEntries(
+            Object.entries(message.headers ?? {}).map(([name, value]) => [name, String(value)]),
+          ),
         });
         return Promise.resolve();
       },

@@ -669,25 +669,40 @@ describe('retries only where they are safe', () => {
 });
 
 describe('secrets and telemetry', () => {
-  it('records one span per attempt with endpoint, status, error class and attempt', async () => {
+  it('records a span per call with the budget wait and one HTTP client span per attempt under it', async () => {
     const ex = fresh();
     ex.reply('GET', '/orders/A/', 503, '');
     ex.reply('GET', '/orders/A/', 200, orderFixture({ unique_reference: 'A' }));
     const { exporter, provider } = spanRecorder();
     await mockedClient(ex, { tracer: provider.getTracer('test') }).getOrder('cefi', { uniqueReference: 'A' });
     const spans = exporter.getFinishedSpans();
-    expect(spans.map((s) => s.name)).toEqual([
-      'exchange GET /orders/{unique_reference}/',
-      'exchange GET /orders/{unique_reference}/',
-    ]);
-    expect(spans[0]?.attributes).toMatchObject({
-      'exchange.endpoint': 'GET /orders/{unique_reference}/',
+    const call = spans.find((s) => s.name === 'exchange getOrder');
+    const attempts = spans.filter((s) => s.name === 'GET /orders/{unique_reference}/');
+    expect(call?.attributes).toMatchObject({
+      'exchange.operation': 'getOrder',
+      'exchange.trading_mode': 'cefi',
+    });
+    expect(spans.filter((s) => s.name === 'exchange budget wait')).toHaveLength(2);
+    expect(attempts).toHaveLength(2);
+    for (const span of spans.filter((s) => s !== call))
+      expect(span.parentSpanContext?.spanId).toBe(call?.spanContext().spanId);
+    expect(attempts[0]?.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'url.full': 'http://exchange.test/en/api/v2/orders/A/',
+      'url.template': '/orders/{unique_reference}/',
+      'server.address': 'exchange.test',
+      'server.port': 80,
       'exchange.attempt': 1,
       'http.response.status_code': 503,
       'error.type': 'http_503',
       'exchange.failure_action': 'backoff',
     });
-    expect(spans[1]?.attributes).toMatchObject({ 'exchange.attempt': 2, 'http.response.status_code': 200 });
+    expect(attempts[0]?.attributes['http.request.resend_count']).toBeUndefined();
+    expect(attempts[1]?.attributes).toMatchObject({
+      'exchange.attempt': 2,
+      'http.request.resend_count': 1,
+      'http.response.status_code': 200,
+    });
     await provider.shutdown();
   });
 

@@ -339,7 +339,8 @@ describe('exchange actors: the actionable-quote cooldown, between requests as th
       granted: true,
     });
     const secondSent = Date.now();
-    await expect(a.requestQuote(quote, signal)).resolves.toMatchObject({ rate: expect.any(String) });
+    const second = await a.requestQuote(quote, signal);
+    expect(typeof second.rate).toBe('string');
     expect(secondSent - firstDone).toBeGreaterThanOrEqual(windowMs - 50);
   });
 

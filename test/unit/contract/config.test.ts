@@ -152,4 +152,53 @@ describe('configuration', () => {
       ].sort(),
     );
   });
+
+  it('validates the standard OTEL_* variables and exports traces only when an exporter or endpoint is named', () => {
+    expect(loadConfig(valid).telemetry.exportTraces).toBe(false);
+    expect(
+      loadConfig({ ...valid, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' }).telemetry,
+    ).toMatchObject({
+      exportTraces: true,
+      serviceName: undefined,
+    });
+    expect(loadConfig({ ...valid, OTEL_TRACES_EXPORTER: 'console' }).telemetry.exportTraces).toBe(true);
+    expect(
+      loadConfig({
+        ...valid,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318',
+        OTEL_TRACES_EXPORTER: 'none',
+      }).telemetry.exportTraces,
+    ).toBe(false);
+    expect(
+      loadConfig({ ...valid, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318', OTEL_SDK_DISABLED: 'true' })
+        .telemetry.exportTraces,
+    ).toBe(false);
+    const config = loadConfig({
+      ...valid,
+      OTEL_SERVICE_NAME: 'orders-eu',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20collector-token-123,x-tenant=a',
+    });
+    expect(config.telemetry.serviceName).toBe('orders-eu');
+    expect(config.telemetry.exporterHeaderValues).toEqual(['Bearer%20collector-token-123', 'a']);
+    try {
+      loadConfig({
+        ...valid,
+        OTEL_TRACES_EXPORTER: 'otlp,jaeger-thrift',
+        OTEL_TRACES_SAMPLER: 'sometimes',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http',
+        OTEL_EXPORTER_OTLP_HEADERS: 'collector-token-456',
+      });
+      expect.unreachable();
+    } catch (error) {
+      const problems = (error as ConfigError).problems;
+      for (const variable of [
+        'OTEL_TRACES_EXPORTER',
+        'OTEL_TRACES_SAMPLER',
+        'OTEL_EXPORTER_OTLP_PROTOCOL',
+        'OTEL_EXPORTER_OTLP_HEADERS',
+      ])
+        expect(problems.some((p) => p.startsWith(`${variable}:`))).toBe(true);
+      expect((error as Error).message).not.toContain('collector-token-456');
+    }
+  });
 });

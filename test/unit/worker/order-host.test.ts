@@ -1,6 +1,7 @@
 // The order host's decisions, with its Kafka and Redis collaborators replaced by recording stand-ins (the real ones
 // are exercised by the integration tier): rejections and their seq, deduplication, and the reconciliation sweep.
 import { createHash } from 'node:crypto';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { describe, expect, it } from 'vitest';
 import { MAX_REJECTION_EVENT_BYTES } from '../../../src/contract/events.ts';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
@@ -11,7 +12,7 @@ import type {
   OrderActorEvent,
   OrderActorHandle,
 } from '../../../src/worker/machine-binding.ts';
-import { OrderHost, type OrderLeases } from '../../../src/worker/order-host.ts';
+import { OrderHost, type OrderHostMetrics, type OrderLeases } from '../../../src/worker/order-host.ts';
 
 interface Harness {
   host: OrderHost;
@@ -31,6 +32,7 @@ interface HarnessOptions {
   /** Runs while a lease acquire is in flight, before it is granted. */
   onAcquire?: (orderId: string) => void;
   maxCommandBytes?: number;
+  metrics?: OrderHostMetrics;
 }
 
 function harness(options: HarnessOptions = {}): Harness {
@@ -95,6 +97,7 @@ function harness(options: HarnessOptions = {}): Harness {
     logger: createLogger({ level: 'silent' }),
     now: () => 1_000_000,
     ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   host.setAssignment([0]);
   let offset = 0;
@@ -338,5 +341,34 @@ describe('order host', () => {
     await expect(h.host.onLeaseLost('o-1')).resolves.toBeUndefined();
     expect(h.restored).toEqual(['o-1', 'o-1']);
     expect(h.host.activeOrders).toBe(1);
+  });
+
+  it('reports each command by type and result, with the rejection reason, and never a made-up type as a label', async () => {
+    // The worker's Node SDK registers a context manager; here a tracer provider does.
+    const provider = new NodeTracerProvider();
+    provider.register();
+    const handled: Array<[string, string, string | undefined]> = [];
+    const h = harness({
+      metrics: {
+        commandHandled: (c) => void handled.push([c.commandType, c.result, c.reason]),
+        eventsCommitted: () => {},
+        webhookToEvent: () => {},
+        leaseLost: () => {},
+        leaseTakenOver: () => {},
+        orderRestored: () => {},
+        reconcileNudged: () => {},
+      },
+    });
+    await h.send(create);
+    await h.send(create);
+    await h.send({ ...create, command_id: 'c-2', deposit_amount: '2' });
+    await h.send({ type: 'order.cancel-7f3a9', command_id: 'c-4', order_id: 'o-1' });
+    expect(handled).toEqual([
+      ['order.create', 'accepted', undefined],
+      ['order.create', 'duplicate', undefined],
+      ['order.create', 'rejected', 'order_exists'],
+      ['unknown', 'rejected', 'unknown_type'],
+    ]);
+    await provider.shutdown();
   });
 });
