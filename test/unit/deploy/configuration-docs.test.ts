@@ -7,12 +7,17 @@ import { configSchema } from '../../../src/config.ts';
 import { deployRoot } from './kustomize-renderer.ts';
 
 const readme = readFileSync(join(deployRoot, '..', 'README.md'), 'utf8');
+// A row names one variable, or several that share a meaning: "| `A`, `B` | ...".
 const rows = new Map(
   readme
     .split('\n')
-    .map((line) => /^\| `([A-Z][A-Z0-9_]*)`\s*\|(.*)$/.exec(line))
+    .map((line) => /^\| (`[A-Z][A-Z0-9_]*`(?:, `[A-Z][A-Z0-9_]*`)*)\s*\|(.*)$/.exec(line))
     .filter((match): match is RegExpExecArray => match !== null)
-    .map((match) => [match[1] as string, match[2] as string]),
+    .flatMap((match) =>
+      [...(match[1] as string).matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map(
+        (name) => [name[1] as string, match[2] as string] as const,
+      ),
+    ),
 );
 
 describe('README configuration table', () => {
