@@ -31,7 +31,12 @@ import { startTraceReceiver, type TraceReceiver } from './demo/trace-receiver.ts
 import { renderWaterfall, traceOfOrder } from './demo/waterfall.ts';
 
 const runStarted = Date.now();
-const interactive = process.stdout.isTTY === true && !process.env['CI'];
+// A terminal that reports no size (a bare pty) cannot show a table: it gets the plain lines too.
+const interactive =
+  process.stdout.isTTY === true &&
+  !process.env['CI'] &&
+  process.stdout.rows > 0 &&
+  process.stdout.columns > 0;
 const width = Math.min(process.stdout.columns || 110, 140);
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 const clock = (): string => `[${seconds(Date.now() - runStarted).padStart(7)}]`;

@@ -57,12 +57,14 @@ describe('npm run demo', () => {
   });
 
   it('in a terminal: redraws the live table in place, then the same summary', async () => {
-    const { code, out } = await run('script', ['-qfec', `${process.execPath} scripts/demo.ts`, '/dev/null'], {
-      ...serviceEnv(),
-      TERM: 'xterm-256color',
-      COLUMNS: '120',
-      LINES: '40',
-    });
+    const { code, out } = await run(
+      'script',
+      ['-qfec', `stty cols 120 rows 45; exec ${process.execPath} scripts/demo.ts`, '/dev/null'],
+      {
+        ...serviceEnv(),
+        TERM: 'xterm-256color',
+      },
+    );
     expect(code, out.slice(-4000)).toBe(0);
     // log-update redraws in place: it moves the cursor up over the previous frame and rewrites the lines that
     // changed (the clock in the header line changes on every frame).
