@@ -382,7 +382,13 @@ async function main(): Promise<number> {
 
   // 5. Stop w1 gracefully, so its last spans are exported, then the summary and one trace.
   await w1.kill('SIGTERM');
-  return summary();
+  const code = summary();
+  // The topics outlive the demo when Kafka was not started by it: any order can then be inspected.
+  if (!up.started.kafka && !up.started.redis)
+    console.log(
+      `\ninspect an order: KAFKA_BROKERS=${env['KAFKA_BROKERS']} REDIS_URL=${env['REDIS_URL']} TOPIC_COMMANDS=${topics.commands} TOPIC_EVENTS=${topics.events} CONSUMER_GROUP=${consumerGroup} npm run -s inspect -- ${rowOf('unpaid').orderId}`,
+    );
+  return code;
 }
 
 function summary(): number {

@@ -2,17 +2,21 @@
 // the trace's time axis and its duration. Pure: spans in, lines out.
 import type { ReceivedSpan } from './trace-receiver.ts';
 
-/** The trace that tells the most about an order: of the traces with a span naming it, the one with most spans. */
+/**
+ * The trace that tells the most about an order: of the traces with a span naming it, the one that created its
+ * exchange order (a POST /orders/ span), else the one with the most spans.
+ */
 export function traceOfOrder(spans: ReceivedSpan[], orderId: string): ReceivedSpan[] {
   const names = (s: ReceivedSpan): boolean =>
     Object.entries(s.attributes).some(
       ([key, value]) => value === orderId && (key === 'order.id' || key === 'messaging.kafka.message.key'),
     );
-  const traceIds = new Set(spans.filter(names).map((s) => s.traceId));
+  const score = (trace: ReceivedSpan[]): number =>
+    (trace.some((s) => s.name.includes('POST /orders/')) ? 1_000_000 : 0) + trace.length;
   let best: ReceivedSpan[] = [];
-  for (const traceId of traceIds) {
+  for (const traceId of new Set(spans.filter(names).map((s) => s.traceId))) {
     const trace = spans.filter((s) => s.traceId === traceId);
-    if (trace.length > best.length) best = trace;
+    if (score(trace) > score(best)) best = trace;
   }
   return best;
 }

@@ -176,7 +176,10 @@ async function main(): Promise<number> {
   return found ? 0 : 1;
 }
 
-process.exitCode = await main().catch((error: unknown) => {
+try {
+  process.exitCode = await main();
+} catch (error) {
+  // kafkajs may still be retrying in the background: leave now rather than after its retries.
   console.error(`inspect: ${(error as Error).message}`);
-  return 1;
-});
+  process.exit(1);
+}

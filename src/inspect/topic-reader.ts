@@ -38,6 +38,10 @@ export async function readTopic(
   await admin.connect();
   let ends: Map<number, bigint>;
   try {
+    if (!(await admin.listTopics()).includes(topic))
+      throw new Error(
+        `topic ${topic} does not exist on this cluster (check TOPIC_COMMANDS, TOPIC_EVENTS, TOPIC_STATE)`,
+      );
     const offsets = await admin.fetchTopicOffsets(topic);
     ends = new Map(
       offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high)]),
