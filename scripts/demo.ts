@@ -102,6 +102,7 @@ let meter: ExchangeMeter;
 let receiver: TraceReceiver;
 let workers: WorkerProcess[] = [];
 let send: (command: Record<string, unknown>) => Promise<void>;
+let killedAt: number | null = null;
 
 function eventsOf(row: OrderRow): PublishedEvent[] {
   return collector.of(row.orderId);
@@ -139,7 +140,11 @@ function render(): string {
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [header, '', line(head), line(widths.map((w) => '-'.repeat(w))), ...table.map(line), ''].join('\n');
 }
 
@@ -319,7 +324,10 @@ async function main(): Promise<number> {
         const holder = await leases.holder(row.orderId).catch(() => null);
         const owner = holder?.owner.split(':')[0];
         if (owner && owner !== row.owners.at(-1)) {
-          if (row.owners.length) note(`${row.scenario.label}: lease moved ${row.owners.at(-1)} -> ${owner}`);
+          if (row.owners.length)
+            note(
+              `${row.scenario.label}: lease moved ${row.owners.at(-1)} -> ${owner}${killedAt ? ` (${seconds(Date.now() - killedAt)} after the kill)` : ''}`,
+            );
           row.owners.push(owner);
         }
       }
@@ -364,7 +372,7 @@ async function main(): Promise<number> {
     .filter((r) => r.finishedAt === null && r.owners.at(-1) === 'w2')
     .map((r) => r.scenario.label);
   await w2.kill('SIGKILL');
-  const killedAt = Date.now();
+  killedAt = Date.now();
   note(`SIGKILL w2 (it drove: ${victims.join(', ') || 'no open order'}); w1 takes over its partitions`);
 
   // 4. Until every order has its outcome.
@@ -377,7 +385,7 @@ async function main(): Promise<number> {
     live.done();
   } else printNewEvents();
   note(
-    `every order has its outcome${victims.length ? `; w1 took over ${tookOver.length}/${victims.length} of w2's open orders` : ''} (${seconds(Date.now() - killedAt)} after the kill)`,
+    `every order has its outcome${victims.length ? `; w1 took over ${tookOver.length}/${victims.length} of w2's open orders` : ''}`,
   );
 
   // 5. Stop w1 gracefully, so its last spans are exported, then the summary and one trace.
@@ -437,7 +445,11 @@ function summary(): number {
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   const out: string[] = [
     '',
     'summary',
