@@ -81,16 +81,20 @@ function note(line: string): void {
 
 // ---- what runs, and how it is stopped -------------------------------------------------------------------------
 const stops: Array<() => Promise<unknown>> = [];
-let stopping = false;
-async function stopAll(): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  while (stops.length)
-    await stops
-      .pop()?.()
-      .catch(() => {});
+let stopped: Promise<void> | undefined;
+let interrupted = false;
+/** Stops what was started, newest first; every caller waits for the same one pass. */
+function stopAll(): Promise<void> {
+  stopped ??= (async () => {
+    while (stops.length)
+      await stops
+        .pop()?.()
+        .catch(() => {});
+  })();
+  return stopped;
 }
 process.once('SIGINT', () => {
+  interrupted = true;
   live?.done();
   console.log(`${clock()} interrupted: stopping everything the demo started`);
   void stopAll().finally(() => process.exit(130));
@@ -487,6 +491,7 @@ try {
   code = await main();
 } catch (error) {
   live?.done();
+  if (interrupted) await new Promise(() => {}); // the SIGINT handler stops everything and exits 130
   console.log(`${clock()} demo failed: ${(error as Error).message}`);
   for (const w of workers) console.log(`  ${w.name} log: ${w.logFile}`);
 }
