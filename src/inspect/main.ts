@@ -115,7 +115,15 @@ async function main(): Promise<number> {
   // 2. The events topic: the order's events (key = order_id); events of an order without a state record (a
   // rejected command for an unknown order) are matched by the id or reference they carry.
   const events = new Map<string, EventOnTopic>();
-  let caughtUp = false;
+  let following = false;
+  const printEvent = (entry: EventOnTopic): void => {
+    const line = describeOrder({ orderId, record: null, events: [entry], lease: null, now: Date.now() })
+      .timeline[0];
+    if (line)
+      console.log(
+        json ? JSON.stringify({ event: entry.event, trace_id: entry.traceId }) : renderTimelineEntry(line),
+      );
+  };
   const eventsReading = await readTopic(kafka, config.topics.events, (message) => {
     if (message.key !== orderId && !(message.value?.includes(id) ?? false)) return;
     const entry = eventOf(message);
@@ -124,17 +132,9 @@ async function main(): Promise<number> {
     if (e['order_id'] !== orderId && e['unique_reference'] !== id) return;
     if (events.has(entry.event.event_id)) return;
     events.set(entry.event.event_id, entry);
-    if (caughtUp && follow) {
-      const report = describeOrder({ orderId, record: null, events: [entry], lease: null, now: Date.now() });
-      const line = report.timeline[0];
-      if (line)
-        console.log(
-          json ? JSON.stringify({ event: entry.event, trace_id: entry.traceId }) : renderTimelineEntry(line),
-        );
-    }
+    if (following) printEvent(entry);
   });
   incomplete.push(...(await eventsReading.caughtUp).incomplete);
-  caughtUp = true;
 
   // 3. The lease, when Redis answers.
   let lease: LeaseView | null | 'unknown';
@@ -150,6 +150,7 @@ async function main(): Promise<number> {
   }
 
   const record = records.get(orderId) ?? null;
+  const reportedIds = new Set(events.keys());
   const report = describeOrder({ orderId, record, events: [...events.values()], lease, now: Date.now() });
   report.problems.push(...incomplete.map((p) => `incomplete read: ${p}`));
   const found = report.found.state || report.found.events > 0;
@@ -167,6 +168,9 @@ async function main(): Promise<number> {
     followedId = orderId;
     printedState = report.state?.name ?? '';
     if (!json) console.log('  ---- following (Ctrl-C to stop)');
+    // Events that arrived while the report was being put together, then every new one as it comes.
+    for (const [eventId, entry] of events) if (!reportedIds.has(eventId)) printEvent(entry);
+    following = true;
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
