@@ -248,6 +248,11 @@ const keyValueList = z
     'must be a comma-separated list of key=value',
   );
 
+/** The state topic: TOPIC_STATE, else `<TOPIC_COMMANDS>.state`. */
+function stateTopicOf(value: { TOPIC_COMMANDS: string; TOPIC_STATE?: string | undefined }): string {
+  return value.TOPIC_STATE ?? `${value.TOPIC_COMMANDS}.state`;
+}
+
 const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a valid Kafka topic name');
 
 export const configSchema = z
@@ -386,7 +391,7 @@ export const configSchema = z
     topics: {
       commands: value.TOPIC_COMMANDS,
       events: value.TOPIC_EVENTS,
-      state: value.TOPIC_STATE ?? `${value.TOPIC_COMMANDS}.state`,
+      state: stateTopicOf(value),
       partitions: value.TOPIC_PARTITIONS,
       replicationFactor: value.TOPIC_REPLICATION_FACTOR,
       minInsyncReplicas: value.TOPIC_MIN_INSYNC_REPLICAS,
@@ -498,23 +503,46 @@ export function secretValues(config: WorkerConfig): string[] {
   ].filter((value): value is string => value !== undefined && value !== '');
 }
 
+/** One configuration problem as a line naming the variable; a secret's value is never echoed. */
+function problemOf(issue: z.core.$ZodIssue): string {
+  const variable = String(issue.path[0] ?? 'configuration');
+  const message = secretVariables.has(variable)
+    ? issue.message.replace(/"[^"]*"/g, '"<redacted>"')
+    : issue.message;
+  return `${variable}: ${message}`;
+}
+
 /** Parses the environment; throws ConfigError with one line per problem (secret values never echoed). */
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {
   const parsed = configSchema.safeParse(env);
   const noKey = crossFieldProblems(env);
   if (parsed.success && noKey.length) throw new ConfigError(noKey);
   if (!parsed.success) {
-    const problems = [
-      ...noKey,
-      ...parsed.error.issues.map((issue) => {
-        const variable = String(issue.path[0] ?? 'configuration');
-        const message = secretVariables.has(variable)
-          ? issue.message.replace(/"[^"]*"/g, '"<redacted>"')
-          : issue.message;
-        return `${variable}: ${message}`;
-      }),
-    ];
+    const problems = [...noKey, ...parsed.error.issues.map(problemOf)];
     throw new ConfigError(problems);
+  }
+  return deepFreeze(parsed.data);
+}
+
+/**
+ * What an operator tool (the order inspector) needs to read a cluster the worker runs on: the worker's own variables,
+ * parsed by the worker's schema, minus the exchange's (never called). Kafka and Redis settings the worker gains later
+ * are parsed here too, since this is the same schema with one variable left out.
+ */
+const operatorConfigSchema = configSchema.in.omit({ EXCHANGE_API_URL: true }).transform((value) => ({
+  kafkaBrokers: value.KAFKA_BROKERS,
+  redisUrl: value.REDIS_URL,
+  topics: { commands: value.TOPIC_COMMANDS, events: value.TOPIC_EVENTS, state: stateTopicOf(value) },
+  consumerGroup: value.CONSUMER_GROUP,
+  redisKeyPrefix: `eow:${value.CONSUMER_GROUP}:`,
+  security: connectionSecurity(value),
+}));
+export type OperatorConfig = Readonly<z.infer<typeof operatorConfigSchema>>;
+
+export function loadOperatorConfig(env: Record<string, string | undefined>): OperatorConfig {
+  const parsed = operatorConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map(problemOf));
   }
   return deepFreeze(parsed.data);
 }

@@ -1,12 +1,13 @@
 // A single-node Apache Kafka 3.9 broker in KRaft mode, run with the local JDK from Maven Central jars.
 // The jars are resolved once into .cache/kafka/lib (git-ignored); storage is formatted per broker directory.
 import { createHash, randomBytes } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { silenceKafkajsTimerWarning } from '../../src/kafka/kafka-client.ts';
+import { MavenProgress } from './maven-progress.ts';
 import {
   canConnect,
   freePort,
@@ -66,8 +67,11 @@ function javaBinary(): string {
   return home ? join(home, 'bin', 'java') : 'java';
 }
 
-/** Resolves the broker jars with Maven unless the cache already matches the pom. Returns the classpath glob. */
-export function ensureKafkaJars(log: (line: string) => void = () => {}): string {
+/**
+ * Resolves the broker jars with Maven unless the cache already matches the pom. Returns the classpath glob. Maven's
+ * whole output goes to a log file (named in the first progress line); progress (files, bytes) is logged every 2 s.
+ */
+export async function ensureKafkaJars(log: (line: string) => void = () => {}): Promise<string> {
   const pomHash = createHash('sha256').update(readFileSync(pomFile)).digest('hex');
   const marker = join(libDir, '.complete');
   if (existsSync(marker) && readFileSync(marker, 'utf8') === pomHash) return join(libDir, '*');
@@ -78,28 +82,47 @@ export function ensureKafkaJars(log: (line: string) => void = () => {}): string 
       'no JDK found for the local Kafka broker (install JDK 17+, set JAVA_HOME, or set KAFKA_BROKERS)',
     );
   }
-  log(`resolving Kafka broker jars with Maven into ${libDir} (first run only)`);
   rmSync(libDir, { recursive: true, force: true });
   mkdirSync(libDir, { recursive: true });
-  try {
-    execFileSync(
-      'mvn',
-      ['-q', '-B', '-f', pomFile, 'dependency:copy-dependencies', `-DoutputDirectory=${libDir}`],
-      {
-        stdio: 'pipe',
-        timeout: 600_000,
-      },
-    );
-  } catch (error) {
-    const out = error as { stdout?: Buffer; stderr?: Buffer };
+  const mavenLog = join(cacheDir, 'maven.log');
+  log(`resolving Kafka broker jars with Maven into ${libDir} (first run only); Maven's log: ${mavenLog}`);
+  const progress = new MavenProgress();
+  const started = Date.now();
+  const out = createWriteStream(mavenLog);
+  const child = spawn(
+    'mvn',
+    ['-B', '-f', pomFile, 'dependency:copy-dependencies', `-DoutputDirectory=${libDir}`],
+    { stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 },
+  );
+  let pending = '';
+  const onChunk = (chunk: Buffer): void => {
+    out.write(chunk);
+    const lines = (pending + chunk.toString()).split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) progress.feed(line);
+  };
+  child.stdout.on('data', onChunk);
+  child.stderr.on('data', onChunk);
+  const ticker = setInterval(
+    () => log(`Maven: ${progress.describe()} (${Math.round((Date.now() - started) / 1000)} s)`),
+    2_000,
+  );
+  const code = await new Promise<number | null>((resolveExit, reject) => {
+    child.once('error', reject);
+    child.once('exit', (exitCode) => resolveExit(exitCode));
+  }).finally(() => {
+    clearInterval(ticker);
+    out.end();
+  });
+  if (code !== 0) {
     throw new Error(
-      `mvn could not resolve the Kafka broker jars:\n${String(out.stdout ?? '')}${String(out.stderr ?? '')}`.slice(
+      `mvn could not resolve the Kafka broker jars (exit status ${String(code)}); see ${mavenLog}:\n${tailFile(mavenLog, 30)}`.slice(
         0,
         4000,
       ),
-      { cause: error },
     );
   }
+  log(`Maven: done, ${progress.describe()} in ${Math.round((Date.now() - started) / 1000)} s`);
   writeFileSync(marker, pomHash);
   return join(libDir, '*');
 }
@@ -201,7 +224,7 @@ export async function startLocalKafka(opts: {
   /** Adds a SASL_SSL listener; `brokers` then names it (tests of secured connections). */
   saslSsl?: LocalKafkaSaslSsl;
 }): Promise<LocalKafka> {
-  const classpath = ensureKafkaJars(opts.log);
+  const classpath = await ensureKafkaJars(opts.log);
   mkdirSync(opts.dir, { recursive: true });
   const taken = new Set<number>();
   const nextPort = async (): Promise<number> => {
@@ -278,6 +301,7 @@ export async function startLocalKafka(opts: {
     );
   };
   await start();
+  opts.log?.(`Kafka broker on ${state.brokers.join(',')}; its log: ${brokerLog}`);
   return {
     brokers: state.brokers,
     state,

@@ -1,0 +1,72 @@
+// The inspector's text output: a header of facts, the parked advice when there is any, and the timeline. Plain
+// lines only (no colours, no cursor moves), so it reads the same in a terminal, a pipe or a ticket.
+import type { OrderReport } from './order-report.ts';
+
+function relative(ms: number): string {
+  const s = Math.round(Math.abs(ms) / 100) / 10;
+  return ms >= 0 ? `in ${s} s` : `${s} s overdue`;
+}
+
+/** The shell line that writes a command to the commands topic (key = order_id), for operators with kcat. */
+export function kcatLine(command: Record<string, string>, brokers: string[], topic: string): string {
+  const value = JSON.stringify(command).replace(/'/g, `'\\''`);
+  return `echo '${command['order_id']}|${value}' | kcat -P -b ${brokers.join(',')} -t ${topic} -K'|'`;
+}
+
+export function renderReport(report: OrderReport, ctx: { brokers: string[]; commandsTopic: string }): string {
+  const lines: string[] = [];
+  const row = (label: string, value: string): void => void lines.push(`${label.padEnd(11)}${value}`);
+  row('order', `${report.orderId}${report.mode ? `  (${report.mode})` : ''}`);
+  row('reference', report.uniqueReference ?? '- (no exchange order known)');
+  if (report.state) {
+    const s = report.state;
+    row(
+      'state',
+      `${s.name}${s.terminal ? ' (finished)' : ''}  seq ${s.seq}, partition ${s.partition}, fence ${s.fence}, saved ${s.updatedAt}`,
+    );
+  } else row('state', '- (no record in the state topic)');
+  row('exchange', report.exchangeStatus ?? '-');
+  row('outcome', report.outcome ?? '- (open)');
+  row('waits for', report.waitingFor);
+  if (report.next.length === 0) row('next', '-');
+  for (const [i, next] of report.next.entries())
+    row(i === 0 ? 'next' : '', `${next.what} at ${next.at} (${relative(next.inMs)})`);
+  row(
+    'lease',
+    report.lease === 'unknown'
+      ? 'unknown (Redis did not answer)'
+      : report.lease === null
+        ? 'nobody holds it'
+        : `${report.lease.holder} (fence ${report.lease.fence}, ${(report.lease.remainingMs / 1000).toFixed(1)} s left)`,
+  );
+  for (const problem of report.problems) row('PROBLEM', problem);
+
+  if (report.parked) {
+    const p = report.parked;
+    lines.push('', `PARKED since ${p.since}: ${p.reason}`, `  ${p.message}`);
+    lines.push(
+      `  window     ${p.windowFrom ?? '?'} .. ${p.windowTo ?? '?'} (when the exchange order may have been created)`,
+    );
+    lines.push(`  attempts   ${p.attempts ?? '?'} POST /orders/; rate_id ${p.rateId ?? '-'}`);
+    if (p.tried.length) lines.push(`  checked    ${p.tried.join('; ')}`);
+    lines.push('  what an operator can do (a command on the commands topic, key = order_id):');
+    for (const action of p.actions) {
+      lines.push(`  - ${action.resolution}: ${action.when}`);
+      lines.push(`    ${kcatLine(action.command, ctx.brokers, ctx.commandsTopic)}`);
+    }
+  }
+
+  lines.push('', 'timeline');
+  if (report.timeline.length === 0) lines.push('  (no events)');
+  else {
+    lines.push(
+      `  ${'seq'.padStart(4)}  ${'time'.padEnd(24)}  ${'event'.padEnd(24)}  ${'trace id'.padEnd(32)}  detail`,
+    );
+    for (const entry of report.timeline) lines.push(renderTimelineEntry(entry));
+  }
+  return lines.join('\n');
+}
+
+export function renderTimelineEntry(entry: OrderReport['timeline'][number]): string {
+  return `  ${String(entry.seq).padStart(4)}  ${entry.occurredAt.padEnd(24)}  ${entry.type.padEnd(24)}  ${(entry.traceId ?? '-').padEnd(32)}  ${entry.summary}`;
+}
