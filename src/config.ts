@@ -255,180 +255,186 @@ function stateTopicOf(value: { TOPIC_COMMANDS: string; TOPIC_STATE?: string | un
 
 const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a valid Kafka topic name');
 
-export const configSchema = z
-  .object({
-    KAFKA_BROKERS: z
-      .string({ error: 'is required (comma-separated host:port list)' })
-      .transform((value) =>
-        value
-          .split(',')
-          .map((broker) => broker.trim())
-          .filter(Boolean),
-      )
-      .pipe(
-        z
-          .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'each broker must be host:port'))
-          .min(1, 'needs at least one broker'),
-      ),
-    REDIS_URL: z
-      .string({ error: 'is required' })
-      .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
-    EXCHANGE_API_URL: httpUrl,
-    EXCHANGE_API_V1_URL: httpUrl.optional(),
-    EXCHANGE_API_KEY_DEFI: optionalSecret,
-    EXCHANGE_API_KEY_CEFI: optionalSecret,
-    EXCHANGE_API_KEY_CEFI_FIXED: optionalSecret,
-    EXCHANGE_REFERRAL_TOKEN: optionalSecret,
-    EXCHANGE_REFERRAL_TOKEN_DEFI: optionalSecret,
-    EXCHANGE_REFERRAL_TOKEN_CEFI: optionalSecret,
-    EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED: optionalSecret,
-    WEBHOOK_SECRET: optionalSecret,
-    WEBHOOK_SECRETS: secretList,
-    WEBHOOK_ALLOW_UNSIGNED: booleanFromEnv,
-    HTTP_PORT: intFromEnv(8080, 0, 65535),
-    METRICS_PORT: intFromEnv(9464, 0, 65535),
-    TOPIC_COMMANDS: topicName.default('exchange.orders.commands'),
-    TOPIC_EVENTS: topicName.default('exchange.orders.events'),
-    TOPIC_STATE: topicName.optional(),
-    TOPIC_PARTITIONS: intFromEnv(12, 1, 1000),
-    TOPIC_REPLICATION_FACTOR: intFromEnv(1, 1, 10),
-    TOPIC_MIN_INSYNC_REPLICAS: z.coerce.number().int().min(1).max(10).optional(),
-    CONSUMER_GROUP: z.string().min(1).default('exchange-order-worker'),
-    WORKER_ID: z
-      .string()
-      .regex(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, . _ - only')
-      .default(
-        hostname()
-          .replace(/[^A-Za-z0-9._-]/g, '-')
-          .slice(0, 100) || 'worker',
-      ),
-    POLL_INTERVAL_MS: intFromEnv(30_000, 30_000, 60_000),
-    RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 30_000, 60_000),
-    LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
-    MAX_ACTIVE_ORDERS: intFromEnv(50_000, 1, 1_000_000),
-    MAX_INFLIGHT_EXCHANGE_CALLS: intFromEnv(200, 1, 100_000),
-    API_BUDGET_PER_MINUTE: intFromEnv(2_500, 1, 100_000),
-    QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
-    CREATE_SETTLE_MS: intFromEnv(60_000, 1_000, 600_000),
-    PARKED_RECHECK_MS: intFromEnv(300_000, 1_000, 3_600_000),
-    /** Currency and network records change rarely; at least a minute apart ("do not fetch ... in a loop"). */
-    CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),
-    SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
-    KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
-    MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
-    // Read by the OpenTelemetry SDK itself (the standard variables); validated here so a typo stops start-up.
-    OTEL_SDK_DISABLED: z.enum(['true', 'false', 'TRUE', 'FALSE', '']).optional(),
-    OTEL_SERVICE_NAME: z.string().trim().min(1).optional(),
-    OTEL_RESOURCE_ATTRIBUTES: keyValueList.optional(),
-    OTEL_TRACES_EXPORTER: listOf(['otlp', 'console', 'zipkin', 'none']).optional(),
-    OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
-    OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['grpc', 'http/protobuf', 'http/json']).optional(),
-    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['grpc', 'http/protobuf', 'http/json']).optional(),
-    OTEL_EXPORTER_OTLP_HEADERS: keyValueList.optional(),
-    OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValueList.optional(),
-    OTEL_TRACES_SAMPLER: z
-      .enum([
-        'always_on',
-        'always_off',
-        'traceidratio',
-        'parentbased_always_on',
-        'parentbased_always_off',
-        'parentbased_traceidratio',
-      ])
-      .optional(),
-    OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
-    OTEL_PROPAGATORS: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none']).optional(),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    ...connectionSecurityVariables,
-  })
-  .superRefine((value, ctx) => {
-    checkConnectionSecurity(value, (variable, message) =>
-      ctx.addIssue({ code: 'custom', path: [variable], message }),
-    );
-    if (
-      value.TOPIC_MIN_INSYNC_REPLICAS !== undefined &&
-      value.TOPIC_MIN_INSYNC_REPLICAS > value.TOPIC_REPLICATION_FACTOR
+/** Every variable the worker reads, each with its own rule (rules between variables follow in configSchema). */
+export const configVariables = z.object({
+  KAFKA_BROKERS: z
+    .string({ error: 'is required (comma-separated host:port list)' })
+    .transform((value) =>
+      value
+        .split(',')
+        .map((broker) => broker.trim())
+        .filter(Boolean),
     )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['TOPIC_MIN_INSYNC_REPLICAS'],
-        message: 'must not exceed TOPIC_REPLICATION_FACTOR (no write could ever succeed)',
-      });
-  })
-  .transform((value) => ({
-    kafkaBrokers: value.KAFKA_BROKERS,
-    redisUrl: value.REDIS_URL,
-    exchange: {
-      baseUrl: value.EXCHANGE_API_URL,
-      v1BaseUrl: value.EXCHANGE_API_V1_URL,
-      credentials: {
-        defi: value.EXCHANGE_API_KEY_DEFI,
-        cefi: value.EXCHANGE_API_KEY_CEFI,
-        cefi_fixed: value.EXCHANGE_API_KEY_CEFI_FIXED,
-      },
-      referralToken: value.EXCHANGE_REFERRAL_TOKEN,
-      referralTokens: {
-        defi: value.EXCHANGE_REFERRAL_TOKEN_DEFI,
-        cefi: value.EXCHANGE_REFERRAL_TOKEN_CEFI,
-        cefi_fixed: value.EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED,
-      },
-      budgetPerMinute: value.API_BUDGET_PER_MINUTE,
-      currencyCatalogRefreshMs: value.CURRENCY_CATALOG_REFRESH_MS,
+    .pipe(
+      z
+        .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'each broker must be host:port'))
+        .min(1, 'needs at least one broker'),
+    ),
+  REDIS_URL: z
+    .string({ error: 'is required' })
+    .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+  EXCHANGE_API_URL: httpUrl,
+  EXCHANGE_API_V1_URL: httpUrl.optional(),
+  EXCHANGE_API_KEY_DEFI: optionalSecret,
+  EXCHANGE_API_KEY_CEFI: optionalSecret,
+  EXCHANGE_API_KEY_CEFI_FIXED: optionalSecret,
+  EXCHANGE_REFERRAL_TOKEN: optionalSecret,
+  EXCHANGE_REFERRAL_TOKEN_DEFI: optionalSecret,
+  EXCHANGE_REFERRAL_TOKEN_CEFI: optionalSecret,
+  EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED: optionalSecret,
+  WEBHOOK_SECRET: optionalSecret,
+  WEBHOOK_SECRETS: secretList,
+  WEBHOOK_ALLOW_UNSIGNED: booleanFromEnv,
+  HTTP_PORT: intFromEnv(8080, 0, 65535),
+  METRICS_PORT: intFromEnv(9464, 0, 65535),
+  TOPIC_COMMANDS: topicName.default('exchange.orders.commands'),
+  TOPIC_EVENTS: topicName.default('exchange.orders.events'),
+  TOPIC_STATE: topicName.optional(),
+  TOPIC_PARTITIONS: intFromEnv(12, 1, 1000),
+  TOPIC_REPLICATION_FACTOR: intFromEnv(1, 1, 10),
+  TOPIC_MIN_INSYNC_REPLICAS: z.coerce.number().int().min(1).max(10).optional(),
+  CONSUMER_GROUP: z.string().min(1).default('exchange-order-worker'),
+  WORKER_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, . _ - only')
+    .default(
+      hostname()
+        .replace(/[^A-Za-z0-9._-]/g, '-')
+        .slice(0, 100) || 'worker',
+    ),
+  POLL_INTERVAL_MS: intFromEnv(30_000, 30_000, 60_000),
+  RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 30_000, 60_000),
+  LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
+  MAX_ACTIVE_ORDERS: intFromEnv(50_000, 1, 1_000_000),
+  MAX_INFLIGHT_EXCHANGE_CALLS: intFromEnv(200, 1, 100_000),
+  API_BUDGET_PER_MINUTE: intFromEnv(2_500, 1, 100_000),
+  QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
+  CREATE_SETTLE_MS: intFromEnv(60_000, 1_000, 600_000),
+  PARKED_RECHECK_MS: intFromEnv(300_000, 1_000, 3_600_000),
+  /** Currency and network records change rarely; at least a minute apart ("do not fetch ... in a loop"). */
+  CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),
+  SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
+  KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
+  MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
+  // Read by the OpenTelemetry SDK itself (the standard variables); validated here so a typo stops start-up.
+  OTEL_SDK_DISABLED: z.enum(['true', 'false', 'TRUE', 'FALSE', '']).optional(),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: keyValueList.optional(),
+  OTEL_TRACES_EXPORTER: listOf(['otlp', 'console', 'zipkin', 'none']).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['grpc', 'http/protobuf', 'http/json']).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['grpc', 'http/protobuf', 'http/json']).optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: keyValueList.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValueList.optional(),
+  OTEL_TRACES_SAMPLER: z
+    .enum([
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ])
+    .optional(),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
+  OTEL_PROPAGATORS: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none']).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ...connectionSecurityVariables,
+});
+
+/** Rules between the variables of the connections and topics (shared by the worker and the operator tools). */
+function refineConnections(
+  value: SecurityInput & { TOPIC_MIN_INSYNC_REPLICAS?: number | undefined; TOPIC_REPLICATION_FACTOR: number },
+  ctx: z.RefinementCtx,
+): void {
+  checkConnectionSecurity(value, (variable, message) =>
+    ctx.addIssue({ code: 'custom', path: [variable], message }),
+  );
+  if (
+    value.TOPIC_MIN_INSYNC_REPLICAS !== undefined &&
+    value.TOPIC_MIN_INSYNC_REPLICAS > value.TOPIC_REPLICATION_FACTOR
+  )
+    ctx.addIssue({
+      code: 'custom',
+      path: ['TOPIC_MIN_INSYNC_REPLICAS'],
+      message: 'must not exceed TOPIC_REPLICATION_FACTOR (no write could ever succeed)',
+    });
+}
+
+export const configSchema = configVariables.superRefine(refineConnections).transform((value) => ({
+  kafkaBrokers: value.KAFKA_BROKERS,
+  redisUrl: value.REDIS_URL,
+  exchange: {
+    baseUrl: value.EXCHANGE_API_URL,
+    v1BaseUrl: value.EXCHANGE_API_V1_URL,
+    credentials: {
+      defi: value.EXCHANGE_API_KEY_DEFI,
+      cefi: value.EXCHANGE_API_KEY_CEFI,
+      cefi_fixed: value.EXCHANGE_API_KEY_CEFI_FIXED,
     },
-    webhooks: {
-      /** Every signing secret a delivery may be signed with (per webhook configuration, old and new). */
-      secrets: [
-        ...new Set([
-          ...(value.WEBHOOK_SECRET === undefined ? [] : [value.WEBHOOK_SECRET]),
-          ...value.WEBHOOK_SECRETS,
-        ]),
-      ],
-      allowUnsigned: value.WEBHOOK_ALLOW_UNSIGNED,
+    referralToken: value.EXCHANGE_REFERRAL_TOKEN,
+    referralTokens: {
+      defi: value.EXCHANGE_REFERRAL_TOKEN_DEFI,
+      cefi: value.EXCHANGE_REFERRAL_TOKEN_CEFI,
+      cefi_fixed: value.EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED,
     },
-    httpPort: value.HTTP_PORT,
-    metricsPort: value.METRICS_PORT,
-    topics: {
-      commands: value.TOPIC_COMMANDS,
-      events: value.TOPIC_EVENTS,
-      state: stateTopicOf(value),
-      partitions: value.TOPIC_PARTITIONS,
-      replicationFactor: value.TOPIC_REPLICATION_FACTOR,
-      minInsyncReplicas: value.TOPIC_MIN_INSYNC_REPLICAS,
-    },
-    consumerGroup: value.CONSUMER_GROUP,
-    workerId: value.WORKER_ID,
-    pollIntervalMs: value.POLL_INTERVAL_MS,
-    reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
-    leaseTtlMs: value.LEASE_TTL_MS,
-    maxActiveOrders: value.MAX_ACTIVE_ORDERS,
-    maxInflightExchangeCalls: value.MAX_INFLIGHT_EXCHANGE_CALLS,
-    quoteCooldownMs: value.QUOTE_COOLDOWN_MS,
-    createSettleMs: value.CREATE_SETTLE_MS,
-    parkedRecheckMs: value.PARKED_RECHECK_MS,
-    shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
-    kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
-    maxCommandBytes: value.MAX_COMMAND_BYTES,
-    logLevel: value.LOG_LEVEL,
-    otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
-    security: connectionSecurity(value),
-    telemetry: {
-      serviceName: value.OTEL_SERVICE_NAME,
-      // Spans leave the process only when an exporter or an endpoint is named (the SDK's own default would send
-      // them to localhost:4318 and log a failure every few seconds where no collector runs).
-      exportTraces:
-        !/^true$/i.test(value.OTEL_SDK_DISABLED ?? '') &&
-        !(value.OTEL_TRACES_EXPORTER ?? []).includes('none') &&
-        ((value.OTEL_TRACES_EXPORTER ?? []).length > 0 ||
-          value.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
-          value.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined),
-      /** Secret header values of the OTLP exporter (kept out of logs). */
-      exporterHeaderValues: [value.OTEL_EXPORTER_OTLP_HEADERS, value.OTEL_EXPORTER_OTLP_TRACES_HEADERS]
-        .flatMap((list) => (list ?? '').split(','))
-        .map((pair) => pair.slice(pair.indexOf('=') + 1).trim())
-        .filter((v) => v.length > 0),
-    },
-  }));
+    budgetPerMinute: value.API_BUDGET_PER_MINUTE,
+    currencyCatalogRefreshMs: value.CURRENCY_CATALOG_REFRESH_MS,
+  },
+  webhooks: {
+    /** Every signing secret a delivery may be signed with (per webhook configuration, old and new). */
+    secrets: [
+      ...new Set([
+        ...(value.WEBHOOK_SECRET === undefined ? [] : [value.WEBHOOK_SECRET]),
+        ...value.WEBHOOK_SECRETS,
+      ]),
+    ],
+    allowUnsigned: value.WEBHOOK_ALLOW_UNSIGNED,
+  },
+  httpPort: value.HTTP_PORT,
+  metricsPort: value.METRICS_PORT,
+  topics: {
+    commands: value.TOPIC_COMMANDS,
+    events: value.TOPIC_EVENTS,
+    state: stateTopicOf(value),
+    partitions: value.TOPIC_PARTITIONS,
+    replicationFactor: value.TOPIC_REPLICATION_FACTOR,
+    minInsyncReplicas: value.TOPIC_MIN_INSYNC_REPLICAS,
+  },
+  consumerGroup: value.CONSUMER_GROUP,
+  workerId: value.WORKER_ID,
+  pollIntervalMs: value.POLL_INTERVAL_MS,
+  reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
+  leaseTtlMs: value.LEASE_TTL_MS,
+  maxActiveOrders: value.MAX_ACTIVE_ORDERS,
+  maxInflightExchangeCalls: value.MAX_INFLIGHT_EXCHANGE_CALLS,
+  quoteCooldownMs: value.QUOTE_COOLDOWN_MS,
+  createSettleMs: value.CREATE_SETTLE_MS,
+  parkedRecheckMs: value.PARKED_RECHECK_MS,
+  shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
+  kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
+  maxCommandBytes: value.MAX_COMMAND_BYTES,
+  logLevel: value.LOG_LEVEL,
+  otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
+  security: connectionSecurity(value),
+  telemetry: {
+    serviceName: value.OTEL_SERVICE_NAME,
+    // Spans leave the process only when an exporter or an endpoint is named (the SDK's own default would send
+    // them to localhost:4318 and log a failure every few seconds where no collector runs).
+    exportTraces:
+      !/^true$/i.test(value.OTEL_SDK_DISABLED ?? '') &&
+      !(value.OTEL_TRACES_EXPORTER ?? []).includes('none') &&
+      ((value.OTEL_TRACES_EXPORTER ?? []).length > 0 ||
+        value.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
+        value.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined),
+    /** Secret header values of the OTLP exporter (kept out of logs). */
+    exporterHeaderValues: [value.OTEL_EXPORTER_OTLP_HEADERS, value.OTEL_EXPORTER_OTLP_TRACES_HEADERS]
+      .flatMap((list) => (list ?? '').split(','))
+      .map((pair) => pair.slice(pair.indexOf('=') + 1).trim())
+      .filter((v) => v.length > 0),
+  },
+}));
 
 export type WorkerConfig = Readonly<z.infer<typeof configSchema>>;
 
@@ -529,14 +535,17 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
  * parsed by the worker's schema, minus the exchange's (never called). Kafka and Redis settings the worker gains later
  * are parsed here too, since this is the same schema with one variable left out.
  */
-const operatorConfigSchema = configSchema.in.omit({ EXCHANGE_API_URL: true }).transform((value) => ({
-  kafkaBrokers: value.KAFKA_BROKERS,
-  redisUrl: value.REDIS_URL,
-  topics: { commands: value.TOPIC_COMMANDS, events: value.TOPIC_EVENTS, state: stateTopicOf(value) },
-  consumerGroup: value.CONSUMER_GROUP,
-  redisKeyPrefix: `eow:${value.CONSUMER_GROUP}:`,
-  security: connectionSecurity(value),
-}));
+const operatorConfigSchema = configVariables
+  .omit({ EXCHANGE_API_URL: true })
+  .superRefine(refineConnections)
+  .transform((value) => ({
+    kafkaBrokers: value.KAFKA_BROKERS,
+    redisUrl: value.REDIS_URL,
+    topics: { commands: value.TOPIC_COMMANDS, events: value.TOPIC_EVENTS, state: stateTopicOf(value) },
+    consumerGroup: value.CONSUMER_GROUP,
+    redisKeyPrefix: `eow:${value.CONSUMER_GROUP}:`,
+    security: connectionSecurity(value),
+  }));
 export type OperatorConfig = Readonly<z.infer<typeof operatorConfigSchema>>;
 
 export function loadOperatorConfig(env: Record<string, string | undefined>): OperatorConfig {
