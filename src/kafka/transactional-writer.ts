@@ -145,6 +145,14 @@ export interface TransactionalWriterOptions {
   }) => void;
 }
 
+/** A guard refused at the last check before the commit: the transaction was aborted, to be retried without it. */
+class GuardLapsedError extends Error {
+  constructor() {
+    super('a write guard lapsed before the commit');
+    this.name = 'GuardLapsedError';
+  }
+}
+
 export class TransactionalWriter {
   private producer: Producer;
   private queue: Pending[] = [];
@@ -349,6 +357,8 @@ export class TransactionalWriter {
             );
           });
         }
+        // A guard that lapsed before the commit: routine, retried at once (its write is refused this time).
+        if (error instanceof GuardLapsedError) continue;
         // A size refusal is final for this transaction: the caller splits around it.
         if (isRecordSizeError(error)) throw error;
         // CONCURRENT_TRANSACTIONS: the previous commit's markers are still being written; routine, retried.
@@ -436,6 +446,11 @@ export class TransactionalWriter {
           topics: [...perTopic.entries()].map(([topic, partitions]) => ({ topic, partitions })),
         });
       }
+      // Fencing once more, as late as possible: a guard (an order's lease) that no longer holds once the records are
+      // sent means this process was paused or starved between the first check and now, and another replica may
+      // already write for that order. Nothing of this transaction is committed; the retry leaves that write out.
+      if (batch.some((item) => item.guard !== undefined && !refused.has(item) && !item.guard()))
+        throw new GuardLapsedError();
       await transaction.commit();
       ended('committed');
       this.committedTransactions++;

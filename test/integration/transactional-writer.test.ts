@@ -88,6 +88,23 @@ describe('transactional writer', () => {
     expect(await countCommitted(kafka, topic, 600)).toBe(600);
   });
 
+  it('commits nothing of a write whose guard lapses after its records were sent (a pause before the commit)', async () => {
+    const { kafka, topic, fatal } = await setup(1_048_588);
+    const w = writer(kafka, fatal);
+    await w.connect();
+    // The lease holds at the first check, and no longer at the last one before the commit.
+    let checks = 0;
+    const lapsing = w.write([{ topic, key: 'lapsed', partition: 0, value: 'from-a-stale-owner' }], [], () => {
+      checks++;
+      return checks === 1;
+    });
+    const other = w.write([{ topic, key: 'fine', partition: 1, value: 'still-ours' }], [], () => true);
+    expect(await lapsing).toBe(false);
+    expect(await other).toBe(true);
+    expect(fatal).toEqual([]);
+    expect(await countCommitted(kafka, topic, 1)).toBe(1);
+  });
+
   it('fails only the write the broker refuses for its size and keeps writing', async () => {
     const { kafka, topic, fatal } = await setup(200_000);
     const w = writer(kafka, fatal);
