@@ -36,8 +36,11 @@ export interface ExchangeActorDeps {
   maxLookupPages?: number;
 }
 
-/** How long a granted quote slot is held, beyond the cooldown itself, while its request waits to leave. */
-const slotHoldMs = 60_000;
+/**
+ * How long a granted quote slot is held, beyond the cooldown itself, while its request waits to leave (durability,
+ * budget). Short: the slot is claimed again as the request leaves, so a hold that ran out only means another try.
+ */
+const slotHoldMs = 10_000;
 /** How long the slot is held from the moment an actionable request leaves (its timeout is 15 s or more). */
 const actionableSendHoldMs = 60_000;
 
@@ -218,7 +221,10 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
         now(),
         token,
       );
-      if (!decision.granted) return { granted: false, retryAt: decision.retryAt, at: now() };
+      // A slot still held by a request about to leave (or in flight) is re-armed to the bare cooldown once that
+      // request completes: look again within one cooldown rather than waiting out the whole hold.
+      if (!decision.granted)
+        return { granted: false, retryAt: Math.min(decision.retryAt, now() + input.cooldownMs), at: now() };
       quoteSlots.set(input.orderId, { token, cooldownMs: input.cooldownMs });
       return { granted: true, at: now() };
     },

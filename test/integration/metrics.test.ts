@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 async function scrape(): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${cluster.workers[0]!.port}/metrics`);
+  const res = await fetch(`http://127.0.0.1:${cluster.workers[0]!.metricsPort}/metrics`);
   expect(res.headers.get('content-type')).toContain('text/plain');
   return res.text();
 }

@@ -62,6 +62,7 @@ function configFor(overrides: Record<string, string>): ReturnType<typeof loadCon
   return loadConfig({
     EXCHANGE_API_URL: 'http://127.0.0.1:1/api/v2',
     EXCHANGE_API_KEY_CEFI: 'unused-key',
+    WEBHOOK_SECRET: 'unused-webhook-secret',
     ...securedEnv,
     ...overrides,
   });

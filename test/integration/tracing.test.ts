@@ -235,7 +235,7 @@ describe('traces of one order', () => {
 
   it('exports and logs no key, token or webhook secret, and logs carry the trace and the order', async () => {
     const worker = cluster.workers[0]!;
-    const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.metricsPort}/metrics`)).text();
     const everything = [receiver.raw.join('\n'), worker.log(), metrics].join('\n');
     for (const secret of [
       demoKeys.defi,

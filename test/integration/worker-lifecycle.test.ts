@@ -281,16 +281,31 @@ describe('worker lifecycle against the sandbox', () => {
   });
 
   it('fails an order the exchange refuses for good, with the exchange reason', async () => {
+    // Above the exchange's absolute markup cap (500 bps in the sandbox; the command contract allows up to 10 000).
     const command = createCommand({
       mode: 'cefi',
       deposit_currency: 'ETH',
       withdraw_currency: 'BTC',
       deposit_amount: '4.6',
+      withdraw_address: addresses.btc,
+      markup: 9_000,
+    });
+    await cluster.send(command);
+    const failed = await cluster.collector.waitForOrderEvent(String(command['order_id']), 'order.failed');
+    expect(failed).toMatchObject({ reason: 'rejected', code: 'markup_over_cap' });
+    expect(String(failed['message'])).toContain('basis points');
+  });
+
+  it('refuses an address that is not valid for its network before the exchange is asked', async () => {
+    const command = createCommand({
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: '4.61',
       withdraw_address: 'bc1qnotavalidaddress0000000000000000',
     });
     await cluster.send(command);
     const failed = await cluster.collector.waitForOrderEvent(String(command['order_id']), 'order.failed');
-    expect(failed['code']).toBe('address_invalid');
-    expect(String(failed['message'])).toContain('has invalid characters for a valid value');
+    expect(failed).toMatchObject({ reason: 'address_pairing_rejected', code: 'withdraw_address_invalid' });
   });
 });

@@ -19,9 +19,9 @@ afterEach(async () => {
 });
 
 async function assignedPartitions(cluster: Cluster, index: number): Promise<number> {
-  const port = cluster.workers[index]?.port ?? 0;
+  const port = cluster.workers[index]?.metricsPort ?? 0;
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(/^worker_assigned_partitions (\d+)$/m.exec(text)?.[1] ?? -1);
+  return Number(/^worker_partitions_owned(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? -1);
 }
 
 /** The event as it was published (without the fields the collector adds). */
