@@ -288,6 +288,10 @@ async function main(): Promise<number> {
     TOPIC_PARTITIONS: '4',
     CONSUMER_GROUP: consumerGroup,
     LEASE_TTL_MS: '3000',
+    // A create in doubt is looked up once a POST still in flight could no longer land: the sandbox answers in
+    // milliseconds and a lease lives 3 s here (production: 60 s, covering a 30 s create timeout).
+    CREATE_SETTLE_MS: '6000',
+    PARKED_RECHECK_MS: '10000',
     KAFKA_TRANSACTION_TIMEOUT_MS: '5000',
     SHUTDOWN_TIMEOUT_MS: '10000',
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
