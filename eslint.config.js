@@ -1,24 +1,87 @@
-// Lint: type-aware rules that catch lost promises and enforce type-only imports (import cycles: scripts/check-import-cycles.ts),
-// and a boundary that keeps machines/ pure (no I/O, no clocks, no randomness).
+// Lint: type-aware rules that catch lost promises and enforce type-only imports (import cycles:
+// scripts/check-import-cycles.ts), and the import boundaries of docs/architecture.md as `no-restricted-imports` zones.
+// ESLint does not merge the options of one rule across config objects (the last matching object wins), so every
+// file falls in exactly one zone and each zone lists every boundary that applies to it.
+import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const ioModules = [
-  'node:*',
-  'fs',
-  'net',
-  'http',
-  'https',
-  'child_process',
-  'crypto',
-  'os',
-  'path',
-  'kafkajs',
-  'ioredis',
-  'undici',
-  'pino',
-  '@opentelemetry/*',
+/** machines/ is pure: no I/O libraries, no Node built-ins (with or without `node:`), no telemetry. */
+const machinesStayPure = {
+  paths: builtinModules.map((name) => ({
+    name,
+    message: 'machines/ is pure: the runtime provides I/O through actors.',
+  })),
+  patterns: ['node:*', 'kafkajs', 'ioredis', 'undici', 'pino', '@opentelemetry/*'].map((group) => ({
+    group: [group, `${group}/*`],
+    message: 'machines/ is pure: the runtime provides I/O through actors.',
+  })),
+};
+
+/** machines/ depends on nothing of src/ (src/ depends on machines/, never the reverse). */
+const machinesIgnoreSrc = {
+  patterns: [
+    { regex: '^(\\.\\./)+src(/|$)', message: 'machines/ never imports src/: the runtime depends on it.' },
+  ],
+};
+
+/** kafkajs stays behind src/kafka/ (it must stay swappable): others import our interfaces or its re-exports. */
+const kafkajsOnlyInKafka = {
+  paths: [
+    { name: 'kafkajs', message: 'kafkajs is imported only in src/kafka/: import from src/kafka/ instead.' },
+  ],
+  patterns: [
+    {
+      group: ['kafkajs/*'],
+      message: 'kafkajs is imported only in src/kafka/: import from src/kafka/ instead.',
+    },
+  ],
+};
+
+/** Adapters are built by the composition root and handed what they need: they never reach back into src/worker/. */
+const adaptersIgnoreWorker = {
+  patterns: [
+    {
+      regex: '^(\\.\\./)+worker(/|$)',
+      message: 'adapters (src/exchange, kafka, redis, webhooks, telemetry) never import src/worker/.',
+    },
+  ],
+};
+
+/** The sandbox judges the worker, so it imports none of it: nothing outside src/sandbox/ (depth of the file). */
+const sandboxStaysAlone = (depth) => ({
+  patterns: [
+    {
+      regex: `^(\\.\\./){${depth},}`,
+      message: 'src/sandbox/ never imports worker code (src/ outside src/sandbox/, machines/).',
+    },
+  ],
+});
+
+const adapterFolders = ['exchange', 'kafka', 'redis', 'webhooks', 'telemetry'];
+const zones = [
+  { files: ['machines/**/*.ts'], rules: [machinesStayPure, machinesIgnoreSrc] },
+  { files: ['src/sandbox/*.ts'], rules: [sandboxStaysAlone(1), kafkajsOnlyInKafka] },
+  { files: ['src/sandbox/*/**/*.ts'], rules: [sandboxStaysAlone(2), kafkajsOnlyInKafka] },
+  { files: ['src/kafka/**/*.ts'], rules: [adaptersIgnoreWorker] },
+  {
+    files: adapterFolders.filter((f) => f !== 'kafka').map((f) => `src/${f}/**/*.ts`),
+    rules: [adaptersIgnoreWorker, kafkajsOnlyInKafka],
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/sandbox/**', ...adapterFolders.map((f) => `src/${f}/**`)],
+    rules: [kafkajsOnlyInKafka],
+  },
 ];
+
+/** One `no-restricted-imports` setting holding every boundary of a zone. */
+function restrictImports(rules) {
+  return [
+    'error',
+    { paths: rules.flatMap((r) => r.paths ?? []), patterns: rules.flatMap((r) => r.patterns ?? []) },
+  ];
+}
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.cache/', '.services/', 'coverage/'] },
@@ -38,18 +101,14 @@ export default tseslint.config(
       ],
     },
   },
+  ...zones.map(({ files, ignores, rules }) => ({
+    files,
+    ...(ignores === undefined ? {} : { ignores }),
+    rules: { 'no-restricted-imports': restrictImports(rules) },
+  })),
   {
     files: ['machines/**/*.ts'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: ioModules.map((group) => ({
-            group: [group],
-            message: 'machines/ is pure: the runtime provides I/O through actors.',
-          })),
-        },
-      ],
       'no-restricted-syntax': [
         'error',
         {
@@ -65,6 +124,10 @@ export default tseslint.config(
           message: 'No randomness in machines/: take a seed or jitter from input.',
         },
         { selector: "MemberExpression[object.name='process']", message: 'No process access in machines/.' },
+        {
+          selector: 'ImportExpression',
+          message: 'No dynamic import in machines/: the import rules above could not see it.',
+        },
       ],
     },
   },

@@ -4,7 +4,10 @@
 export const tradingModes = ['defi', 'cefi', 'cefi_fixed'] as const;
 export type TradingMode = (typeof tradingModes)[number];
 
-/** The exchange's own status names (hossamelneily/nexchange orders/models/base.py), with their v1 codes. */
+/**
+ * The exchange's own status names (hossamelneily/nexchange orders/models/base.py), with their v1 codes. The interface
+ * document shows only CANCELED 0, REFUNDED 8, COMPLETED 16 and PAID; the rest is an assumption (docs/exchange-api.md).
+ */
 export const exchangeStatusCodes = {
   CANCELED: 0,
   REFUNDED: 8,

@@ -31,7 +31,7 @@ export interface OrderConfigInput {
   readonly parkedRecheckMs?: number;
   /**
    * Fresh quotes allowed per failure code, within maxRequotes. Default `{ rate_id_invalid_or_expired: 1 }`: the
-   * interface document says to retry that message once with a fresh quote.
+   * interface document says to retry that message once with a fresh quote (docs/exchange-api.md, "Errors").
    */
   readonly requoteLimits?: Readonly<Record<string, number>>;
 }

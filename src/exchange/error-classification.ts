@@ -1,7 +1,8 @@
 // THE classification table: the exchange has no machine-readable error codes, so every documented message is
 // recognised here, once, by stable substrings, and mapped onto a FailureAction. Invariants: matching tolerates
 // interpolated ids and values (fragments in order, case-insensitive); a message no row knows falls back on the
-// HTTP status; the first matching row wins, so narrower rows come first.
+// HTTP status; the first matching row wins, so narrower rows come first. What the worker does with each action, and
+// the exchange's error envelope: docs/exchange-api.md, "Errors".
 import type { FailureAction } from '../../machines/domain.ts';
 import { errorBodySchema } from './schemas.ts';
 

@@ -1,4 +1,5 @@
-// What the document says will fail is refused here, before a request (and a unit of the shared budget) is spent.
+// What the exchange's interface document (summary: docs/exchange-api.md) says will fail is refused here, before a
+// request (and a unit of the shared budget) is spent.
 // Invariant: a refusal uses the same code as the classification row of the exchange's own error, so the machine
 // sees one failure whether we or the exchange noticed it; shape errors name the endpoint and the field.
 import type { z } from 'zod';

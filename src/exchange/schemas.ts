@@ -1,7 +1,8 @@
 // Wire schemas of the exchange's v2 resources (and the legacy v1 order), in zod v4; every TypeScript type of a
 // wire shape is inferred from here, never written twice. Invariants: amounts are decimal strings end to end (a
 // JSON number where the document promises a decimal string is a malformed field, not something to coerce); unknown
-// extra fields are tolerated; where the document says "not shown" the schema states the assumption it makes.
+// extra fields are tolerated; where the document says "not shown" the schema states the assumption it makes (all
+// of them are listed in docs/exchange-api.md, "Assumptions").
 import { z } from 'zod';
 
 /** A decimal amount as the exchange writes it ("0.12345678"); never converted to a JavaScript number. */

@@ -1,6 +1,7 @@
 // The legacy side: v1 order representations (REST and v1 webhook payloads) converted into the v2 vocabulary
-// (the document's renames table), so the rest of the worker sees one order model. Invariants: amounts are copied
-// as written (v1's 18 fractional digits stay); nothing here guesses a value v1 does not carry (the rate stays "").
+// (the document's renames table; docs/exchange-api.md, "Versioning"), so the rest of the worker sees one order
+// model. Invariants: amounts are copied as written (v1's 18 fractional digits stay); nothing here guesses a value
+// v1 does not carry (the rate stays "").
 import { exchangeStatusCodes } from '../../machines/domain.ts';
 import { WorkerError } from '../errors.ts';
 import {

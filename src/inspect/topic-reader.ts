@@ -3,7 +3,7 @@
 // throw-away and never commits, so the inspector leaves no trace on the cluster. "The end" is known per partition
 // from kafkajs' batch events, which also count the transaction markers that end a partition.
 import { randomUUID } from 'node:crypto';
-import type { Consumer, IHeaders, Kafka } from 'kafkajs';
+import type { Consumer, IHeaders, Kafka } from '../kafka/kafkajs-exports.ts';
 
 export interface TopicMessage {
   partition: number;

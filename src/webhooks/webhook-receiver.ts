@@ -1,5 +1,6 @@
 // Turns an exchange webhook into at most one immediate poll of the order it names. The signature is checked on
-// the raw bytes before parsing; deliveries are deduplicated on (unique_reference, status) as the document asks;
+// the raw bytes before parsing; deliveries are deduplicated on (unique_reference, status) as the exchange asks
+// (docs/exchange-api.md, "Webhooks");
 // the hint is routed through the commands topic to the partition - and so the replica - that owns the order.
 // A webhook is never believed: the owner confirms with GET /orders/{unique_reference}/.
 // The exchange gives a delivery 5 s and disables an endpoint whose error rate reaches 50%, so every correctly

@@ -4,7 +4,7 @@
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { Partitioners, type Admin, type Kafka, type Producer } from 'kafkajs';
+import { Partitioners, type Admin, type Kafka, type Producer } from '../kafka/kafkajs-exports.ts';
 import type { WorkerConfig } from '../config.ts';
 import { CommandConsumer } from '../kafka/command-consumer.ts';
 import { OrderStateStore } from '../kafka/order-state-store.ts';
