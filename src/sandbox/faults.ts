@@ -9,6 +9,10 @@ export const endpointFaultKinds = [
   'timeout',
   /** The request takes effect (an order is created) but the connection drops before any response. */
   'lost_response',
+  /** The request takes effect (an order is created), then the answer is an error (status, default 500; e.g. 408). */
+  'create_then_error',
+  /** POST /orders/ repeating a rate_id an existing order was created with answers "expired" (the order exists). */
+  'expired_on_repeat',
   'http_error',
   'throttle',
   'quote_provider_unavailable',
@@ -47,7 +51,7 @@ export const faultSpecSchema = z.discriminatedUnion('target', [
     kind: z.enum(endpointFaultKinds),
     /** latency: added delay; timeout: how long to hold the request before dropping the connection. */
     latencyMs: z.int().nonnegative().optional(),
-    /** http_error: the status to answer (default 503). */
+    /** http_error: the status to answer (default 503); create_then_error: (default 500). */
     status: z.int().min(400).max(599).optional(),
     /** throttle: Retry-After seconds, or null to omit the header (default 30). */
     retryAfterSeconds: z.int().nonnegative().nullable().optional(),

@@ -241,7 +241,16 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
 
   let quote: Quote | undefined;
   if (request.rateId !== undefined) {
-    quote = bindQuote(ctx, request, request.rateId);
+    const rateId = request.rateId;
+    if (
+      ctx.orders.newestFirst((o) => o.rateId === rateId).length > 0 &&
+      ctx.faults.take(request.endpoint, 'expired_on_repeat')
+    ) {
+      const message =
+        request.mode === 'defi' ? messages.quoteExpired : messages.pairTemporarilyUnavailable(pair.name);
+      throw v2Error(400, message, { rate_id: [message] });
+    }
+    quote = bindQuote(ctx, request, rateId);
     if (request.mode === 'defi' && quote.orderReference !== undefined) {
       const existing = ctx.orders.get(quote.orderReference);
       if (existing && existing.withdrawAddress === request.withdrawAddress)

@@ -211,6 +211,15 @@ export async function startSandboxServer(
           response.destroy();
           return;
         }
+        // The request took effect, but the client is told it failed (a proxy's 5xx or 408 after the fact).
+        const thenError = faults.take(endpoint, 'create_then_error');
+        if (thenError) {
+          const status = thenError.status ?? 500;
+          reply = {
+            status,
+            body: { detail: status >= 500 ? 'A server error occurred.' : 'Request timeout.' },
+          };
+        }
       }
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
