@@ -1,6 +1,6 @@
 // How big a fault run is: the quick profile runs inside `npm test` (unit, adapter and integration tiers), the full
 // profile in `npm run test:faults` (the counts docs/faults.md reports). The project decides through vitest's
-// provide/inject; a seed can be pinned for replay with FAULT_SEED (fast-check prints the failing seed and path).
+// provide/inject (FAULT_PROFILE=quick|full overrides it); a seed can be pinned for replay with FAULT_SEED (fast-check prints the failing seed and path).
 import { inject } from 'vitest';
 
 declare module 'vitest' {
@@ -45,6 +45,8 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
 };
 
 export function faultProfile(): FaultProfile {
+  const forced = process.env['FAULT_PROFILE'];
+  if (forced === 'quick' || forced === 'full') return profiles[forced];
   let name: 'quick' | 'full' = 'quick';
   try {
     name = inject('faultProfile') ?? 'quick';

@@ -19,6 +19,7 @@ export async function startCluster(opts: {
   redisUrl?: string;
   env?: Record<string, string>;
   sandbox?: (config: SandboxConfigInput) => SandboxConfigInput;
+  sandboxSeed?: number;
 }): Promise<Cluster> {
   const { kafkaBrokers, redisUrl } = services();
   const environment = await startWorkerEnvironment({
