@@ -112,9 +112,13 @@ export interface CheckedRun {
 }
 
 /** Reads the state topic and the sandbox's record, and runs the invariant checker over the whole run. */
-export async function checkRun(cluster: Cluster, orders: AcceptedOrder[]): Promise<CheckedRun> {
+export async function checkRun(
+  cluster: Cluster,
+  orders: AcceptedOrder[],
+  kafkaBrokers: string[] = services().kafkaBrokers,
+): Promise<CheckedRun> {
   const history = await recordRun({
-    kafka: testKafka(services().kafkaBrokers),
+    kafka: testKafka(kafkaBrokers),
     stateTopic: `${cluster.topics.commands}.state`,
     sandbox: cluster.sandbox,
     workers: cluster.workers,
