@@ -253,11 +253,9 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
         `[kill-anywhere] ${index}/${plan.length} ${point.moment} +${point.jitterMs}ms ${point.mode}: ${reached ? 'killed' : 'moment missed, killed anyway'} (${kills} kills so far)`,
       );
       tally[point.moment] = (tally[point.moment] ?? 0) + 1;
-      // Let replacements come up before the next point (bounded: a slow start must not stall the plan).
-      await Promise.race([
-        Promise.all(spawned.filter((w) => w.child.exitCode === null).map((w) => w.ready())),
-        sleep(20_000),
-      ]).catch(() => {});
+      // Let the cluster settle (every live replica ready, its partitions restored) before the next point; bounded,
+      // so a replica that never settles shows up as missed moments rather than a stalled plan.
+      await Promise.race([Promise.all(live().map((w) => w.ready())), sleep(45_000)]).catch(() => {});
     }
     cluster.sandbox.clearFaults();
     const open = await awaitEndings(

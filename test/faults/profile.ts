@@ -1,6 +1,6 @@
 // How big a fault run is: the quick profile runs inside `npm test` (unit, adapter and integration tiers), the full
 // profile in `npm run test:faults` (the counts docs/faults.md reports). The project decides through vitest's
-// provide/inject (FAULT_PROFILE=quick|full overrides it); a seed can be pinned for replay with FAULT_SEED (fast-check prints the failing seed and path).
+// provide/inject (FAULT_PROFILE=quick|full overrides it, FAULT_KILL_POINTS sets the kill points); a seed can be pinned for replay with FAULT_SEED (fast-check prints the failing seed and path).
 import { inject } from 'vitest';
 
 declare module 'vitest' {
@@ -13,8 +13,10 @@ export interface FaultProfile {
   name: 'quick' | 'full';
   /** Fuzzed inputs of each kind checked in-process (command decoding, webhook handling, exchange responses). */
   fuzzRuns: number;
-  /** Fuzzed inputs of each kind sent through real worker processes (Kafka commands, webhook HTTP requests). */
-  fuzzRunsThroughWorker: number;
+  /** Fuzzed command messages sent to a real worker (each rejection is a Kafka transaction: about 8/s here). */
+  fuzzCommandsThroughWorker: number;
+  /** Fuzzed webhook deliveries sent to a real worker's HTTP endpoint. */
+  fuzzWebhooksThroughWorker: number;
   /** Kill points (one SIGKILL each) chosen by fast-check. */
   killPoints: number;
   /** Orders of the money-safety run. */
@@ -27,8 +29,9 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
   quick: {
     name: 'quick',
     fuzzRuns: 1_000,
-    fuzzRunsThroughWorker: 300,
-    killPoints: 10,
+    fuzzCommandsThroughWorker: 300,
+    fuzzWebhooksThroughWorker: 300,
+    killPoints: 3,
     moneySafetyOrders: 30,
     brokerRestarts: 1,
     redisRestarts: 1,
@@ -36,7 +39,8 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
   full: {
     name: 'full',
     fuzzRuns: 10_000,
-    fuzzRunsThroughWorker: 10_000,
+    fuzzCommandsThroughWorker: 2_000,
+    fuzzWebhooksThroughWorker: 10_000,
     killPoints: 100,
     moneySafetyOrders: 200,
     brokerRestarts: 10,
@@ -45,6 +49,12 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
 };
 
 export function faultProfile(): FaultProfile {
+  const profile = chosenProfile();
+  const killPoints = process.env['FAULT_KILL_POINTS'];
+  return killPoints ? { ...profile, killPoints: Number(killPoints) } : profile;
+}
+
+function chosenProfile(): FaultProfile {
   const forced = process.env['FAULT_PROFILE'];
   if (forced === 'quick' || forced === 'full') return profiles[forced];
   let name: 'quick' | 'full' = 'quick';
