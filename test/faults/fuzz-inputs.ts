@@ -154,7 +154,8 @@ function signDelivery(secret: string, body: Buffer, timestampSeconds: number): R
 
 export interface FuzzedWebhook {
   body: Buffer;
-  headers: Record<string, string>;
+  /** The delivery's headers when sent at `nowSeconds` (Unix seconds). */
+  headersAt: (nowSeconds: number) => Record<string, string>;
   /** Whether the signature is valid and within the timestamp tolerance (then the worker must not answer 401). */
   signedInTolerance: boolean;
   shape: string;
@@ -198,11 +199,7 @@ function webhookBody(reference: string): Record<string, unknown> {
 }
 
 /** A webhook delivery: a (mutated) order body, signed right, wrong, stale, skewed or not at all. */
-export function fuzzedWebhook(opts: {
-  secret: string;
-  references: string[];
-  nowSeconds: () => number;
-}): fc.Arbitrary<FuzzedWebhook> {
+export function fuzzedWebhook(opts: { secret: string; references: string[] }): fc.Arbitrary<FuzzedWebhook> {
   const bodies = fc.oneof(
     {
       weight: 4,
@@ -251,27 +248,26 @@ export function fuzzedWebhook(opts: {
       signing,
       fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-8'),
     )
-    .map(([{ body, shape }, sign, contentType]) => {
-      const now = opts.nowSeconds();
-      const at =
-        sign.kind === 'stale' ? now - sign.skew : sign.kind === 'future' ? now + sign.skew : now + sign.skew;
-      const signed = signDelivery(sign.kind === 'wrong_secret' ? `${opts.secret}x` : opts.secret, body, at);
-      const headers: Record<string, string> = { 'content-type': contentType, ...signed };
-      if (sign.kind === 'missing') {
-        delete headers['x-webhook-signature'];
-        delete headers['x-webhook-timestamp'];
-      }
-      if (sign.kind === 'tampered') headers['x-webhook-timestamp'] = String(at + 1);
-      if (sign.kind === 'no_prefix')
-        headers['x-webhook-signature'] = (signed['x-webhook-signature'] ?? '').slice(7);
-      if (sign.kind === 'bad_timestamp') headers['x-webhook-timestamp'] = `${at}.5`;
-      return {
-        body,
-        headers,
-        signedInTolerance: sign.kind === 'valid',
-        shape: `${shape}, ${sign.kind} ${sign.skew}`,
-      };
-    });
+    .map(([{ body, shape }, sign, contentType]) => ({
+      body,
+      // Signed when sent, not when generated: a skew is relative to the moment of delivery.
+      headersAt: (now: number): Record<string, string> => {
+        const at = sign.kind === 'stale' ? now - sign.skew : now + sign.skew;
+        const signed = signDelivery(sign.kind === 'wrong_secret' ? `${opts.secret}x` : opts.secret, body, at);
+        const headers: Record<string, string> = { 'content-type': contentType, ...signed };
+        if (sign.kind === 'missing') {
+          delete headers['x-webhook-signature'];
+          delete headers['x-webhook-timestamp'];
+        }
+        if (sign.kind === 'tampered') headers['x-webhook-timestamp'] = String(at + 1);
+        if (sign.kind === 'no_prefix')
+          headers['x-webhook-signature'] = (signed['x-webhook-signature'] ?? '').slice(7);
+        if (sign.kind === 'bad_timestamp') headers['x-webhook-timestamp'] = `${at}.5`;
+        return headers;
+      },
+      signedInTolerance: sign.kind === 'valid',
+      shape: `${shape}, ${sign.kind} ${sign.skew}`,
+    }));
 }
 
 export interface FuzzedResponse {

@@ -13,7 +13,7 @@ export interface FaultProfile {
   name: 'quick' | 'full';
   /** Fuzzed inputs of each kind checked in-process (command decoding, webhook handling, exchange responses). */
   fuzzRuns: number;
-  /** Fuzzed command messages sent to a real worker (each rejection is a Kafka transaction: about 8/s here). */
+  /** Fuzzed command messages sent to a real worker (each rejection is a Kafka transaction: 8-30/s here). */
   fuzzCommandsThroughWorker: number;
   /** Fuzzed webhook deliveries sent to a real worker's HTTP endpoint. */
   fuzzWebhooksThroughWorker: number;
@@ -39,7 +39,7 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
   full: {
     name: 'full',
     fuzzRuns: 10_000,
-    fuzzCommandsThroughWorker: 2_000,
+    fuzzCommandsThroughWorker: 10_000,
     fuzzWebhooksThroughWorker: 10_000,
     killPoints: 100,
     moneySafetyOrders: 200,
