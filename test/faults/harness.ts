@@ -16,7 +16,7 @@ import { testKafka, type PublishedEvent } from '../support/kafka-helpers.ts';
 import { recordRun } from '../support/run-record.ts';
 import { services } from '../support/services.ts';
 import type { Cluster } from '../support/worker-cluster.ts';
-import type { WorkerProcess } from '../support/worker-process.ts';
+import { startWorker, type WorkerProcess } from '../support/worker-process.ts';
 
 const terminal: ReadonlySet<string> = new Set(terminalTypes);
 const root = resolve(import.meta.dirname, '..', '..');
@@ -145,4 +145,43 @@ export function historyOf(cluster: Cluster, orderId: string): string {
         `#${e.seq} ${e.type}${typeof e['status'] === 'string' ? ` ${e['status']}` : ''}${typeof e['reason'] === 'string' ? ` (${e['reason']})` : ''}${typeof e['unique_reference'] === 'string' ? ` ${e['unique_reference']}` : ''}`,
     )
     .join(', ');
+}
+
+/**
+ * Plays the supervisor (Kubernetes restarting a pod): a worker that exits by itself - the worker stops on purpose
+ * when its Kafka writer fails for good, so that another replica takes over - is started again under the same
+ * WORKER_ID (and port, for the webhook receiver) after `delayMs`. Workers the test kills on purpose are passed to
+ * `ignore` first. Returns the restarts made, by name.
+ */
+export function superviseWorkers(
+  cluster: Cluster,
+  opts: { delayMs?: number } = {},
+): { ignore: (worker: WorkerProcess) => void; restarts: string[]; stop: () => Promise<void> } {
+  const ignored = new Set<WorkerProcess>();
+  const restarts: string[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const worker of [...cluster.workers]) {
+        if (ignored.has(worker) || worker.child.exitCode === null) continue;
+        if (worker.child.signalCode !== null) continue; // killed by a signal: the test did it
+        ignored.add(worker);
+        await sleep(opts.delayMs ?? 2_000);
+        if (!running) break;
+        const again = await startWorker(worker.name, cluster.env, worker.port);
+        cluster.workers.push(again);
+        restarts.push(worker.name);
+        console.log(`[supervisor] ${worker.name} exited with ${worker.child.exitCode}; started again`);
+      }
+      await sleep(500);
+    }
+  })();
+  return {
+    ignore: (worker) => ignored.add(worker),
+    restarts,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
 }

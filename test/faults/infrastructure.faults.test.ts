@@ -14,7 +14,14 @@ import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 import { startCluster, type Cluster } from '../support/worker-cluster.ts';
-import { awaitEndings, checkRun, driveExchangeOrders, historyOf, recordFigures } from './harness.ts';
+import {
+  awaitEndings,
+  checkRun,
+  driveExchangeOrders,
+  historyOf,
+  recordFigures,
+  superviseWorkers,
+} from './harness.ts';
 import { faultProfile } from './profile.ts';
 import { runSeed } from './seeds.ts';
 
@@ -97,6 +104,8 @@ describe('infrastructure faults', () => {
       sandbox: sandboxTuning,
     });
     cleanups.push(() => cluster.stop());
+    const supervisor = superviseWorkers(cluster);
+    cleanups.push(() => supervisor.stop());
     const driver = driveExchangeOrders(cluster, () => 'completed');
     cleanups.push(() => driver.stop());
     const stream = orderStream(cluster, seed % 50);
@@ -119,7 +128,13 @@ describe('infrastructure faults', () => {
       'infra-kafka',
       cluster,
       stream.orders,
-      { seed, brokerRestarts: profile.brokerRestarts, brokerPauses: 1, restartMs: restartsMs },
+      {
+        seed,
+        brokerRestarts: profile.brokerRestarts,
+        brokerPauses: 1,
+        restartMs: restartsMs,
+        workerExitsRestarted: supervisor.restarts,
+      },
       kafka.brokers,
     );
   });
@@ -136,6 +151,8 @@ describe('infrastructure faults', () => {
       sandbox: sandboxTuning,
     });
     cleanups.push(() => cluster.stop());
+    const supervisor = superviseWorkers(cluster);
+    cleanups.push(() => supervisor.stop());
     const driver = driveExchangeOrders(cluster, () => 'completed');
     cleanups.push(() => driver.stop());
     const stream = orderStream(cluster, 50 + (seed % 40));
@@ -181,6 +198,7 @@ describe('infrastructure faults', () => {
       redisRestartsWithData: withData,
       redisOutageMs: outageMs,
       replicaPauses: 1,
+      workerExitsRestarted: supervisor.restarts,
     });
   });
 });

@@ -18,6 +18,7 @@ import {
   historyOf,
   leaseHolder,
   recordFigures,
+  superviseWorkers,
   type Outcome,
 } from './harness.ts';
 import { services } from '../support/services.ts';
@@ -99,6 +100,7 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
   const outcomes = new Map<string, Outcome>();
   const aimedAt = new Map<string, string>();
   const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
+  const supervisor = superviseWorkers(cluster);
   const tally: Record<string, number> = {};
   let kills = 0;
   let missedMoments = 0;
@@ -225,7 +227,10 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
           await killAndReplace(await victimFor(orderId));
           // Keep the cluster at its size: the longest-lived non-receiver leaves gracefully.
           const leaver = live().find((w) => w !== receiver && w.port !== receiver.port);
-          if (leaver && live().length > 3) await leaver.kill('SIGTERM');
+          if (leaver && live().length > 3) {
+            supervisor.ignore(leaver);
+            await leaver.kill('SIGTERM');
+          }
           break;
         }
         case 'during_restore': {
@@ -272,6 +277,7 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
       kills,
       moments: tally,
       missedMoments,
+      workerExitsRestarted: supervisor.restarts,
       orders: orders.length,
       exchangeOrders: cluster.sandbox.orders.list().length,
       unfinished: open.length,
@@ -284,6 +290,7 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
       .join('\n');
     expect(run.report, `seed ${seed} (FAULT_SEED=${seed} replays the plan)\n${histories}`).toBe('');
   } finally {
+    await supervisor.stop();
     await driver.stop();
     await Promise.all(spawned.map((w) => w.kill('SIGKILL').catch(() => null)));
     await cluster.stop();

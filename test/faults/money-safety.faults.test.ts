@@ -16,6 +16,7 @@ import {
   endingOf,
   historyOf,
   recordFigures,
+  superviseWorkers,
   type Outcome,
 } from './harness.ts';
 import { faultProfile } from './profile.ts';
@@ -47,6 +48,8 @@ describe('money safety under creation faults', () => {
       }),
     });
     cleanups.push(() => cluster.stop());
+    const supervisor = superviseWorkers(cluster);
+    cleanups.push(() => supervisor.stop());
 
     // One in eight orders has a sibling: the same mode, pair, withdraw address and amount under another order_id.
     const total = profile.moneySafetyOrders;
@@ -129,6 +132,7 @@ describe('money safety under creation faults', () => {
       exchangeOrders: cluster.sandbox.orders.list().length,
       faultsFired: fired,
       endings: tally,
+      workerExitsRestarted: supervisor.restarts,
       violations: run.violations.length,
       checked: run.checked,
     });
