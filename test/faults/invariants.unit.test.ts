@@ -98,6 +98,12 @@ describe('invariant checker', () => {
     expect(checkedInvariants(history)).toEqual([...invariantNames]);
   });
 
+  it('ignores a record read twice by the reader (same partition and offset)', () => {
+    const history = cleanRun();
+    history.events.push({ ...history.events[1]! });
+    expect(checkInvariants(history)).toEqual([]);
+  });
+
   it('accepts an order that ends parked, and one parked then settled by adoption', () => {
     const history = cleanRun();
     history.orders.push(create('p', '100.3'), create('s', '100.4'));

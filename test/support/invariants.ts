@@ -131,8 +131,13 @@ function describe(event: PublishedEvent): string {
 /** An order's events (seq > 0) in the order they were read. */
 function byOrder(events: PublishedEvent[]): Map<string, PublishedEvent[]> {
   const map = new Map<string, PublishedEvent[]>();
+  // A reader that re-reads after a rebalance sees the same record (partition, offset) twice: not the worker's doing.
+  const seen = new Set<string>();
   for (const event of events) {
     if (event.order_id === null || event.seq <= 0) continue;
+    const position = `${event.partition}:${event.offset}`;
+    if (seen.has(position)) continue;
+    seen.add(position);
     const list = map.get(event.order_id) ?? [];
     list.push(event);
     map.set(event.order_id, list);
