@@ -9,6 +9,7 @@ import { demoConfig } from './demo-config.ts';
 import type { FaultSpec, FaultView } from './faults.ts';
 import { startSandboxServer, type SandboxOptions } from './server.ts';
 import type { WebhookDelivery, WebhookState } from './webhook-dispatcher.ts';
+import type { ThrottleRefusal } from './throttles.ts';
 
 export type { SandboxOptions } from './server.ts';
 export type { SandboxConfig, SandboxConfigInput, TradingMode } from './config.ts';
@@ -20,6 +21,7 @@ export { statusCodes } from './order-lifecycle.ts';
 export type { AutoSchedule } from './order-store.ts';
 export type { ControlOrderView } from './control.ts';
 export type { WebhookDelivery, WebhookState } from './webhook-dispatcher.ts';
+export type { ThrottleRefusal } from './throttles.ts';
 export { signWebhook, webhookEventId } from './webhook-dispatcher.ts';
 export { messages } from './messages.ts';
 
@@ -47,6 +49,8 @@ export interface SandboxHandle {
   injectFault(spec: FaultSpec): number;
   clearFaults(): void;
   listFaults(): FaultView[];
+  /** Requests the sandbox refused under its own limits (global throttle, fixed-rate throttles, cooldown). */
+  throttleRefusals(): ThrottleRefusal[];
 
   listWebhookDeliveries(): WebhookDelivery[];
   /** Resolves once every webhook delivery queued so far has finished. */
@@ -81,6 +85,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     injectFault: (spec) => control.injectFault(spec),
     clearFaults: () => control.clearFaults(),
     listFaults: () => control.listFaults(),
+    throttleRefusals: () => ctx.throttles.refusals(),
     listWebhookDeliveries: () => control.listWebhookDeliveries(),
     webhooksIdle: () => ctx.webhooks.idle(),
     webhookStates: () => control.webhookStates(),

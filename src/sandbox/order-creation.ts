@@ -241,7 +241,8 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
 
   let quote: Quote | undefined;
   if (request.rateId !== undefined) {
-    quote = bindQuote(ctx, request, request.rateId);
+    const rateId = request.rateId;
+    quote = bindQuote(ctx, request, rateId);
     if (request.mode === 'defi' && quote.orderReference !== undefined) {
       const existing = ctx.orders.get(quote.orderReference);
       const submitted =

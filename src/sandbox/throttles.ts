@@ -30,6 +30,14 @@ class SlidingWindow {
   }
 }
 
+/** A request the sandbox refused under one of its own limits (injected throttle faults are not recorded). */
+export interface ThrottleRefusal {
+  rule: 'global' | 'same-chain' | 'cross-chain' | 'actionable_cooldown';
+  at: number;
+  pair?: string;
+  amount?: string;
+}
+
 export interface ThrottleLimits {
   globalRequestsPerMinute: number;
   sameChainFixedRateQuotesPerMinute: number;
@@ -43,6 +51,7 @@ export class Throttles {
   readonly #crossChain: SlidingWindow;
   readonly #cooldowns = new Map<string, number>();
   readonly #cooldownMs: number;
+  readonly #refusals: ThrottleRefusal[] = [];
 
   constructor(limits: ThrottleLimits) {
     this.#global = new SlidingWindow(limits.globalRequestsPerMinute, 60_000);
@@ -53,11 +62,22 @@ export class Throttles {
 
   /** The document's global throttle: identity is the API key, or the client IP for unauthenticated access. */
   global(identity: string, now: number): Verdict {
-    return this.#global.hit(identity, now);
+    return this.#record(this.#global.hit(identity, now), { rule: 'global', at: now });
   }
 
   fixedRate(kind: 'same-chain' | 'cross-chain', apiKey: string, now: number): Verdict {
-    return (kind === 'same-chain' ? this.#sameChain : this.#crossChain).hit(apiKey, now);
+    const verdict = (kind === 'same-chain' ? this.#sameChain : this.#crossChain).hit(apiKey, now);
+    return this.#record(verdict, { rule: kind, at: now });
+  }
+
+  /** Every refusal so far, oldest first (identities are not recorded: they are API keys). */
+  refusals(): ThrottleRefusal[] {
+    return this.#refusals.map((r) => ({ ...r }));
+  }
+
+  #record(verdict: Verdict, refusal: ThrottleRefusal): Verdict {
+    if (!verdict.allowed) this.#refusals.push(refusal);
+    return verdict;
   }
 
   /** Identical actionable requests (same key, pair and amount) within the cooldown are refused. */
@@ -65,10 +85,13 @@ export class Throttles {
     const key = `${apiKey}|${pair}|${amount}`;
     const last = this.#cooldowns.get(key);
     if (last !== undefined && now - last < this.#cooldownMs) {
-      return {
-        allowed: false,
-        retryAfterSeconds: Math.max(1, Math.ceil((last + this.#cooldownMs - now) / 1000)),
-      };
+      return this.#record(
+        {
+          allowed: false,
+          retryAfterSeconds: Math.max(1, Math.ceil((last + this.#cooldownMs - now) / 1000)),
+        },
+        { rule: 'actionable_cooldown', at: now, pair, amount },
+      );
     }
     this.#cooldowns.set(key, now);
     return { allowed: true };

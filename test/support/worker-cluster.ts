@@ -17,10 +17,14 @@ export async function startCluster(opts: {
   workers: number;
   partitions?: number;
   redisUrl?: string;
+  /** Brokers of a Kafka of the test's own (e.g. one it restarts); default: the provisioned one. */
+  kafkaBrokers?: string[];
   env?: Record<string, string>;
   sandbox?: (config: SandboxConfigInput) => SandboxConfigInput;
+  sandboxSeed?: number;
 }): Promise<Cluster> {
-  const { kafkaBrokers, redisUrl } = services();
+  const { redisUrl } = services();
+  const kafkaBrokers = opts.kafkaBrokers ?? services().kafkaBrokers;
   const environment = await startWorkerEnvironment({
     ...opts,
     kafkaBrokers,

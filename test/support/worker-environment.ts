@@ -33,6 +33,8 @@ export async function startWorkerEnvironment(opts: {
   env?: Record<string, string>;
   sandbox?: (config: SandboxConfigInput) => SandboxConfigInput;
   baseConfig?: SandboxConfigInput;
+  /** Seed of the sandbox's PRNG (fault draws), so a fault run replays. */
+  sandboxSeed?: number;
 }): Promise<WorkerEnvironment> {
   const name = `it-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const topics = { commands: `${name}.commands`, events: `${name}.events` };
@@ -58,7 +60,10 @@ export async function startWorkerEnvironment(opts: {
     ),
     quotes: { ttlSeconds: 120, actionableDelayMs: 300 },
   };
-  const sandbox = await startSandbox({ config: opts.sandbox ? opts.sandbox(base) : base });
+  const sandbox = await startSandbox({
+    config: opts.sandbox ? opts.sandbox(base) : base,
+    ...(opts.sandboxSeed === undefined ? {} : { seed: opts.sandboxSeed }),
+  });
   const env: Record<string, string> = {
     KAFKA_BROKERS: opts.kafkaBrokers.join(','),
     REDIS_URL: opts.redisUrl,

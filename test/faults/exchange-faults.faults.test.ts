@@ -1,0 +1,113 @@
+// A misbehaving exchange under a stream of orders (sandbox faults, drawn from the seeded PRNG): latency spikes,
+// 5xx bursts, requests held past the client's timeout, 429 storms with and without Retry-After on every endpoint,
+// and webhooks dropped, duplicated, reordered, delayed, forged (bad signature) and stale. Every order must still end
+// once, as the exchange decides, and the one invariant checker must find nothing.
+// Replay: FAULT_SEED=<seed> npm run test:faults -- test/faults/exchange-faults.faults.test.ts
+import { afterAll, describe, expect, it } from 'vitest';
+import type { AcceptedOrder } from '../support/invariants.ts';
+import { planOrders } from '../support/order-specs.ts';
+import { uniqueName } from '../support/services.ts';
+import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import {
+  awaitEndings,
+  checkRun,
+  driveExchangeOrders,
+  historyOf,
+  recordFigures,
+  superviseWorkers,
+  type Outcome,
+} from './harness.ts';
+import { faultProfile } from './profile.ts';
+import { mulberry32, runSeed } from './seeds.ts';
+
+const profile = faultProfile();
+const cleanups: Array<() => Promise<unknown>> = [];
+afterAll(async () => {
+  while (cleanups.length)
+    await cleanups
+      .pop()?.()
+      .catch(() => {});
+});
+
+describe('exchange faults', () => {
+  it('latency spikes, 5xx bursts, timeouts, 429 storms and unreliable webhooks: every order ends once', async () => {
+    const seed = runSeed();
+    const random = mulberry32(seed);
+    console.log(`[exchange-faults] seed ${seed} (replay with FAULT_SEED=${seed})`);
+    const cluster: Cluster = await startCluster({
+      workers: 2,
+      partitions: 4,
+      sandboxSeed: seed,
+      sandbox: (config) => ({
+        ...config,
+        quotes: { ttlSeconds: 300, actionableDelayMs: 800 },
+        limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
+      }),
+    });
+    cleanups.push(() => cluster.stop());
+    const supervisor = superviseWorkers(cluster);
+    cleanups.push(() => supervisor.stop());
+    const faults = [
+      { target: 'endpoint', endpoint: '*', kind: 'latency', latencyMs: 1_500, probability: 0.1 },
+      { target: 'endpoint', endpoint: '*', kind: 'http_error', status: 503, probability: 0.06 },
+      { target: 'endpoint', endpoint: '*', kind: 'http_error', status: 502, probability: 0.03 },
+      {
+        target: 'endpoint',
+        endpoint: 'GET /orders/{unique_reference}/',
+        kind: 'timeout',
+        latencyMs: 12_000,
+        probability: 0.03,
+      },
+      { target: 'endpoint', endpoint: '*', kind: 'throttle', retryAfterSeconds: 2, probability: 0.05 },
+      { target: 'endpoint', endpoint: '*', kind: 'throttle', retryAfterSeconds: null, probability: 0.03 },
+      { target: 'webhook', kind: 'drop', probability: 0.1 },
+      { target: 'webhook', kind: 'duplicate', probability: 0.3 },
+      { target: 'webhook', kind: 'reorder', probability: 0.3 },
+      { target: 'webhook', kind: 'delay', delayMs: 3_000, probability: 0.2 },
+      { target: 'webhook', kind: 'bad_signature', probability: 0.1 },
+      { target: 'webhook', kind: 'stale_timestamp', probability: 0.1 },
+    ] as const;
+    for (const fault of faults) cluster.sandbox.injectFault(fault);
+
+    const count = profile.name === 'full' ? 60 : 15;
+    const planned = planOrders(count, { variant: 40 + (seed % 50), orderId: (i) => uniqueName(`xf${i}`) });
+    const orders: AcceptedOrder[] = planned.map((p) => ({ orderId: p.orderId, create: p.command }));
+    const outcomes = new Map<string, Outcome>(
+      orders.map((o) => {
+        const r = random();
+        return [o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled'];
+      }),
+    );
+    const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
+    cleanups.push(() => driver.stop());
+    for (const order of orders) await cluster.send(order.create);
+
+    const open = await awaitEndings(
+      cluster,
+      orders.map((o) => o.orderId),
+      600_000,
+    );
+    await driver.stop();
+    const run = await checkRun(cluster, orders);
+    const fired = cluster.sandbox
+      .listFaults()
+      .map((f) => `${f.spec.target === 'endpoint' ? f.spec.kind : `webhook ${f.spec.kind}`}: ${f.fired}`);
+    recordFigures({
+      test: `exchange-faults (${profile.name})`,
+      seed,
+      orders: orders.length,
+      exchangeOrders: cluster.sandbox.orders.list().length,
+      faultsFired: fired,
+      webhookDeliveries: cluster.sandbox.listWebhookDeliveries().length,
+      unfinished: open.length,
+      workerExitsRestarted: supervisor.restarts,
+      violations: run.violations.length,
+      checked: run.checked,
+    });
+    const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
+    expect(
+      run.report,
+      `seed ${seed}\n${named.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n')}`,
+    ).toBe('');
+  });
+});

@@ -1,0 +1,187 @@
+// The fault suite's harness around a real cluster (sandbox + worker processes on real Kafka and Redis): find the
+// replica driving an order (its Redis lease names the process), drive exchange orders to an outcome once the
+// worker reports them created, wait for every order to end, and check the run with the one invariant checker.
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import {
+  checkInvariants,
+  checkedInvariants,
+  formatViolations,
+  terminalTypes,
+} from '../support/invariants.ts';
+import type { AcceptedOrder, InvariantName, Violation } from '../support/invariants.ts';
+import { testKafka, type PublishedEvent } from '../support/kafka-helpers.ts';
+import { recordRun } from '../support/run-record.ts';
+import { services } from '../support/services.ts';
+import type { Cluster } from '../support/worker-cluster.ts';
+import { startWorker, type WorkerProcess } from '../support/worker-process.ts';
+
+const terminal: ReadonlySet<string> = new Set(terminalTypes);
+const root = resolve(import.meta.dirname, '..', '..');
+export const figuresFile = join(root, '.services', 'fault-figures.jsonl');
+
+/** An order's ending: its terminal event, or a parked event with nothing after it. */
+export function endingOf(events: PublishedEvent[]): PublishedEvent | undefined {
+  const sorted = events
+    .filter((e) => e.seq > 0 && e.type !== 'command.rejected')
+    .sort((a, b) => a.seq - b.seq);
+  const end = sorted.find((e) => terminal.has(e.type));
+  if (end) return end;
+  const last = sorted.at(-1);
+  return last?.type === 'order.parked' ? last : undefined;
+}
+
+/** The worker process whose Redis lease holds the order now, if any. */
+export async function leaseHolder(
+  cluster: Cluster,
+  redisUrl: string,
+  orderId: string,
+): Promise<WorkerProcess | undefined> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    const value = await redis.get(`eow:${cluster.env['CONSUMER_GROUP']}:lease:{${orderId}}`);
+    if (!value) return undefined;
+    // "<fence>:<worker id>:<pid>:<nonce>"
+    const pid = Number(value.split(':').at(-2));
+    return cluster.workers.find((w) => w.child.pid === pid && w.child.exitCode === null);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export type Outcome = 'completed' | 'refunded' | 'canceled';
+
+/**
+ * Plays the exchange's side: each exchange order the worker reports created is walked to the outcome chosen for
+ * its order. Runs until stopped; returns the stop function.
+ */
+export function driveExchangeOrders(
+  cluster: Cluster,
+  outcomeOf: (orderId: string) => Outcome,
+): { stop: () => Promise<void>; driven: Set<string> } {
+  const driven = new Set<string>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const event of cluster.collector.events) {
+        if (event.type !== 'order.created' || event.order_id === null) continue;
+        const reference = String(event['unique_reference']);
+        if (driven.has(reference)) continue;
+        driven.add(reference);
+        const outcome = outcomeOf(event.order_id);
+        try {
+          if (outcome === 'refunded') cluster.sandbox.advanceOrder(reference, 'confirmed');
+          cluster.sandbox.advanceOrder(reference, outcome);
+        } catch {
+          /* already further along (e.g. the payment window lapsed): the exchange decides */
+        }
+      }
+      await sleep(200);
+    }
+  })();
+  return {
+    driven,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+/** Waits until every order has ended or the time is up; returns the orders that did not end. */
+export async function awaitEndings(
+  cluster: Cluster,
+  orderIds: string[],
+  timeoutMs: number,
+): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = orderIds.filter((id) => !endingOf(cluster.collector.of(id)));
+    if (open.length === 0 || Date.now() > deadline) return open;
+    await sleep(500);
+  }
+}
+
+export interface CheckedRun {
+  violations: Violation[];
+  checked: InvariantName[];
+  report: string;
+}
+
+/** Reads the state topic and the sandbox's record, and runs the invariant checker over the whole run. */
+export async function checkRun(
+  cluster: Cluster,
+  orders: AcceptedOrder[],
+  kafkaBrokers: string[] = services().kafkaBrokers,
+): Promise<CheckedRun> {
+  const history = await recordRun({
+    kafka: testKafka(kafkaBrokers),
+    stateTopic: `${cluster.topics.commands}.state`,
+    sandbox: cluster.sandbox,
+    workers: cluster.workers,
+    orders,
+    events: cluster.collector.events,
+  });
+  const violations = checkInvariants(history);
+  return { violations, checked: checkedInvariants(history), report: formatViolations(violations) };
+}
+
+/** Appends one line of figures for docs/faults.md (git-ignored file under .services/). */
+export function recordFigures(figures: Record<string, unknown>): void {
+  mkdirSync(join(root, '.services'), { recursive: true });
+  appendFileSync(figuresFile, `${JSON.stringify({ at: new Date().toISOString(), ...figures })}\n`);
+  console.log(`[fault figures] ${JSON.stringify(figures)}`);
+}
+
+/** A short history of an order for failure reports. */
+export function historyOf(cluster: Cluster, orderId: string): string {
+  return cluster.collector
+    .of(orderId)
+    .map(
+      (e) =>
+        `#${e.seq} ${e.type}${typeof e['status'] === 'string' ? ` ${e['status']}` : ''}${typeof e['reason'] === 'string' ? ` (${e['reason']})` : ''}${typeof e['unique_reference'] === 'string' ? ` ${e['unique_reference']}` : ''}`,
+    )
+    .join(', ');
+}
+
+/**
+ * Plays the supervisor (Kubernetes restarting a pod): a worker that exits by itself - the worker stops on purpose
+ * when its Kafka writer fails for good, so that another replica takes over - is started again under the same
+ * WORKER_ID (and port, for the webhook receiver) after `delayMs`. Workers the test kills on purpose are passed to
+ * `ignore` first. Returns the restarts made, by name.
+ */
+export function superviseWorkers(
+  cluster: Cluster,
+  opts: { delayMs?: number } = {},
+): { ignore: (worker: WorkerProcess) => void; restarts: string[]; stop: () => Promise<void> } {
+  const ignored = new Set<WorkerProcess>();
+  const restarts: string[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const worker of [...cluster.workers]) {
+        if (ignored.has(worker) || worker.child.exitCode === null) continue;
+        if (worker.child.signalCode !== null) continue; // killed by a signal: the test did it
+        ignored.add(worker);
+        await sleep(opts.delayMs ?? 2_000);
+        if (!running) break;
+        const again = await startWorker(worker.name, cluster.env, worker.port);
+        cluster.workers.push(again);
+        restarts.push(worker.name);
+        console.log(`[supervisor] ${worker.name} exited with ${worker.child.exitCode}; started again`);
+      }
+      await sleep(500);
+    }
+  })();
+  return {
+    ignore: (worker) => ignored.add(worker),
+    restarts,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}

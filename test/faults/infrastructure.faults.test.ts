@@ -1,0 +1,204 @@
+// Infrastructure faults under a stream of orders, each run on a Kafka broker or a Redis of the test's own (the
+// shared ones are never touched): the broker restarted again and again and paused (SIGSTOP) past the consumer
+// session timeout; Redis restarted empty and with its data (a snapshot taken moments before the crash),
+// unreachable for a minute; a replica paused past its lease, then resumed. Afterwards every order must end and
+// the one invariant checker must find nothing.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startLocalKafka, startLocalRedis } from '../../dev/services/index.ts';
+import type { AcceptedOrder } from '../support/invariants.ts';
+import { planOrders } from '../support/order-specs.ts';
+import { uniqueName } from '../support/services.ts';
+import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import {
+  awaitEndings,
+  checkRun,
+  driveExchangeOrders,
+  historyOf,
+  recordFigures,
+  superviseWorkers,
+} from './harness.ts';
+import { faultProfile } from './profile.ts';
+import { runSeed } from './seeds.ts';
+
+const profile = faultProfile();
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length)
+    await cleanups
+      .pop()?.()
+      .catch(() => {});
+});
+
+const sandboxTuning = (
+  config: Parameters<NonNullable<Parameters<typeof startCluster>[0]['sandbox']>>[0],
+) => ({
+  ...config,
+  quotes: { ttlSeconds: 300, actionableDelayMs: 800 },
+  limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
+});
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  cleanups.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
+  return dir;
+}
+
+/** Sends `count` more orders of the run, remembering them as accepted. */
+function orderStream(cluster: Cluster, variant: number) {
+  const orders: AcceptedOrder[] = [];
+  let next = 0;
+  return {
+    orders,
+    async send(count: number) {
+      const planned = planOrders(next + count, { variant, orderId: (i) => uniqueName(`inf${i}`) }).slice(
+        next,
+      );
+      next += count;
+      for (const p of planned) {
+        orders.push({ orderId: p.orderId, create: p.command });
+        await cluster.send(p.command);
+      }
+    },
+  };
+}
+
+async function finish(
+  name: string,
+  cluster: Cluster,
+  orders: AcceptedOrder[],
+  figures: Record<string, unknown>,
+  kafkaBrokers?: string[],
+): Promise<void> {
+  const open = await awaitEndings(
+    cluster,
+    orders.map((o) => o.orderId),
+    300_000,
+  );
+  const run = await checkRun(cluster, orders, kafkaBrokers);
+  recordFigures({
+    test: name,
+    ...figures,
+    orders: orders.length,
+    unfinished: open.length,
+    violations: run.violations.length,
+    checked: run.checked,
+  });
+  const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
+  expect(run.report, named.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n')).toBe('');
+}
+
+describe('infrastructure faults', () => {
+  it(`Kafka broker restarted ${profile.brokerRestarts} times and paused past the session timeout`, async () => {
+    const seed = runSeed();
+    const kafka = await startLocalKafka({ dir: tempDir('fault-kafka-') });
+    cleanups.push(() => kafka.stop('SIGKILL'));
+    const cluster = await startCluster({
+      workers: 2,
+      partitions: 4,
+      kafkaBrokers: kafka.brokers,
+      sandbox: sandboxTuning,
+    });
+    cleanups.push(() => cluster.stop());
+    const supervisor = superviseWorkers(cluster);
+    cleanups.push(() => supervisor.stop());
+    const driver = driveExchangeOrders(cluster, () => 'completed');
+    cleanups.push(() => driver.stop());
+    const stream = orderStream(cluster, seed % 50);
+    const restartsMs: number[] = [];
+    for (let i = 0; i < profile.brokerRestarts; i++) {
+      await stream.send(3);
+      await sleep(1_500 + (i % 3) * 1_000);
+      const started = Date.now();
+      await kafka.restart();
+      restartsMs.push(Date.now() - started);
+    }
+    // A broker that stops answering (SIGSTOP) for longer than the consumers' 15 s session timeout.
+    await stream.send(3);
+    await sleep(1_000);
+    process.kill(kafka.state.pid, 'SIGSTOP');
+    await sleep(20_000);
+    process.kill(kafka.state.pid, 'SIGCONT');
+    await stream.send(3);
+    await finish(
+      'infra-kafka',
+      cluster,
+      stream.orders,
+      {
+        seed,
+        brokerRestarts: profile.brokerRestarts,
+        brokerPauses: 1,
+        restartMs: restartsMs,
+        workerExitsRestarted: supervisor.restarts,
+      },
+      kafka.brokers,
+    );
+  });
+
+  it(`Redis restarted ${profile.redisRestarts} times (empty and with its data), unreachable, and a replica paused past its lease`, async () => {
+    const seed = runSeed();
+    const dir = tempDir('fault-redis-');
+    const redis = await startLocalRedis({ dir });
+    cleanups.push(() => redis.stop('SIGKILL'));
+    const cluster = await startCluster({
+      workers: 2,
+      partitions: 4,
+      redisUrl: redis.url,
+      sandbox: sandboxTuning,
+    });
+    cleanups.push(() => cluster.stop());
+    const supervisor = superviseWorkers(cluster);
+    cleanups.push(() => supervisor.stop());
+    const driver = driveExchangeOrders(cluster, () => 'completed');
+    cleanups.push(() => driver.stop());
+    const stream = orderStream(cluster, 50 + (seed % 40));
+    let empty = 0;
+    let withData = 0;
+    for (let i = 0; i < profile.redisRestarts; i++) {
+      await stream.send(3);
+      await sleep(1_500 + (i % 3) * 700);
+      if (i % 2 === 0) {
+        rmSync(join(dir, 'dump.rdb'), { force: true });
+        await redis.restart();
+        empty++;
+      } else {
+        // A snapshot a moment before the crash: leases and fences come back slightly stale.
+        const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+        await client.save();
+        client.disconnect();
+        await sleep(500);
+        await redis.restart();
+        withData++;
+      }
+    }
+    // Unreachable: the server is gone (connections refused) for a minute, then back, empty.
+    const outageMs = profile.name === 'full' ? 60_000 : 10_000;
+    await stream.send(3);
+    await sleep(1_000);
+    await redis.stop('SIGKILL');
+    await stream.send(3);
+    await sleep(outageMs);
+    rmSync(join(dir, 'dump.rdb'), { force: true });
+    await redis.start();
+    // A replica paused past its lease (6 s) and the consumer session (15 s), then resumed.
+    await stream.send(3);
+    await sleep(1_000);
+    const sleeper = cluster.workers[1]!;
+    sleeper.child.kill('SIGSTOP');
+    await sleep(20_000);
+    sleeper.child.kill('SIGCONT');
+    await stream.send(3);
+    await finish('infra-redis', cluster, stream.orders, {
+      seed,
+      redisRestartsEmpty: empty,
+      redisRestartsWithData: withData,
+      redisOutageMs: outageMs,
+      replicaPauses: 1,
+      workerExitsRestarted: supervisor.restarts,
+    });
+  });
+});
