@@ -146,6 +146,11 @@ const waits: Record<string, string> = {
   'creating.posting': 'the exchange to answer POST /orders/ (in flight)',
   'creating.verifying': 'the check whether the exchange created the order (the create answer was lost)',
   'creating.waiting': 'its next create attempt (backoff); an order in doubt is verified before any repeat',
+  'creating.parked': 'an operator (order.settle): the create outcome could not be established',
+  'creating.adopting': 'the GET that checks the exchange order an operator named (order.settle adopt)',
+  'checkingAddress.calling':
+    'the address and chain pairing check (the exchange currency and network records)',
+  'checkingAddress.waiting': 'its next address check attempt (the currency records could not be read)',
   open: 'the exchange to move the order (a webhook, or the next poll of GET /orders/{ref}/)',
   parked: 'an operator: the create outcome could not be established',
   completed: 'nothing (finished: completed)',
@@ -259,7 +264,8 @@ export function describeOrder(input: {
   const context = durable?.context;
 
   let stateName = durable?.resumeFrom ?? null;
-  if (parked && stateName !== 'parked') stateName = stateName ? `${stateName} (parked per events)` : 'parked';
+  if (parked && stateName !== 'parked' && stateName !== 'creating.parked')
+    stateName = stateName ? `${stateName} (parked per events)` : 'parked';
   const waitingFor = parked
     ? waits['parked']!
     : stateName

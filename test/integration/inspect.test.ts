@@ -1,6 +1,6 @@
 // The order inspector (`npm run inspect`) as an operator runs it: a child process with the worker's variables,
-// against orders real workers drove (open, then finished, followed live) and against a parked order whose
-// history this test writes itself in the contract's shape (the worker that parks orders is being built).
+// against orders real workers drove (open, then finished, followed live; one parked by the worker itself) and against
+// a parked order whose history this test writes itself in the contract's shape.
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -113,6 +113,32 @@ describe('npm run inspect', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('config: KAFKA_BROKERS: each broker must be host:port');
     expect(run.stderr).toContain('config: REDIS_URL: must start with redis:// or rediss://');
+  });
+
+  it('shows an order the worker parked (a DeFi create whose outcome it could not establish) and how to settle it', async () => {
+    const orderId = uniqueName('real-parked');
+    cluster.sandbox.clearFaults();
+    cluster.sandbox.injectFault({
+      target: 'endpoint',
+      endpoint: 'POST /orders/',
+      kind: 'lost_response',
+      times: 1,
+    });
+    cluster.sandbox.injectFault({ target: 'endpoint', endpoint: 'POST /orders/', kind: 'expired_on_repeat' });
+    await cluster.send(orderCreateCommand('defi', '173.21', orderId));
+    await cluster.collector.waitForOrderEvent(orderId, 'order.parked', 90_000);
+    cluster.sandbox.clearFaults();
+    const text = await inspect([orderId], cluster.env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain('PARKED since');
+    expect(text.stdout).toContain('create_outcome_unknown');
+    expect(text.stdout).toMatch(/^state {6}creating\.parked/m);
+    expect(text.stdout).toMatch(/waits for {2}an operator/);
+    expect(text.stdout.split('\n').filter((line) => line.includes('kcat -P'))).toHaveLength(2);
+    const report = JSON.parse((await inspect([orderId, '--json'], cluster.env)).stdout) as OrderReport;
+    expect(report.outcome).toBe('order.parked');
+    expect(report.parked).toMatchObject({ reason: 'create_outcome_unknown' });
+    expect((report.lease as LeaseView).holder).toContain(cluster.workers[0]!.name);
   });
 
   it('shows a parked order with its window and the exact settle commands an operator can send', async () => {
