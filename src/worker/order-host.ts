@@ -403,8 +403,14 @@ export class OrderHost {
    * no longer assigned here, before or after the grant (a grant that lands after a revoke is released at once):
    * the new owner drives the order and must not wait for a lease we keep.
    */
-  private async acquireLease(orderId: string, minFence: number, partition: number): Promise<number | null> {
+  private async acquireLease(
+    orderId: string,
+    minFence: number,
+    partition: number,
+    onWait?: () => void,
+  ): Promise<number | null> {
     for (let attempt = 0; ; attempt++) {
+      if (attempt > 0) onWait?.();
       if (!this.assigned.has(partition)) return null;
       const grant = await this.opts.leases.acquire(orderId, minFence).catch((error: unknown) => {
         this.logger.warn({ orderId, err: { message: (error as Error).message } }, 'lease acquire failed');
@@ -1022,13 +1028,29 @@ export class OrderHost {
     offset: OffsetToCommit,
     hash: string,
   ): Promise<void> {
-    const fence = await this.acquireLease(command.order_id, 0, partition);
+    let waited = false;
+    const fence = await this.acquireLease(command.order_id, 0, partition, () => (waited = true));
     if (fence === null) {
       throw new WorkerError(
         'partition_revoked',
         `partition ${partition} was revoked while order ${command.order_id} was being created`,
         { retryable: true },
       );
+    }
+    if (waited) {
+      // The lease was not free at once (another holder, or Redis unreachable): while this replica waited, another
+      // one may have been handed the same order.create (a rebalance while this consumer was stuck) and created the
+      // order. Read the partition up to now before creating: a second life of one order_id would mean a second
+      // exchange order. If it exists, let go and have the command delivered again, which loads that order.
+      await this.opts.store.catchUp([partition]);
+      if (this.opts.store.get(command.order_id)) {
+        await this.opts.leases.release(command.order_id).catch(() => {});
+        throw new WorkerError(
+          'order_created_meanwhile',
+          `order ${command.order_id} was created by another replica while this one waited for its lease; the command will be delivered again`,
+          { retryable: true },
+        );
+      }
     }
     const record: OrderRecord = {
       v: 1,

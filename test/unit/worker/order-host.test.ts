@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { describe, expect, it } from 'vitest';
+import type { OrderCommand } from '../../../src/contract/commands.ts';
 import { MAX_REJECTION_EVENT_BYTES } from '../../../src/contract/events.ts';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
@@ -12,7 +13,12 @@ import type {
   OrderActorEvent,
   OrderActorHandle,
 } from '../../../src/worker/machine-binding.ts';
-import { OrderHost, type OrderHostMetrics, type OrderLeases } from '../../../src/worker/order-host.ts';
+import {
+  commandContentHash,
+  OrderHost,
+  type OrderHostMetrics,
+  type OrderLeases,
+} from '../../../src/worker/order-host.ts';
 
 interface Harness {
   host: OrderHost;
@@ -33,6 +39,8 @@ interface HarnessOptions {
   onAcquire?: (orderId: string) => void;
   maxCommandBytes?: number;
   metrics?: OrderHostMetrics;
+  /** How many acquires find the lease held before one is granted. */
+  refuseFirstAcquires?: number;
 }
 
 function harness(options: HarnessOptions = {}): Harness {
@@ -66,6 +74,8 @@ function harness(options: HarnessOptions = {}): Harness {
     acquire: (orderId) => {
       leaseCalls.push(['acquire', orderId]);
       options.onAcquire?.(orderId);
+      if ((options.refuseFirstAcquires ?? 0) >= leaseCalls.filter(([call]) => call === 'acquire').length)
+        return Promise.resolve(null);
       return Promise.resolve({ fence: 1 });
     },
     release: (orderId) => {
@@ -341,6 +351,25 @@ describe('order host', () => {
     await expect(h.host.onLeaseLost('o-1')).resolves.toBeUndefined();
     expect(h.restored).toEqual(['o-1', 'o-1']);
     expect(h.host.activeOrders).toBe(1);
+  });
+
+  it('never creates an order another replica created while it waited for the lease; the command comes again', async () => {
+    const h = harness({
+      refuseFirstAcquires: 1,
+      // Meanwhile (a rebalance while this consumer was stuck), another replica created the order.
+      onCatchUp: () =>
+        h.records.set('o-1', {
+          ...openRecord('o-1', 0),
+          create_hash: commandContentHash(create as unknown as OrderCommand),
+        }),
+    });
+    await expect(h.send(create)).rejects.toMatchObject({ code: 'order_created_meanwhile', retryable: true });
+    expect(h.written.filter((r) => r.topic === 'state')).toEqual([]);
+    expect(h.leaseCalls.at(-1)).toEqual(['release', 'o-1']);
+    // Delivered again, the command finds the order, loads it and is a duplicate.
+    await h.send(create);
+    expect(h.restored).toEqual(['o-1']);
+    expect(h.written.filter((r) => r.topic === 'events')).toEqual([]);
   });
 
   it('reports each command by type and result, with the rejection reason, and never a made-up type as a label', async () => {
