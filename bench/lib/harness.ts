@@ -47,7 +47,7 @@ export function profile(): Profile {
     workerCounts: [1, 3],
     // 10k orders at the worker's present rate would take far longer than the 20 minutes the whole run may use:
     // such a phase stops at its cap and reports how far it got.
-    phaseCapMs: (orders) => (orders >= 10_000 ? 150_000 : 90_000),
+    phaseCapMs: (orders) => (orders >= 10_000 ? 100_000 : 60_000),
     latencyOrders: 200,
     economyOrders: 30,
   };
