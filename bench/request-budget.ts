@@ -281,7 +281,7 @@ async function main(): Promise<void> {
     },
   };
   console.log(JSON.stringify(figures, null, 2));
-  saveResult('request-budget', figures);
+  await saveResult('request-budget', figures);
 }
 
 if (process.argv.includes('--replica')) await runReplica();

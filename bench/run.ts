@@ -64,7 +64,7 @@ if (wanted('throughput')) {
       workers.push(r);
     }
     throughput.push({ floor, workers });
-    saveResult(`throughput-${orders}`, { floor, workers });
+    await saveResult(`throughput-${orders}`, { floor, workers });
   }
   const largest = throughput.at(-1);
   const one = largest?.workers.find((w) => w.workers === 1);
@@ -139,7 +139,7 @@ if (wanted('webhooks')) {
   console.log(
     `  naive 30 s poller: ${naive.atMeasuredLifetime} calls per order at the same lifetime (${naive.lifetimeMs} ms); ${naive.atTwentyMinutes} for an order that lives 20 min`,
   );
-  saveResult('webhooks', { latency, economy: { on, off, naive } });
+  await saveResult('webhooks', { latency, economy: { on, off, naive } });
   verdicts.push(
     verdict(
       'webhook -> event worker overhead p99',
@@ -178,5 +178,5 @@ const elapsedSeconds = round((Date.now() - startedAt.getTime()) / 1000, 0);
 summary['elapsedSeconds'] = elapsedSeconds;
 console.log(`\n=== targets (issue 12), profile ${plan.name}, ${elapsedSeconds} s`);
 printVerdicts(verdicts);
-saveResult(`summary-${plan.name}`, summary);
+await saveResult(`summary-${plan.name}`, summary);
 await services.stop();

@@ -277,6 +277,6 @@ if (import.meta.filename === process.argv[1]) {
   printEconomy(on);
   const off = await runEconomy({ ...common, orders: 12, webhooks: false });
   printEconomy(off);
-  console.log(`  wrote ${saveResult('webhooks', { latency, economy: { on, off } })}`);
+  console.log(`  wrote ${await saveResult('webhooks', { latency, economy: { on, off } })}`);
   await services.stop();
 }

@@ -305,6 +305,6 @@ if (import.meta.filename === process.argv[1]) {
   console.log(`throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), 6 partitions`);
   printThroughput(floor);
   printThroughput(worker, floor);
-  console.log(`  wrote ${saveResult(`worker-throughput-${orders}-x${workers}`, { floor, worker })}`);
+  console.log(`  wrote ${await saveResult(`worker-throughput-${orders}-x${workers}`, { floor, worker })}`);
   await services.stop();
 }

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka, Consumer, Producer } from 'kafkajs';
+import { format, resolveConfig } from 'prettier';
 import { servicesUp, type ServiceEndpoints } from '../../dev/services/index.ts';
 import { uniqueName } from '../../test/support/unique-name.ts';
 
@@ -360,9 +361,11 @@ export function printVerdicts(verdicts: Verdict[]): void {
     );
 }
 
-export function saveResult(name: string, data: unknown): string {
+/** Writes bench/results/<name>.json, formatted as the repository's prettier check expects. */
+export async function saveResult(name: string, data: unknown): Promise<string> {
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `${name}.json`);
-  writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+  const options = (await resolveConfig(file)) ?? {};
+  writeFileSync(file, await format(JSON.stringify(data), { ...options, parser: 'json' }));
   return file;
 }
