@@ -137,10 +137,16 @@ export interface ThroughputResult {
   openOrders: { count: number; rssKiBPerOrder: number; heapKiBPerOrder: number | null } | null;
   restore: { openOrders: number; readyMs: number; emptyBootMs: number } | null;
   exchangeCallsPerOrder: { create: number; complete: number };
+  /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
+  exchangeCallsByEndpoint: Record<string, number>;
+  exchangeOrders: number;
   capped: string[];
 }
 
 const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+
+const endpointOf = (c: TimedCall): string =>
+  `${c.method} ${c.path.replace(/^\/orders\/[^/]+\/$/, '/orders/{ref}/')}`;
 
 function callsIn(calls: TimedCall[], from: number, to: number): number {
   return calls.filter((c) => c.startedAt >= from && c.startedAt <= to).length;
@@ -231,6 +237,8 @@ export async function runThroughput(opts: {
     meter.stop();
     await producer.close();
     await collector.stop();
+    const byEndpoint: Record<string, number> = {};
+    for (const c of exchange.calls) byEndpoint[endpointOf(c)] = (byEndpoint[endpointOf(c)] ?? 0) + 1;
 
     return {
       system: opts.system,
@@ -256,6 +264,8 @@ export async function runThroughput(opts: {
         create: round(createCalls / Math.max(1, created), 2),
         complete: round(completeCalls / Math.max(1, completed), 2),
       },
+      exchangeCallsByEndpoint: byEndpoint,
+      exchangeOrders: env.sandbox.orders.list().length,
       capped,
     };
   } finally {
@@ -279,6 +289,13 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
   );
   console.log(
     `    RSS MiB per process             idle ${r.rssMiB.idle.join('/')}  with orders open ${r.rssMiB.open.join('/')}  peak ${r.rssMiB.peak.join('/')}`,
+  );
+  console.log(
+    `    exchange orders ${r.exchangeOrders} for ${r.orders} orders; calls ${Object.entries(
+      r.exchangeCallsByEndpoint,
+    )
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}`,
   );
   if (r.openOrders)
     console.log(
