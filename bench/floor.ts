@@ -109,12 +109,22 @@ async function floorProcess(): Promise<void> {
   await consumer.subscribe({ topic: env('FLOOR_TOPIC_COMMANDS'), fromBeginning: true });
   await consumer.run({
     partitionsConsumedConcurrently: 6,
-    eachBatch: async ({ batch }) => {
-      const results = await Promise.allSettled(
-        batch.messages.map((m) => create(JSON.parse(m.value?.toString() ?? '{}') as Record<string, unknown>)),
-      );
-      for (const r of results) if (r.status === 'rejected') console.error(`floor: ${String(r.reason)}`);
-      await publish(results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
+    // A batch's orders are handled concurrently, at most `chunk` at a time per partition (6 partitions: 192 in
+    // flight), so the floor does not open thousands of connections at once.
+    eachBatch: async (payload) => {
+      const { batch } = payload;
+      const chunk = 32;
+      for (let i = 0; i < batch.messages.length; i += chunk) {
+        const slice = batch.messages.slice(i, i + chunk);
+        const results = await Promise.allSettled(
+          slice.map((m) => create(JSON.parse(m.value?.toString() ?? '{}') as Record<string, unknown>)),
+        );
+        for (const r of results) if (r.status === 'rejected') console.error(`floor: ${String(r.reason)}`);
+        await publish(results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
+        const last = slice.at(-1);
+        if (last) payload.resolveOffset(last.offset);
+        await payload.heartbeat();
+      }
     },
   });
 

@@ -14,9 +14,10 @@
 //   node bench/webhooks.ts
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { planOrders, orderCreateCommand } from '../test/support/order-specs.ts';
+import { orderCreateCommand } from '../test/support/order-specs.ts';
 import {
   batchProducer,
+  benchOrders,
   percentile,
   round,
   saveResult,
@@ -57,9 +58,7 @@ export async function runLatency(opts: {
     const producer = await batchProducer(system.kafka, env.topics.commands);
     const collector = await TimedCollector.start(system.kafka, env.topics.events);
     const run = randomBytes(3).toString('hex');
-    await producer.sendAll(
-      planOrders(opts.orders, { variant: 1, orderId: (i) => `lat-${run}-${i}` }).map((p) => p.command),
-    );
+    await producer.sendAll(benchOrders(opts.orders, `lat-${run}`).map((p) => p.command));
     const created = await collector.waitForCount('order.created', opts.orders, 120_000);
     const refs = collector.events
       .filter((e) => e.type === 'order.created')

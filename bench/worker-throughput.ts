@@ -10,7 +10,6 @@
 import { randomBytes } from 'node:crypto';
 import { demoConfig, demoKeys, demoReferral, type SandboxConfigInput } from '../src/sandbox/index.ts';
 import { testKafka } from '../test/support/kafka-helpers.ts';
-import { planOrders } from '../test/support/order-specs.ts';
 import { startWorkerEnvironment, type WorkerEnvironment } from '../test/support/worker-environment.ts';
 import { startWorker } from '../test/support/worker-process.ts';
 import { startFloor, type FloorHandle } from './floor.ts';
@@ -18,6 +17,7 @@ import {
   ProcessMeter,
   TimedCollector,
   batchProducer,
+  benchOrders,
   benchServices,
   heapUsed,
   mib,
@@ -176,7 +176,7 @@ export async function runThroughput(opts: {
 
     // ---- order.create -> order.created
     const run = randomBytes(3).toString('hex');
-    const planned = planOrders(opts.orders, { variant: 0, orderId: (i) => `bench-${run}-${i}` });
+    const planned = benchOrders(opts.orders, `bench-${run}`);
     const sentAt = new Map<string, number>();
     const t0 = Date.now();
     meter.mark();

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka, Consumer, Producer } from 'kafkajs';
 import { format, resolveConfig } from 'prettier';
 import { servicesUp, type ServiceEndpoints } from '../../dev/services/index.ts';
+import { modeSpecs, orderCreateCommand } from '../../test/support/order-specs.ts';
 import { uniqueName } from '../../test/support/unique-name.ts';
 
 export const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -368,4 +369,27 @@ export async function saveResult(name: string, data: unknown): Promise<string> {
   const options = (await resolveConfig(file)) ?? {};
   writeFileSync(file, await format(JSON.stringify(data), { ...options, parser: 'json' }));
   return file;
+}
+
+// ---- orders ---------------------------------------------------------------------------------------------------
+
+/**
+ * `count` order.create commands cycling through the three modes, each amount unique and inside the pair's limits
+ * for up to 100k orders: base × (1 + i/100 000), with as many decimals as that step needs (test/support's
+ * planOrders adds i/1000, which leaves the BTC pair's 5 BTC maximum after about 5 000 orders).
+ */
+export function benchOrders(
+  count: number,
+  prefix: string,
+): { orderId: string; command: Record<string, unknown> }[] {
+  return Array.from({ length: count }, (_, i) => {
+    const spec = modeSpecs[i % modeSpecs.length] ?? modeSpecs[0];
+    const step = spec.base / 100_000;
+    const decimals = Math.max(0, Math.ceil(-Math.log10(step)));
+    const orderId = `${prefix}-${i}`;
+    return {
+      orderId,
+      command: orderCreateCommand(spec.mode, (spec.base + i * step).toFixed(decimals), orderId),
+    };
+  });
 }
