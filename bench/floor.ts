@@ -9,7 +9,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { freePort } from '../dev/services/index.ts';
 import { silenceKafkajsTimerWarning } from '../src/kafka/kafka-client.ts';
 
@@ -38,9 +38,13 @@ async function floorProcess(): Promise<void> {
   const referralToken = env('FLOOR_REFERRAL_TOKEN');
   const eventsTopic = env('FLOOR_TOPIC_EVENTS');
   const owners = new Map<string, { orderId: string; mode: string; status: string }>();
+  // At most 64 connections to the exchange; further requests queue (10k webhook hints at once would otherwise
+  // open 10k sockets and run out of file descriptors).
+  const dispatcher = new Agent({ connections: 64 });
 
   const call = async <T>(mode: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> => {
     const res = await request(`${base}${path}`, {
+      dispatcher,
       method,
       headers: {
         authorization: `ApiKey ${env(modeKeys[mode] ?? 'FLOOR_KEY_CEFI')}`,
