@@ -140,6 +140,8 @@ export interface ThroughputResult {
   /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
   exchangeCallsByEndpoint: Record<string, number>;
   exchangeOrders: number;
+  /** Exchange orders beyond one per deposit amount (every order has its own amount): duplicates, should be 0. */
+  duplicateExchangeOrders: number;
   capped: string[];
 }
 
@@ -273,6 +275,9 @@ export async function runThroughput(opts: {
       },
       exchangeCallsByEndpoint: byEndpoint,
       exchangeOrders: env.sandbox.orders.list().length,
+      duplicateExchangeOrders:
+        env.sandbox.orders.list().length -
+        new Set(env.sandbox.orders.list().map((o) => `${o.mode} ${String(o.order['deposit_amount'])}`)).size,
       capped,
     };
   } finally {
@@ -298,7 +303,7 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
     `    RSS MiB per process             idle ${r.rssMiB.idle.join('/')}  with orders open ${r.rssMiB.open.join('/')}  peak ${r.rssMiB.peak.join('/')}`,
   );
   console.log(
-    `    exchange orders ${r.exchangeOrders} for ${r.orders} orders; calls ${Object.entries(
+    `    exchange orders ${r.exchangeOrders} for ${r.orders} orders (${r.duplicateExchangeOrders} duplicated); calls ${Object.entries(
       r.exchangeCallsByEndpoint,
     )
       .map(([k, v]) => `${k}: ${v}`)
