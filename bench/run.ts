@@ -112,7 +112,7 @@ if (wanted('throughput')) {
           null,
           's',
           { op: '<', bound: 10 },
-          `measured ${round(one.restore.readyMs / 1000, 1)} s for ${one.restore.openOrders} orders (empty: ${round(one.restore.emptyBootMs / 1000, 1)} s); linear guess for 100k: ${round((perOrder * 100_000 + one.restore.emptyBootMs) / 1000, 0)} s`,
+          `measured ${round(one.restore.readyMs / 1000, 1)} s for ${one.restore.openOrders} orders (empty: ${round(one.restore.emptyBootMs / 1000, 1)} s); ${perOrder > 0 ? `linear guess for 100k: ${round((perOrder * 100_000 + one.restore.emptyBootMs) / 1000, 0)} s` : 'too few orders to extrapolate'}`,
         ),
       );
     }
