@@ -21,6 +21,7 @@ import { ExchangeError } from '../src/exchange/errors.ts';
 import { RedisRequestBudget } from '../src/exchange/redis-request-budget.ts';
 import type { RequestPriority } from '../src/exchange/request-budget.ts';
 import { demoConfig, demoKeys, startSandbox } from '../src/sandbox/index.ts';
+import { saveResult } from './lib/harness.ts';
 
 interface ReplicaReport {
   offered: number;
@@ -280,6 +281,7 @@ async function main(): Promise<void> {
     },
   };
   console.log(JSON.stringify(figures, null, 2));
+  await saveResult('request-budget', figures);
 }
 
 if (process.argv.includes('--replica')) await runReplica();

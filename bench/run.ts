@@ -1,20 +1,182 @@
-// `npm run bench`: every benchmark in turn, each printing its own figures. BENCH_ONLY=name runs one.
+// `npm run bench`: every benchmark in turn, each printing its figures and writing JSON under bench/results/, then
+// the figures beside the targets of issue 12 (bench/results/summary.json). BENCH_SCALE=small for a quick check
+// (about 4 minutes), full by default (bounded to under 20 minutes on 2 cores: a phase that overruns its cap stops
+// and reports how far it got). BENCH_ONLY=throughput|webhooks|request-budget runs one part.
 import { spawnSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import {
+  benchDir,
+  benchServices,
+  machine,
+  printVerdicts,
+  profile,
+  round,
+  saveResult,
+  verdict,
+  type Verdict,
+} from './lib/harness.ts';
+import {
+  naivePollerCalls,
+  printEconomy,
+  printLatency,
+  runEconomy,
+  runLatency,
+  type EconomyResult,
+  type LatencyResult,
+} from './webhooks.ts';
+import { printThroughput, runThroughput, type ThroughputResult } from './worker-throughput.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const benches = [
-  { name: 'worker-throughput', args: [] as string[] },
-  { name: 'request-budget', args: [] as string[] },
-];
 const only = process.env['BENCH_ONLY'];
-let failed = 0;
-for (const bench of benches.filter((b) => !only || b.name === only)) {
-  console.log(`\n=== ${bench.name}`);
-  const result = spawnSync(process.execPath, [join(here, `${bench.name}.ts`), ...bench.args], {
-    stdio: 'inherit',
-  });
-  if (result.status !== 0) failed++;
+const wanted = (name: string): boolean => !only || only === name;
+const plan = profile();
+const startedAt = new Date();
+const services = await benchServices();
+const common = { kafkaBrokers: services.kafkaBrokers, redisUrl: services.redisUrl };
+const summary: Record<string, unknown> = {
+  profile: plan.name,
+  startedAt: startedAt.toISOString(),
+  machine: machine(),
+};
+const verdicts: Verdict[] = [];
+console.log(`bench profile ${plan.name}; machine ${JSON.stringify(summary['machine'])}`);
+
+// ---- throughput, memory, restore: the floor and the worker side by side, per size --------------------------------
+const throughput: { floor: ThroughputResult; workers: ThroughputResult[] }[] = [];
+if (wanted('throughput')) {
+  for (const orders of plan.sizes) {
+    const capMs = plan.phaseCapMs(orders);
+    console.log(
+      `\n=== throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed), 6 partitions, phase cap ${capMs / 1000} s`,
+    );
+    const floor = await runThroughput({ ...common, system: 'floor', workers: 1, orders, capMs });
+    printThroughput(floor);
+    const workers: ThroughputResult[] = [];
+    for (const count of plan.workerCounts) {
+      const r = await runThroughput({
+        ...common,
+        system: 'worker',
+        workers: count,
+        orders,
+        capMs,
+        restore: count === 1,
+      });
+      printThroughput(r, floor);
+      workers.push(r);
+    }
+    throughput.push({ floor, workers });
+    await saveResult(`throughput-${orders}`, { floor, workers });
+  }
+  const largest = throughput.at(-1);
+  const one = largest?.workers.find((w) => w.workers === 1);
+  if (largest && one) {
+    const at = `at ${one.orders} orders${one.capped.length ? ', capped' : ''}`;
+    verdicts.push(
+      verdict(
+        'created/s, 1 worker',
+        one.createdPerSecond,
+        'orders/s',
+        { op: '>=', bound: 300 },
+        `${at}; target is at 10k`,
+      ),
+      verdict(
+        'created/s vs floor',
+        one.createdPerSecond / largest.floor.createdPerSecond,
+        'x floor',
+        { op: '>=', bound: 0.5 },
+        `floor ${largest.floor.createdPerSecond}/s`,
+      ),
+      verdict(
+        'RSS per open order',
+        one.openOrders?.rssKiBPerOrder ?? null,
+        'KiB',
+        { op: '<', bound: 5 },
+        `${one.openOrders?.count} open, 1 replica; target at 10k`,
+      ),
+    );
+    const three = largest.workers.find((w) => w.workers === 3);
+    if (three?.openOrders)
+      verdicts.push(
+        verdict(
+          'RSS per open order, 3 replicas',
+          three.openOrders.rssKiBPerOrder,
+          'KiB',
+          { op: '<', bound: 5 },
+          `${three.openOrders.count} open, summed over replicas`,
+        ),
+      );
+    if (one.restore) {
+      const perOrder = (one.restore.readyMs - one.restore.emptyBootMs) / Math.max(1, one.restore.openOrders);
+      verdicts.push(
+        verdict(
+          'restore of a 100k-order partition',
+          null,
+          's',
+          { op: '<', bound: 10 },
+          `measured ${round(one.restore.readyMs / 1000, 1)} s for ${one.restore.openOrders} orders (empty: ${round(one.restore.emptyBootMs / 1000, 1)} s); ${perOrder > 0 ? `linear guess for 100k: ${round((perOrder * 100_000 + one.restore.emptyBootMs) / 1000, 0)} s` : 'too few orders to extrapolate'}`,
+        ),
+      );
+    }
+  }
 }
-process.exitCode = failed ? 1 : 0;
+
+// ---- webhook latency and API economy -------------------------------------------------------------------------
+if (wanted('webhooks')) {
+  console.log(
+    `\n=== webhooks: latency (${plan.latencyOrders} orders) and API economy (${plan.economyOrders} DeFi orders)`,
+  );
+  const latency: LatencyResult = await runLatency({ ...common, orders: plan.latencyOrders });
+  printLatency(latency);
+  const on: EconomyResult = await runEconomy({ ...common, orders: plan.economyOrders, webhooks: true });
+  printEconomy(on);
+  const off: EconomyResult = await runEconomy({ ...common, orders: plan.economyOrders, webhooks: false });
+  printEconomy(off);
+  // A naive poller makes the same creation calls (quote, create, deposit) and one GET every 30 s until terminal.
+  const naive = {
+    atMeasuredLifetime: naivePollerCalls(3, on.lifetimeMs),
+    lifetimeMs: on.lifetimeMs,
+    atTwentyMinutes: naivePollerCalls(3, 20 * 60_000),
+  };
+  console.log(
+    `  naive 30 s poller: ${naive.atMeasuredLifetime} calls per order at the same lifetime (${naive.lifetimeMs} ms); ${naive.atTwentyMinutes} for an order that lives 20 min`,
+  );
+  await saveResult('webhooks', { latency, economy: { on, off, naive } });
+  verdicts.push(
+    verdict(
+      'webhook -> event worker overhead p99',
+      latency.overheadMs.p99,
+      'ms',
+      { op: '<', bound: 20 },
+      `round trip apart; p50 ${latency.overheadMs.p50} ms`,
+    ),
+    verdict(
+      'exchange calls per DeFi order, webhooks on',
+      on.callsPerOrder,
+      'calls',
+      { op: '<=', bound: 5 },
+      `lifetime ${round(on.lifetimeMs / 1000, 1)} s; webhooks off: ${off.callsPerOrder}; naive poller: ${naive.atMeasuredLifetime}`,
+    ),
+  );
+  summary['webhooks'] = { latency, economy: { on, off, naive } };
+}
+
+// ---- the shared request budget (its own process pair; a 20 s window in the small profile) ----------------------
+if (wanted('request-budget')) {
+  console.log('\n=== request-budget');
+  const args =
+    plan.name === 'small' ? ['--limit', '600', '--duration-ms', '20000', '--window-ms', '20000'] : [];
+  const result = spawnSync(process.execPath, [join(benchDir, 'request-budget.ts'), ...args], {
+    stdio: 'inherit',
+    env: { ...process.env, REDIS_URL: services.redisUrl },
+  });
+  if (result.status !== 0) process.exitCode = 1;
+}
+
+summary['throughput'] = throughput;
+summary['verdicts'] = verdicts;
+summary['finishedAt'] = new Date().toISOString();
+const elapsedSeconds = round((Date.now() - startedAt.getTime()) / 1000, 0);
+summary['elapsedSeconds'] = elapsedSeconds;
+console.log(`\n=== targets (issue 12), profile ${plan.name}, ${elapsedSeconds} s`);
+printVerdicts(verdicts);
+await saveResult(`summary-${plan.name}`, summary);
+await services.stop();

@@ -1,110 +1,339 @@
-// Worker throughput and memory: one real worker process, a real Kafka and Redis, the sandbox as exchange.
-// Sends N order.create commands (a third each DeFi, CeFi, CeFi fixed-rate), measures command-to-order.created
-// latency and throughput, then drives every order to COMPLETED on the exchange and measures how long the worker
-// takes to confirm them all (webhook hint -> GET). Samples the worker's RSS throughout. Prints its figures.
+// Throughput, CPU, memory per open order and restore time: real worker processes (or the floor, bench/floor.ts)
+// on a real Kafka and Redis, the sandbox as exchange (actionable delay 0, throttles off) behind a timing
+// pass-through. Sends N order.create commands in batches (a third each DeFi, CeFi, CeFi fixed-rate), measures
+// order.create -> order.created, then with N orders open their RSS and heap, then (one worker) the time a fresh
+// replica takes to restore them, then moves every order to COMPLETED on the exchange and measures exchange
+// COMPLETED -> order.completed. A phase that exceeds its cap stops there and reports how far it got.
 //
-//   node bench/worker-throughput.ts            # 300 orders
-//   BENCH_ORDERS=1000 node bench/worker-throughput.ts
-import { servicesDown, servicesUp } from '../dev/services/index.ts';
-import { demoConfig } from '../src/sandbox/index.ts';
-import { EventCollector, commandProducer, testKafka } from '../test/support/kafka-helpers.ts';
-import { planOrders } from '../test/support/order-specs.ts';
-import { startWorkerEnvironment } from '../test/support/worker-environment.ts';
+//   node bench/worker-throughput.ts                                  # 300 orders, 1 worker, and the floor
+//   BENCH_ORDERS=1000 BENCH_WORKERS=3 node bench/worker-throughput.ts
+import { randomBytes } from 'node:crypto';
+import { demoConfig, demoKeys, demoReferral, type SandboxConfigInput } from '../src/sandbox/index.ts';
+import { testKafka } from '../test/support/kafka-helpers.ts';
+import { startWorkerEnvironment, type WorkerEnvironment } from '../test/support/worker-environment.ts';
+import { startWorker } from '../test/support/worker-process.ts';
+import { startFloor, type FloorHandle } from './floor.ts';
+import {
+  ProcessMeter,
+  TimedCollector,
+  batchProducer,
+  benchOrders,
+  benchServices,
+  heapUsed,
+  mib,
+  percentile,
+  round,
+  saveResult,
+  startTimedExchange,
+  type TimedCall,
+} from './lib/harness.ts';
 
-const total = Number(process.env['BENCH_ORDERS'] ?? 300);
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
-
-async function rss(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(/^process_resident_memory_bytes (\d+)/m.exec(text)?.[1] ?? NaN);
-}
-
-const services = await servicesUp({ log: (line) => console.error(`[services] ${line}`) });
-const env = await startWorkerEnvironment({
-  kafkaBrokers: services.endpoints.kafkaBrokers,
-  redisUrl: services.endpoints.redisUrl,
-  workers: 1,
-  partitions: 6,
-  sandbox: (config) => ({
+/** The sandbox for every benchmark: actionable quotes without delay, throttles out of the way. */
+export function fastSandbox(config: SandboxConfigInput): SandboxConfigInput {
+  return {
     ...config,
-    quotes: { ttlSeconds: 600, actionableDelayMs: 50 },
+    quotes: { ttlSeconds: 600, actionableDelayMs: 0 },
     limits: {
-      sameChainFixedRateQuotesPerMinute: 100_000,
-      crossChainFixedRateQuotesPerMinute: 100_000,
-      globalRequestsPerMinute: 100_000,
+      sameChainFixedRateQuotesPerMinute: 10_000_000,
+      crossChainFixedRateQuotesPerMinute: 10_000_000,
+      globalRequestsPerMinute: 10_000_000,
     },
-  }),
-  env: { API_BUDGET_PER_MINUTE: '100000', LOG_LEVEL: 'warn' },
-  baseConfig: demoConfig,
-});
-const worker = env.workers[0]!;
-const kafka = testKafka(services.endpoints.kafkaBrokers);
-const producer = await commandProducer(kafka, env.topics.commands);
-const collector = await EventCollector.start(kafka, env.topics.events);
-const sentAt = new Map<string, number>();
-let peakRss = await rss(worker.metricsPort);
-const idleRss = peakRss;
-const sampler = setInterval(
-  () =>
-    void rss(worker.metricsPort).then(
-      (v) => (peakRss = Math.max(peakRss, v)),
-      () => {},
-    ),
-  250,
-);
-
-const started = Date.now();
-for (const order of planOrders(total, { variant: 0, orderId: (i) => `bench-${started}-${i}` })) {
-  sentAt.set(order.orderId, Date.now());
-  await producer.send(order.command);
+  };
 }
-const sendMs = Date.now() - started;
-await collector.waitFor(
-  (events) => events.filter((e) => e.type === 'order.created').length >= total,
-  `${total} orders created`,
-  600_000,
-);
-const createdMs = Date.now() - started;
-const latencies = collector.events
-  .filter((e) => e.type === 'order.created' && e.order_id)
-  .map((e) => Date.parse(e.occurred_at) - (sentAt.get(e.order_id!) ?? NaN));
 
-const completeStart = Date.now();
-for (const event of collector.events.filter((e) => e.type === 'order.created'))
-  env.sandbox.advanceOrder(String(event['unique_reference']), 'completed');
-await collector.waitFor(
-  (events) => events.filter((e) => e.type === 'order.completed').length >= total,
-  `${total} orders completed`,
-  600_000,
-);
-const completeMs = Date.now() - completeStart;
-clearInterval(sampler);
-const finalRss = await rss(worker.metricsPort);
-const events = collector.events.length;
+export const workerBenchEnv = {
+  API_BUDGET_PER_MINUTE: '100000',
+  LOG_LEVEL: 'warn',
+};
 
-console.log(
-  `worker throughput benchmark: ${total} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), 1 worker, 6 partitions`,
-);
-console.log(`  commands sent in            ${sendMs} ms`);
-console.log(
-  `  all order.created after     ${createdMs} ms  (${((total / createdMs) * 1000).toFixed(1)} orders/s)`,
-);
-console.log(
-  `  command -> order.created    p50 ${percentile(latencies, 50)} ms  p95 ${percentile(latencies, 95)} ms  max ${Math.max(...latencies)} ms`,
-);
-console.log(
-  `  exchange COMPLETED -> all order.completed  ${completeMs} ms  (${((total / completeMs) * 1000).toFixed(1)} orders/s)`,
-);
-console.log(`  events published            ${events}  (${(events / total).toFixed(1)} per order)`);
-console.log(
-  `  worker RSS                  idle ${(idleRss / 2 ** 20).toFixed(0)} MiB  peak ${(peakRss / 2 ** 20).toFixed(0)} MiB  after ${(finalRss / 2 ** 20).toFixed(0)} MiB`,
-);
+export interface BenchSystem {
+  env: WorkerEnvironment;
+  exchange: Awaited<ReturnType<typeof startTimedExchange>>;
+  floor: FloorHandle | undefined;
+  kafka: ReturnType<typeof testKafka>;
+  /** Worker start (spawn to /readyz) on empty topics, ms. */
+  bootMs: number;
+  pids(): number[];
+  stop(): Promise<void>;
+}
 
-await producer.close();
-await collector.stop();
-await env.stop();
-if (services.started.kafka || services.started.redis) await servicesDown(services.started);
+/** The one way the benchmarks start a system: the sandbox, the timing pass-through, then workers or the floor. */
+export async function startBenchSystem(opts: {
+  kafkaBrokers: string[];
+  redisUrl: string;
+  system: 'worker' | 'floor';
+  workers: number;
+  partitions?: number;
+  env?: Record<string, string>;
+}): Promise<BenchSystem> {
+  const exchange = await startTimedExchange();
+  const started = Date.now();
+  const env = await startWorkerEnvironment({
+    kafkaBrokers: opts.kafkaBrokers,
+    redisUrl: opts.redisUrl,
+    workers: opts.system === 'worker' ? opts.workers : 0,
+    partitions: opts.partitions ?? 6,
+    sandbox: fastSandbox,
+    baseConfig: demoConfig,
+    env: { ...workerBenchEnv, EXCHANGE_API_URL: exchange.url, ...opts.env },
+  });
+  exchange.setUpstream(env.sandbox.url);
+  const bootMs = Date.now() - started;
+  const kafka = testKafka(opts.kafkaBrokers);
+  let floor: FloorHandle | undefined;
+  if (opts.system === 'floor') {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({
+      topics: [env.topics.commands, env.topics.events].map((topic) => ({
+        topic,
+        numPartitions: opts.partitions ?? 6,
+      })),
+      waitForLeaders: true,
+    });
+    await admin.disconnect();
+    floor = await startFloor({
+      kafkaBrokers: opts.kafkaBrokers,
+      exchangeUrl: exchange.url,
+      keys: demoKeys,
+      referralToken: demoReferral.token,
+      topics: env.topics,
+      group: `${env.topics.commands}.floor`,
+      webhookPort: env.webhookPort,
+    });
+  }
+  return {
+    env,
+    exchange,
+    floor,
+    kafka,
+    bootMs,
+    pids: () =>
+      floor
+        ? [floor.child.pid ?? 0]
+        : env.workers.filter((w) => w.child.exitCode === null).map((w) => w.child.pid ?? 0),
+    stop: async () => {
+      await floor?.stop();
+      await env.stop();
+      await exchange.close();
+    },
+  };
+}
+
+export interface ThroughputResult {
+  system: 'worker' | 'floor';
+  workers: number;
+  orders: number;
+  created: number;
+  createdMs: number;
+  createdPerSecond: number;
+  createLatencyMs: { p50: number; p99: number; max: number };
+  createCpuMsPerOrder: number;
+  completed: number;
+  completedMs: number;
+  completedPerSecond: number;
+  completeCpuMsPerOrder: number;
+  rssMiB: { idle: number[]; open: number[]; peak: number[] };
+  openOrders: { count: number; rssKiBPerOrder: number; heapKiBPerOrder: number | null } | null;
+  restore: { openOrders: number; readyMs: number; emptyBootMs: number } | null;
+  exchangeCallsPerOrder: { create: number; complete: number };
+  /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
+  exchangeCallsByEndpoint: Record<string, number>;
+  exchangeOrders: number;
+  /** Exchange orders beyond one per deposit amount (every order has its own amount): duplicates, should be 0. */
+  duplicateExchangeOrders: number;
+  capped: string[];
+}
+
+const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+
+const endpointOf = (c: TimedCall): string =>
+  `${c.method} ${c.path.replace(/^\/orders\/[^/]+\/$/, '/orders/{ref}/')}`;
+
+function callsIn(calls: TimedCall[], from: number, to: number): number {
+  return calls.filter((c) => c.startedAt >= from && c.startedAt <= to).length;
+}
+
+export async function runThroughput(opts: {
+  kafkaBrokers: string[];
+  redisUrl: string;
+  system: 'worker' | 'floor';
+  workers: number;
+  orders: number;
+  capMs: number;
+  restore?: boolean;
+}): Promise<ThroughputResult> {
+  const system = await startBenchSystem(opts);
+  const { env, exchange } = system;
+  const capped: string[] = [];
+  try {
+    const producer = await batchProducer(system.kafka, env.topics.commands);
+    const collector = await TimedCollector.start(system.kafka, env.topics.events);
+    let meter = new ProcessMeter(system.pids());
+    const idleRss = meter.rss();
+    const heapIdle =
+      opts.system === 'worker'
+        ? sum(await Promise.all(env.workers.map((w) => heapUsed(w.metricsPort))))
+        : NaN;
+
+    // ---- order.create -> order.created
+    const run = randomBytes(3).toString('hex');
+    const planned = benchOrders(opts.orders, `bench-${run}`);
+    const sentAt = new Map<string, number>();
+    const t0 = Date.now();
+    meter.mark();
+    const acked = await producer.sendAll(planned.map((p) => p.command));
+    planned.forEach((p, i) => sentAt.set(p.orderId, acked[i] ?? t0));
+    const created = await collector.waitForCount('order.created', opts.orders, opts.capMs);
+    if (created < opts.orders) capped.push(`created: ${created} of ${opts.orders} within ${opts.capMs} ms`);
+    const createdEvents = collector.events.filter((e) => e.type === 'order.created');
+    const createdMs = Math.max(...createdEvents.map((e) => e.receivedAt)) - t0;
+    const createCpu = sum(meter.cpuSinceMark());
+    const createCalls = callsIn(exchange.calls, t0, t0 + createdMs);
+    const latencies = createdEvents.map((e) => e.receivedAt - (sentAt.get(String(e.order_id)) ?? NaN));
+
+    // ---- N open orders: memory
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const openRss = meter.rss();
+    const heapOpen =
+      opts.system === 'worker'
+        ? sum(await Promise.all(env.workers.map((w) => heapUsed(w.metricsPort))))
+        : NaN;
+    const openOrders =
+      opts.system === 'worker'
+        ? {
+            count: created,
+            rssKiBPerOrder: round((sum(openRss) - sum(idleRss)) / 1024 / Math.max(1, created), 2),
+            heapKiBPerOrder: Number.isFinite(heapOpen - heapIdle)
+              ? round((heapOpen - heapIdle) / 1024 / Math.max(1, created), 2)
+              : null,
+          }
+        : null;
+    let peakRss = meter.peakRss();
+
+    // ---- restore: a fresh replica takes the N open orders over
+    let restore: ThroughputResult['restore'] = null;
+    if (opts.restore && opts.system === 'worker' && opts.workers === 1) {
+      const old = env.workers[0]!;
+      await old.kill('SIGTERM');
+      meter.stop();
+      const startedAt = Date.now();
+      const fresh = await startWorker(`${old.name}-restored`, env.env, env.webhookPort);
+      env.workers.push(fresh);
+      await fresh.ready(300_000);
+      restore = { openOrders: created, readyMs: Date.now() - startedAt, emptyBootMs: system.bootMs };
+      meter = new ProcessMeter(system.pids());
+    }
+
+    // ---- exchange COMPLETED -> order.completed
+    const t1 = Date.now();
+    meter.mark();
+    // Paced at 500 orders/s (above every target): advancing 10k orders at once makes the sandbox, which runs in
+    // this process beside the timing pass-through and the event reader, queue some 40k webhook deliveries at once
+    // and starve them (the first full run saw no completion at all in 100 s, for the floor and the worker alike).
+    for (let i = 0; i < createdEvents.length; i += 50) {
+      for (const e of createdEvents.slice(i, i + 50))
+        env.sandbox.advanceOrder(String(e['unique_reference']), 'completed');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const completed = await collector.waitForCount('order.completed', created, opts.capMs);
+    if (completed < created) capped.push(`completed: ${completed} of ${created} within ${opts.capMs} ms`);
+    const completedEvents = collector.events.filter((e) => e.type === 'order.completed');
+    const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
+    const completeCpu = sum(meter.cpuSinceMark());
+    const completeCalls = callsIn(exchange.calls, t1, t1 + completedMs);
+    peakRss = peakRss.map((v, i) => Math.max(v, meter.peakRss()[i] ?? 0));
+    meter.stop();
+    await producer.close();
+    await collector.stop();
+    const byEndpoint: Record<string, number> = {};
+    for (const c of exchange.calls) byEndpoint[endpointOf(c)] = (byEndpoint[endpointOf(c)] ?? 0) + 1;
+
+    return {
+      system: opts.system,
+      workers: opts.system === 'worker' ? opts.workers : 1,
+      orders: opts.orders,
+      created,
+      createdMs,
+      createdPerSecond: round((created / createdMs) * 1000),
+      createLatencyMs: {
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        max: Math.max(...latencies),
+      },
+      createCpuMsPerOrder: round((createCpu * 1000) / Math.max(1, created), 2),
+      completed,
+      completedMs,
+      completedPerSecond: round((completed / Math.max(1, completedMs)) * 1000),
+      completeCpuMsPerOrder: round((completeCpu * 1000) / Math.max(1, completed), 2),
+      rssMiB: { idle: idleRss.map(mib), open: openRss.map(mib), peak: peakRss.map(mib) },
+      openOrders,
+      restore,
+      exchangeCallsPerOrder: {
+        create: round(createCalls / Math.max(1, created), 2),
+        complete: round(completeCalls / Math.max(1, completed), 2),
+      },
+      exchangeCallsByEndpoint: byEndpoint,
+      exchangeOrders: env.sandbox.orders.list().length,
+      duplicateExchangeOrders:
+        env.sandbox.orders.list().length -
+        new Set(env.sandbox.orders.list().map((o) => `${o.mode} ${String(o.order['deposit_amount'])}`)).size,
+      capped,
+    };
+  } finally {
+    await system.stop();
+  }
+}
+
+export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): void {
+  const name = r.system === 'floor' ? 'floor' : `worker x${r.workers}`;
+  const ratio = (a: number, b: number | undefined): string =>
+    b === undefined || !Number.isFinite(b) || b === 0 ? '' : `  (${(a / b).toFixed(2)}x floor)`;
+  console.log(`  ${name}, ${r.orders} orders${r.capped.length ? `  CAPPED: ${r.capped.join('; ')}` : ''}`);
+  console.log(
+    `    order.create -> order.created   ${r.created} in ${r.createdMs} ms = ${r.createdPerSecond} orders/s${ratio(r.createdPerSecond, floor?.createdPerSecond)}; latency p50 ${r.createLatencyMs.p50} ms p99 ${r.createLatencyMs.p99} ms`,
+  );
+  console.log(
+    `    CPU per created order           ${r.createCpuMsPerOrder} ms${ratio(r.createCpuMsPerOrder, floor?.createCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.create} per order`,
+  );
+  console.log(
+    `    COMPLETED -> order.completed    ${r.completed} in ${r.completedMs} ms = ${r.completedPerSecond} orders/s${ratio(r.completedPerSecond, floor?.completedPerSecond)}; CPU ${r.completeCpuMsPerOrder} ms per order${ratio(r.completeCpuMsPerOrder, floor?.completeCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.complete} per order`,
+  );
+  console.log(
+    `    RSS MiB per process             idle ${r.rssMiB.idle.join('/')}  with orders open ${r.rssMiB.open.join('/')}  peak ${r.rssMiB.peak.join('/')}`,
+  );
+  console.log(
+    `    exchange orders ${r.exchangeOrders} for ${r.orders} orders (${r.duplicateExchangeOrders} duplicated); calls ${Object.entries(
+      r.exchangeCallsByEndpoint,
+    )
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}`,
+  );
+  if (r.openOrders)
+    console.log(
+      `    per open order (${r.openOrders.count})          RSS ${r.openOrders.rssKiBPerOrder} KiB  heap ${r.openOrders.heapKiBPerOrder ?? '-'} KiB (all replicas together)`,
+    );
+  if (r.restore)
+    console.log(
+      `    restore of ${r.restore.openOrders} open orders     fresh replica ready in ${r.restore.readyMs} ms (on empty topics: ${r.restore.emptyBootMs} ms)`,
+    );
+}
+
+if (import.meta.filename === process.argv[1]) {
+  const services = await benchServices();
+  const orders = Number(process.env['BENCH_ORDERS'] ?? 300);
+  const workers = Number(process.env['BENCH_WORKERS'] ?? 1);
+  const common = {
+    kafkaBrokers: services.kafkaBrokers,
+    redisUrl: services.redisUrl,
+    orders,
+    capMs: Number(process.env['BENCH_CAP_MS'] ?? 300_000),
+  };
+  const floor = await runThroughput({ ...common, system: 'floor', workers: 1 });
+  const worker = await runThroughput({ ...common, system: 'worker', workers, restore: true });
+  console.log(`throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), 6 partitions`);
+  printThroughput(floor);
+  printThroughput(worker, floor);
+  console.log(`  wrote ${await saveResult(`worker-throughput-${orders}-x${workers}`, { floor, worker })}`);
+  await services.stop();
+}

@@ -1,0 +1,395 @@
+// Shared pieces of the benchmarks: the profile (BENCH_SCALE), the services, batched command production, an event
+// reader that notes when each event arrived, per-process CPU and RSS from /proc, a timing pass-through in front of
+// the exchange, percentiles, target verdicts and the JSON result files under bench/results/.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kafka, Consumer, Producer } from 'kafkajs';
+import { format, resolveConfig } from 'prettier';
+import { servicesUp, type ServiceEndpoints } from '../../dev/services/index.ts';
+import { modeSpecs, orderCreateCommand } from '../../test/support/order-specs.ts';
+import { uniqueName } from '../../test/support/unique-name.ts';
+
+export const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const resultsDir = join(benchDir, 'results');
+
+// ---- profile --------------------------------------------------------------------------------------------------
+
+export interface Profile {
+  name: 'small' | 'full';
+  /** Order counts of the throughput runs. */
+  sizes: number[];
+  /** Worker counts of the throughput runs. */
+  workerCounts: number[];
+  /** Longest a phase (all created / all completed) may take before the run reports what it reached. */
+  phaseCapMs: (orders: number) => number;
+  latencyOrders: number;
+  economyOrders: number;
+}
+
+export function profile(): Profile {
+  const scale = process.env['BENCH_SCALE'] ?? 'full';
+  if (scale === 'small')
+    return {
+      name: 'small',
+      sizes: [300],
+      workerCounts: [1, 3],
+      phaseCapMs: () => 60_000,
+      latencyOrders: 60,
+      economyOrders: 12,
+    };
+  if (scale !== 'full') throw new Error(`BENCH_SCALE must be small or full, not ${scale}`);
+  return {
+    name: 'full',
+    sizes: [1_000, 10_000],
+    workerCounts: [1, 3],
+    // 10k orders at the worker's present rate would take far longer than the 20 minutes the whole run may use:
+    // such a phase stops at its cap and reports how far it got.
+    phaseCapMs: (orders) => (orders >= 10_000 ? 100_000 : 60_000),
+    latencyOrders: 200,
+    economyOrders: 30,
+  };
+}
+
+// ---- services -------------------------------------------------------------------------------------------------
+
+export async function benchServices(): Promise<ServiceEndpoints & { stop: () => Promise<void> }> {
+  const { servicesDown } = await import('../../dev/services/index.ts');
+  const services = await servicesUp({ log: (line) => console.error(`[services] ${line}`) });
+  return {
+    ...services.endpoints,
+    stop: async () => {
+      if (services.started.kafka || services.started.redis) await servicesDown(services.started);
+    },
+  };
+}
+
+export function machine(): Record<string, unknown> {
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Number((totalmem() / 2 ** 30).toFixed(1)),
+    node: process.version,
+    loadAverageAtStart: loadavg().map((v) => Number(v.toFixed(2))),
+  };
+}
+
+// ---- commands in batches --------------------------------------------------------------------------------------
+
+export async function batchProducer(
+  kafka: Kafka,
+  topic: string,
+): Promise<{
+  sendAll: (commands: Record<string, unknown>[], batch?: number) => Promise<number[]>;
+  close: () => Promise<void>;
+}> {
+  const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  return {
+    /** Sends the commands keyed by order_id, `batch` per request; returns when each command was acknowledged. */
+    sendAll: async (commands, batch = 500) => {
+      const ackedAt: number[] = [];
+      for (let i = 0; i < commands.length; i += batch) {
+        const slice = commands.slice(i, i + batch);
+        await producer.send({
+          topic,
+          messages: slice.map((c) => ({ key: String(c['order_id']), value: JSON.stringify(c) })),
+        });
+        const now = Date.now();
+        for (let j = 0; j < slice.length; j++) ackedAt.push(now);
+      }
+      return ackedAt;
+    },
+    close: () => producer.disconnect(),
+  };
+}
+
+// ---- events, with the time each arrived -----------------------------------------------------------------------
+
+export interface TimedEvent {
+  type: string;
+  order_id: string | null;
+  seq: number;
+  occurred_at: string;
+  receivedAt: number;
+  [field: string]: unknown;
+}
+
+export class TimedCollector {
+  readonly events: TimedEvent[] = [];
+  readonly counts = new Map<string, number>();
+  #consumer: Consumer | undefined;
+
+  static async start(kafka: Kafka, topic: string): Promise<TimedCollector> {
+    const collector = new TimedCollector();
+    const consumer = kafka.consumer({
+      groupId: uniqueName('bench-reader'),
+      readUncommitted: false,
+      maxWaitTimeInMs: 50,
+    });
+    collector.#consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: ({ message }) => {
+        const value = JSON.parse(message.value?.toString() ?? 'null') as TimedEvent;
+        value.receivedAt = Date.now();
+        collector.events.push(value);
+        collector.counts.set(value.type, (collector.counts.get(value.type) ?? 0) + 1);
+        return Promise.resolve();
+      },
+    });
+    return collector;
+  }
+
+  count(type: string): number {
+    return this.counts.get(type) ?? 0;
+  }
+
+  /** Waits until `count` events of `type` arrived or `capMs` passed; returns how many there were. */
+  async waitForCount(type: string, count: number, capMs: number): Promise<number> {
+    const deadline = Date.now() + capMs;
+    while (this.count(type) < count && Date.now() < deadline) await sleep(20);
+    return this.count(type);
+  }
+
+  async stop(): Promise<void> {
+    await this.#consumer?.disconnect();
+  }
+}
+
+// ---- CPU and RSS of processes ---------------------------------------------------------------------------------
+
+const ticksPerSecond = 100; // USER_HZ on Linux
+
+export interface ProcSample {
+  cpuSeconds: number;
+  rssBytes: number;
+}
+
+export function procSample(pid: number): ProcSample | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? NaN);
+    return { cpuSeconds: (utime + stime) / ticksPerSecond, rssBytes: rssKb * 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples a set of processes every 250 ms: CPU used between mark() and stop(), peak RSS. */
+export class ProcessMeter {
+  readonly #pids: number[];
+  readonly #peak = new Map<number, number>();
+  readonly #timer: NodeJS.Timeout;
+  #marks = new Map<number, number>();
+
+  constructor(pids: number[]) {
+    this.#pids = pids;
+    this.mark();
+    this.#timer = setInterval(() => this.#sample(), 250);
+  }
+
+  #sample(): void {
+    for (const pid of this.#pids) {
+      const s = procSample(pid);
+      if (s) this.#peak.set(pid, Math.max(this.#peak.get(pid) ?? 0, s.rssBytes));
+    }
+  }
+
+  mark(): void {
+    this.#marks = new Map(this.#pids.map((pid) => [pid, procSample(pid)?.cpuSeconds ?? 0]));
+  }
+
+  /** CPU seconds per process since the last mark(). */
+  cpuSinceMark(): number[] {
+    return this.#pids.map((pid) => (procSample(pid)?.cpuSeconds ?? NaN) - (this.#marks.get(pid) ?? 0));
+  }
+
+  rss(): number[] {
+    return this.#pids.map((pid) => procSample(pid)?.rssBytes ?? NaN);
+  }
+
+  peakRss(): number[] {
+    this.#sample();
+    return this.#pids.map((pid) => this.#peak.get(pid) ?? NaN);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}
+
+/** V8 heap in use, from a worker's /metrics (the OTel runtime instrumentation's v8js_memory_heap_used, summed). */
+export async function heapUsed(metricsPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  let sum = 0;
+  let seen = false;
+  for (const match of text.matchAll(/^v8js_memory_heap_used(?:_bytes)?(?:\{[^}]*\})? ([0-9.e+]+)/gm)) {
+    sum += Number(match[1]);
+    seen = true;
+  }
+  return seen ? sum : NaN;
+}
+
+// ---- a timing pass-through in front of the exchange -----------------------------------------------------------
+
+export interface TimedCall {
+  method: string;
+  path: string;
+  startedAt: number;
+  endedAt: number | null;
+  status: number | null;
+}
+
+/**
+ * Forwards every request to the sandbox unchanged and records method, path, start and end. The upstream may be set
+ * after the pass-through started (`setUpstream`): requests arriving before wait for it.
+ */
+export async function startTimedExchange(prefix = '/api/v2'): Promise<{
+  url: string;
+  calls: TimedCall[];
+  setUpstream: (v2Url: string) => void;
+  close: () => Promise<void>;
+}> {
+  let upstream: URL | undefined;
+  const calls: TimedCall[] = [];
+  const server: Server = createServer((incoming, response) => {
+    void forwardWhenReady(incoming, response);
+  });
+  const forwardWhenReady = async (incoming: IncomingMessage, response: ServerResponse): Promise<void> => {
+    while (upstream === undefined) await sleep(10);
+    const target = upstream;
+    const path = new URL(incoming.url ?? '/', 'http://x').pathname;
+    const call: TimedCall = {
+      method: incoming.method ?? 'GET',
+      path: path.startsWith(prefix) ? path.slice(prefix.length) || '/' : path,
+      startedAt: performance.timeOrigin + performance.now(),
+      endedAt: null,
+      status: null,
+    };
+    calls.push(call);
+    const forward = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: incoming.method,
+        path: incoming.url,
+        headers: { ...incoming.headers, host: target.host },
+      },
+      (answer) => {
+        call.status = answer.statusCode ?? null;
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+        answer.on('end', () => (call.endedAt = performance.timeOrigin + performance.now()));
+      },
+    );
+    forward.on('error', () => response.destroy());
+    incoming.pipe(forward);
+  };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${prefix}`,
+    calls,
+    setUpstream: (v2Url) => (upstream = new URL(v2Url)),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+// ---- figures --------------------------------------------------------------------------------------------------
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+export const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
+export const mib = (bytes: number): number => round(bytes / 2 ** 20, 1);
+
+export interface Verdict {
+  figure: string;
+  value: number | null;
+  unit: string;
+  target: string;
+  verdict: 'met' | 'missed' | 'not measured';
+  note?: string;
+}
+
+export function verdict(
+  figure: string,
+  value: number | null,
+  unit: string,
+  target: { op: '>=' | '<' | '<='; bound: number },
+  note?: string,
+): Verdict {
+  const measured = value !== null && Number.isFinite(value);
+  const ok =
+    measured &&
+    (target.op === '>='
+      ? value >= target.bound
+      : target.op === '<'
+        ? value < target.bound
+        : value <= target.bound);
+  return {
+    figure,
+    value: measured ? round(value, 2) : null,
+    unit,
+    target: `${target.op} ${target.bound} ${unit}`,
+    verdict: measured ? (ok ? 'met' : 'missed') : 'not measured',
+    ...(note ? { note } : {}),
+  };
+}
+
+export function printVerdicts(verdicts: Verdict[]): void {
+  const width = Math.max(...verdicts.map((v) => v.figure.length));
+  for (const v of verdicts)
+    console.log(
+      `  ${v.figure.padEnd(width)}  ${String(v.value ?? '-').padStart(9)} ${v.unit.padEnd(9)} target ${v.target.padEnd(16)} ${v.verdict.toUpperCase()}${v.note ? `  (${v.note})` : ''}`,
+    );
+}
+
+/** Writes bench/results/<name>.json, formatted as the repository's prettier check expects. */
+export async function saveResult(name: string, data: unknown): Promise<string> {
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `${name}.json`);
+  const options = (await resolveConfig(file)) ?? {};
+  writeFileSync(file, await format(JSON.stringify(data), { ...options, parser: 'json' }));
+  return file;
+}
+
+// ---- orders ---------------------------------------------------------------------------------------------------
+
+/**
+ * `count` order.create commands cycling through the three modes, each amount unique and inside the pair's limits
+ * for up to 100k orders: base × (1 + i/100 000), with as many decimals as that step needs (test/support's
+ * planOrders adds i/1000, which leaves the BTC pair's 5 BTC maximum after about 5 000 orders).
+ */
+export function benchOrders(
+  count: number,
+  prefix: string,
+): { orderId: string; command: Record<string, unknown> }[] {
+  return Array.from({ length: count }, (_, i) => {
+    const spec = modeSpecs[i % modeSpecs.length] ?? modeSpecs[0];
+    const step = spec.base / 100_000;
+    const decimals = Math.max(0, Math.ceil(-Math.log10(step)));
+    const orderId = `${prefix}-${i}`;
+    return {
+      orderId,
+      command: orderCreateCommand(spec.mode, (spec.base + i * step).toFixed(decimals), orderId),
+    };
+  });
+}
