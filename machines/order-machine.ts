@@ -870,6 +870,13 @@ const retryOrFail = [
   { target: '#order.failed', actions: { type: 'failOrder', params: thrown } },
 ] as const;
 
+/** A check before the quote passed (address pairing, pre-screening): on to the quote, or straight to the create. */
+const succeededAt = ({ event }: { event: { output: { at: number } } }) => ({ at: event.output.at });
+const toQuotingOrCreating = [
+  { guard: 'needsQuote', target: '#order.quoting', actions: { type: 'stepSucceeded', params: succeededAt } },
+  { target: '#order.creating', actions: { type: 'stepSucceeded', params: succeededAt } },
+] as const;
+
 export const orderMachine = orderMachineSetup.createMachine({
   id: 'order',
   context: ({ input }) => initialOrderContext(input),
@@ -981,15 +988,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 target: '#order.preScreening',
                 actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
               },
-              {
-                guard: 'needsQuote',
-                target: '#order.quoting',
-                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
-              },
-              {
-                target: '#order.creating',
-                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
-              },
+              ...toQuotingOrCreating,
             ],
             onError: retryOrFail,
           },
@@ -1028,15 +1027,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 target: '#order.failed',
                 actions: { type: 'failCompliance', params: ({ event }) => ({ output: event.output }) },
               },
-              {
-                guard: 'needsQuote',
-                target: '#order.quoting',
-                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
-              },
-              {
-                target: '#order.creating',
-                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
-              },
+              ...toQuotingOrCreating,
             ],
             onError: retryOrFail,
           },
