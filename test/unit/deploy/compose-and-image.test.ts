@@ -136,7 +136,7 @@ describe('deploy/Dockerfile', () => {
   it('runs node as PID 1 under a numeric user', () => {
     for (const [name, cmd] of [
       ['worker', '["node", "src/main.ts"]'],
-      ['sandbox', '["node", "src/sandbox/main.ts"]'],
+      ['sandbox', '["node", "sandbox/main.ts"]'],
     ] as const) {
       const lines = all.get(name) ?? [];
       expect(lines).toContain(`CMD ${cmd}`);

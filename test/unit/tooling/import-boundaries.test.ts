@@ -48,25 +48,25 @@ describe('import boundaries (eslint.config.js)', () => {
 
   it('keeps the sandbox from importing worker code, at any depth', async () => {
     const [error] = await boundaryErrors(
-      'src/sandbox/probe.ts',
+      'sandbox/probe.ts',
       "import { classifyErrorResponse } from '../exchange/error-classification.ts';\n",
     );
-    expect(error).toContain('src/sandbox/ never imports worker code');
+    expect(error).toContain('sandbox/ never imports worker code');
     expect(
       await boundaryErrors(
-        'src/sandbox/probe.ts',
+        'sandbox/probe.ts',
         "import type { TradingMode } from '../../machines/domain.ts';\n",
       ),
     ).toHaveLength(1);
     expect(
       await boundaryErrors(
-        'src/sandbox/nested/probe.ts',
+        'sandbox/nested/probe.ts',
         "import type { WorkerConfig } from '../../config.ts';\n",
       ),
     ).toHaveLength(1);
     expect(
       await boundaryErrors(
-        'src/sandbox/nested/probe.ts',
+        'sandbox/nested/probe.ts',
         "import { base58 } from '../base58.ts';\nimport { createServer } from 'node:http';\nexport { base58, createServer };\n",
       ),
     ).toEqual([]);
@@ -78,7 +78,7 @@ describe('import boundaries (eslint.config.js)', () => {
       'src/worker/probe.ts',
       'src/inspect/probe.ts',
       'src/main-probe.ts',
-      'src/sandbox/probe.ts',
+      'sandbox/probe.ts',
       'src/exchange/probe.ts',
       'src/telemetry/probe.ts',
     ]) {

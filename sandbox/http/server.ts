@@ -9,11 +9,11 @@ import type { AddressInfo } from 'node:net';
 import { adminRoutes } from './admin-routes.ts';
 import { authenticate } from './auth.ts';
 import type { Caller } from './caller.ts';
-import { createSandboxClock, type TimeSource } from './clock.ts';
-import { parseSandboxConfig, type SandboxConfig, type SandboxConfigInput } from './config.ts';
-import type { SandboxContext } from './context.ts';
-import { createControl, type SandboxControl } from './control.ts';
-import { FaultBoard } from './faults.ts';
+import { createSandboxClock, type TimeSource } from '../domain/clock.ts';
+import { parseSandboxConfig, type SandboxConfig, type SandboxConfigInput } from '../config.ts';
+import type { SandboxContext } from '../domain/context.ts';
+import { createControl, type SandboxControl } from '../domain/control.ts';
+import { FaultBoard } from '../domain/faults.ts';
 import {
   HttpError,
   headerValue,
@@ -26,17 +26,17 @@ import {
   type Route,
   type SandboxRequest,
 } from './http-kit.ts';
-import { messages } from './messages.ts';
-import { OrderStore } from './order-store.ts';
+import { messages } from '../wire/messages.ts';
+import { OrderStore } from '../domain/order-store.ts';
 import { preScreeningV2, toPreScreeningEnvelope } from './pre-screening.ts';
-import { QuoteBook } from './quote-book.ts';
-import { createSeededRandom } from './seeded-random.ts';
+import { QuoteBook } from '../domain/quote-book.ts';
+import { createSeededRandom } from '../domain/seeded-random.ts';
 import { Throttles } from './throttles.ts';
 import { toV1ErrorReply, v1Routes } from './v1-routes.ts';
 import { v2MarketRoutes } from './v2-market-routes.ts';
 import { v2OrderRoutes } from './v2-order-routes.ts';
-import { WebhookDispatcher } from './webhook-dispatcher.ts';
-import { buildWorld } from './world.ts';
+import { WebhookDispatcher } from '../domain/webhook-dispatcher.ts';
+import { buildWorld } from '../domain/world.ts';
 
 export interface SandboxOptions {
   /** 0 (default) picks a free port. */

@@ -4,8 +4,8 @@
 // query parameter, `referral_code` body field) must belong to the key's partner, else 401.
 import type { Caller } from './caller.ts';
 import { headerValue, v2Error, type SandboxRequest } from './http-kit.ts';
-import { messages } from './messages.ts';
-import type { ReferralCodeRecord, World } from './world.ts';
+import { messages } from '../wire/messages.ts';
+import type { ReferralCodeRecord, World } from '../domain/world.ts';
 
 const API_KEY_SCHEME = /^ApiKey\s+(\S+)\s*$/;
 

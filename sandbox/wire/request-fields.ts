@@ -2,8 +2,8 @@
 // "This field is required.", "A valid number is required.", ... Every field tolerates JSON null as "absent"
 // for optional fields, and issues are mapped to the v2 `errors` object keyed by field name.
 import { z } from 'zod';
-import { parseDecimal } from './decimal.ts';
-import { validationError, type FieldErrorMap } from './http-kit.ts';
+import { parseDecimal } from '../domain/decimal.ts';
+import { validationError, type FieldErrorMap } from '../http/http-kit.ts';
 import { messages } from './messages.ts';
 
 type Presence = { required?: boolean };

@@ -3,8 +3,8 @@
 // pairs with rates and bounds; and the knobs of every limit. Types are inferred from the schema, never restated.
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { addressFormatNames } from './address-formats.ts';
-import { parseDecimal } from './decimal.ts';
+import { addressFormatNames } from './addresses/address-formats.ts';
+import { parseDecimal } from './domain/decimal.ts';
 
 const decimalString = z
   .string()
