@@ -20,7 +20,7 @@ import { ExchangeClient } from '../src/exchange/client.ts';
 import { ExchangeError } from '../src/exchange/errors.ts';
 import { RedisRequestBudget } from '../src/exchange/redis-request-budget.ts';
 import type { RequestPriority } from '../src/exchange/request-budget.ts';
-import { demoConfig, demoKeys, startSandbox } from '../src/sandbox/index.ts';
+import { demoConfig, demoKeys, startSandbox } from '../sandbox/index.ts';
 import { saveResult } from './lib/harness.ts';
 
 interface ReplicaReport {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { classificationTable, classifyErrorResponse } from '../../../src/exchange/error-classification.ts';
 import type { ExchangeClient } from '../../../src/exchange/client.ts';
 import type { ExchangeError } from '../../../src/exchange/errors.ts';
-import type { SandboxHandle } from '../../../src/sandbox/index.ts';
+import type { SandboxHandle } from '../../../sandbox/index.ts';
 import { RecordingBudget } from '../../support/exchange/mock-exchange.ts';
 import { exchangeFailure, sandboxClient } from '../../support/exchange/sandbox-client.ts';
 import {

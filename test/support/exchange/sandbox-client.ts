@@ -2,7 +2,7 @@
 import { ExchangeClient, type ExchangeClientOptions } from '../../../src/exchange/client.ts';
 import { ExchangeError } from '../../../src/exchange/errors.ts';
 import { LocalRequestBudget } from '../../../src/exchange/request-budget.ts';
-import type { SandboxHandle } from '../../../src/sandbox/index.ts';
+import type { SandboxHandle } from '../../../sandbox/index.ts';
 import { demoKeys, demoReferral } from '../../adapter/sandbox/helpers.ts';
 
 export function sandboxClient(

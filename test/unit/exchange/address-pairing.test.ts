@@ -8,7 +8,7 @@ import {
   type AddressPairingRequest,
 } from '../../../src/exchange/address-pairing.ts';
 import { buildCatalogSnapshot } from '../../../src/exchange/currency-catalog.ts';
-import { toChecksumAddress } from '../../../src/sandbox/address-formats.ts';
+import { toChecksumAddress } from '../../../sandbox/addresses/address-formats.ts';
 
 const EVM = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 /** The same address with the case of one letter flipped: its EIP-55 checksum no longer holds. */
