@@ -16,11 +16,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startLocalRedis } from '../dev/services/redis-local.ts';
-import { ExchangeClient } from '../src/exchange/client.ts';
 import { ExchangeError } from '../src/exchange/errors.ts';
 import { RedisRequestBudget } from '../src/exchange/redis-request-budget.ts';
 import type { RequestPriority } from '../src/exchange/request-budget.ts';
 import { demoConfig, demoKeys, startSandbox } from '../sandbox/index.ts';
+import { FullExchangeClient } from '../test/support/exchange/full-client.ts';
 import { saveResult } from './lib/harness.ts';
 
 interface ReplicaReport {
@@ -70,7 +70,7 @@ async function runReplica(): Promise<void> {
     },
     penalize: (key: string, retryAfterMs: number) => budget.penalize(key, retryAfterMs),
   };
-  const measured = new ExchangeClient({
+  const measured = new FullExchangeClient({
     baseUrl: env('BENCH_URL'),
     credentials: { cefi: env('BENCH_KEY') },
     budget: counted,

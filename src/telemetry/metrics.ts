@@ -155,7 +155,7 @@ export class WorkerMetrics {
       });
   }
 
-  /** The exchange client's observer port (src/exchange/client.ts ExchangeCallObserver). */
+  /** The exchange client's observer port (src/exchange/transport.ts ExchangeCallObserver). */
   exchangeObserver() {
     return {
       callFinished: (call: { operation: string; mode: string; outcome: string; seconds: number }): void =>
