@@ -1,4 +1,4 @@
--- request-budget.lua: one admission decision (or one penalty) of the per-API-key request budget that every
+-- request-budget-2.lua: one admission decision (or one penalty) of the per-API-key request budget that every
 -- worker replica shares. GCRA on the Redis clock, so replicas with skewed clocks still agree.
 --
 -- KEYS[1]  tat key      theoretical arrival time of the next request, integer microseconds (Redis TIME)
