@@ -1,19 +1,24 @@
--- request-budget-2.lua: one admission decision (or one penalty) of the per-API-key request budget that every
--- worker replica shares. GCRA on the Redis clock, so replicas with skewed clocks still agree.
---
--- KEYS[1]  tat key      theoretical arrival time of the next request, integer microseconds (Redis TIME)
--- KEYS[2]  penalty key  present while the exchange has throttled this API key; its PTTL is the remaining back-off
---
--- ARGV[1]  operation    "acquire" or "penalize"
--- acquire:
---   ARGV[2]  interval_us  emission interval in microseconds (window / sustained rate), integer
---   ARGV[3]  capacity     requests this priority may take back to back from an idle budget, integer >= 1
--- penalize:
---   ARGV[2]  back_off_ms  how long every replica holds this key (a 429's Retry-After), integer
---
--- Returns {admitted (1|0), wait_us}: wait_us is how long the caller should wait before asking again (0 if admitted).
--- Invariants: an admission moves the TAT by exactly one interval; a refusal changes nothing; a penalty only ever
--- lengthens the back-off; keys expire once idle, so an unused API key leaves nothing behind.
+--[[
+  One admission decision (or one penalty) of the per-API-key request budget that every worker replica shares.
+  GCRA on the Redis clock, so replicas with skewed clocks still agree.
+
+  Input:
+    KEYS[1] tat key       theoretical arrival time of the next request, integer microseconds (Redis TIME)
+    KEYS[2] penalty key   present while the exchange has throttled this API key; its PTTL is the remaining back-off
+    ARGV[1] operation     "acquire" or "penalize"
+    acquire:
+      ARGV[2] interval_us   emission interval in microseconds (window / sustained rate), integer
+      ARGV[3] capacity      requests this priority may take back to back from an idle budget, integer >= 1
+    penalize:
+      ARGV[2] back_off_ms   how long every replica holds this key (a 429's Retry-After), integer
+
+  Output:
+    {admitted (1|0), wait_us}: wait_us is how long the caller should wait before asking again (0 if admitted);
+    a penalty answers {1, the back-off still to run in microseconds}.
+
+  Invariants: an admission moves the TAT by exactly one interval; a refusal changes nothing; a penalty only ever
+  lengthens the back-off; keys expire once idle, so an unused API key leaves nothing behind.
+]]
 
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
