@@ -3,7 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './config.ts';
-import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
+import { ExchangeClient } from './exchange/client.ts';
+import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
+import { webhookVerifier } from './exchange/webhook-signature.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderLease } from './redis/order-lease.ts';

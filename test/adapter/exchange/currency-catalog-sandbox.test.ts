@@ -3,7 +3,8 @@
 // MockAgent. The pairing check then runs on what the exchange actually published.
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkAddressPairing } from '../../../src/exchange/address-pairing.ts';
-import type { ExchangeClient, ExchangeLogger } from '../../../src/exchange/client.ts';
+import type { ExchangeClient } from '../../../src/exchange/client.ts';
+import type { ExchangeLogger } from '../../../src/exchange/transport.ts';
 import { CurrencyCatalog } from '../../../src/exchange/currency-catalog.ts';
 import { mintAddress } from '../../../sandbox/addresses/address-formats.ts';
 import { demoConfig } from '../../../sandbox/index.ts';

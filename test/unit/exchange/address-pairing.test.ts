@@ -262,6 +262,23 @@ describe('checkAddressPairing: address formats and checksums', () => {
       unchecked: ['withdraw: network NOWHERE has no network record; its address format was not checked'],
     });
   });
+
+  it('knows no family by a name that is only a property of every object ("constructor", "__proto__")', () => {
+    const odd = buildCatalogSnapshot(
+      [{ code: 'ODD', networks: ['CONSTRUCTOR', '__PROTO__'] }],
+      [{ name: 'CONSTRUCTOR' }, { name: '__PROTO__', address_format: 'toString' }],
+      0,
+    );
+    for (const network of ['CONSTRUCTOR', '__PROTO__']) {
+      const pairing = { withdraw_currency: 'ODD', withdraw_network: network, withdraw_address: 'addr-1' };
+      expect(checkAddressPairing(request(pairing), odd)).toEqual({
+        ok: true,
+        withdrawNetwork: network,
+        refundNetwork: null,
+        unchecked: [`withdraw: no address format is known for network ${network}`],
+      });
+    }
+  });
 });
 
 describe('checkAddressPairing: the refund address', () => {
