@@ -10,6 +10,12 @@ import { backoffDelay, defaultBackoffPolicy, seedFromString } from './backoff.ts
 import { failureRetryPolicy, isExchangeFailure, movesBackwards } from './domain.ts';
 import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
 import type {
+  OrderCreatedEvent,
+  OrderDomainEvent,
+  OrderParkedEvent,
+  OrderQuotedEvent,
+} from './order-events.ts';
+import type {
   AcquireQuoteSlotInput,
   AcquireQuoteSlotOutput,
   AdoptOrderInput,
@@ -28,13 +34,9 @@ import type {
   OrderConfigInput,
   OrderContext,
   OrderCreateInput,
-  OrderCreatedEvent,
-  OrderDomainEvent,
   OrderEvent,
   OrderFailureReason,
   OrderInput,
-  OrderParkedEvent,
-  OrderQuotedEvent,
   OrderRequest,
   PreScreenInput,
   PreScreenOutput,

@@ -1,9 +1,10 @@
 // The order machine's contract with the runtime: its input, context, accepted events, the actors the runtime
-// must provide (with their input and output types) and the domain events it emits for publication.
+// must provide (with their input and output types); the domain events it emits are in order-events.ts.
 // Everything here is JSON-serialisable; times are epoch milliseconds stamped by the runtime (the runtime is the clock).
 
 import type { BackoffPolicy } from './backoff.ts';
 import type { ExchangeFailure, ExchangeOrderView, TradingMode } from './domain.ts';
+import type { CancelReason } from './order-events.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Input
@@ -182,8 +183,6 @@ export interface OrderFailure {
   readonly code: string;
   readonly message: string;
 }
-
-export type CancelReason = 'command' | 'payment_window_lapsed' | 'exchange';
 
 export interface OrderContext {
   readonly request: OrderRequest;
@@ -449,109 +448,3 @@ export type OrderActorFunctions = {
     signal: AbortSignal,
   ) => Promise<OrderActorTypes[K]['output']>;
 };
-
-// ---------------------------------------------------------------------------------------------------------------
-// Domain events emitted for publication (snake_case as on the Kafka wire, minus the envelope the runtime adds:
-// event_id, order_id, seq, occurred_at).
-
-export interface OrderQuotedEvent {
-  readonly type: 'order.quoted';
-  readonly rate_id: string;
-  readonly rate: string;
-  /** ISO 8601 UTC. */
-  readonly expires_at: string;
-  readonly deposit_amount?: string;
-  readonly withdraw_amount?: string;
-}
-export interface OrderCreatedEvent {
-  readonly type: 'order.created';
-  readonly unique_reference: string;
-  readonly deposit_address: string;
-  readonly deposit_address_extra_id: string;
-  readonly deposit_amount: string;
-  readonly withdraw_amount: string;
-  readonly rate: string;
-  /** Payment deadline, ISO 8601 UTC, or null when the exchange gave none. */
-  readonly deadline: string | null;
-  readonly reused: boolean;
-}
-export interface OrderDepositSubmittedEvent {
-  readonly type: 'order.deposit_submitted';
-  readonly tx_hash: string;
-  readonly already_recorded: boolean;
-}
-/** The exchange refused the deposit hash for good (not retryable); the order still awaits its deposit. */
-export interface OrderDepositRejectedEvent {
-  readonly type: 'order.deposit_rejected';
-  readonly tx_hash: string;
-  readonly code: string;
-  readonly message: string;
-}
-export interface OrderStatusChangedEvent {
-  readonly type: 'order.status_changed';
-  readonly unique_reference: string;
-  readonly status: string;
-  readonly previous_status: string | null;
-}
-export interface OrderCompletedEvent {
-  readonly type: 'order.completed';
-  readonly unique_reference: string;
-  readonly withdraw_transaction: string;
-}
-export interface OrderRefundedEvent {
-  readonly type: 'order.refunded';
-  readonly unique_reference: string;
-  readonly refund_transaction: string;
-}
-export interface OrderCanceledEvent {
-  readonly type: 'order.canceled';
-  readonly unique_reference?: string;
-  readonly reason: CancelReason;
-}
-/**
- * A create whose outcome could not be established: the exchange order may or may not exist. Nothing is retried
- * blindly; the order keeps re-checking the evidence and waits for an operator's order.settle.
- */
-export interface OrderParkedEvent {
-  readonly type: 'order.parked';
-  readonly reason: 'create_outcome_unknown';
-  readonly mode: TradingMode;
-  readonly rate_id: string | null;
-  /** ISO 8601 UTC: the window in which the exchange order may have been created. */
-  readonly window_from: string;
-  readonly window_to: string;
-  /** POST /orders/ attempts made. */
-  readonly attempts: number;
-  /** What was tried to establish the outcome. */
-  readonly tried: readonly string[];
-  readonly code: string;
-  readonly message: string;
-}
-/** An operator's order.settle could not be carried out; the order stays parked. */
-export interface OrderSettleRefusedEvent {
-  readonly type: 'order.settle_refused';
-  readonly resolution: 'adopt';
-  readonly unique_reference: string;
-  readonly code: string;
-  readonly message: string;
-}
-export interface OrderFailedEvent {
-  readonly type: 'order.failed';
-  readonly reason: OrderFailureReason;
-  readonly code: string;
-  readonly message: string;
-}
-
-export type OrderDomainEvent =
-  | OrderQuotedEvent
-  | OrderCreatedEvent
-  | OrderDepositSubmittedEvent
-  | OrderDepositRejectedEvent
-  | OrderStatusChangedEvent
-  | OrderCompletedEvent
-  | OrderRefundedEvent
-  | OrderCanceledEvent
-  | OrderParkedEvent
-  | OrderSettleRefusedEvent
-  | OrderFailedEvent;
-export type OrderDomainEventType = OrderDomainEvent['type'];
