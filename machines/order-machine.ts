@@ -5,379 +5,53 @@
 // that remains (statelyai/xstate#5331: pending `after` timers are not restored); every side effect records its intent
 // in context on entry to the state that performs it, before the call starts.
 
-import { and, assign, emit, enqueueActions, fromPromise, not, setup } from 'xstate';
-import { backoffDelay, defaultBackoffPolicy, seedFromString } from './backoff.ts';
-import { failureRetryPolicy, isExchangeFailure, movesBackwards } from './domain.ts';
+import { and, assign, emit, enqueueActions, not, setup } from 'xstate';
+import { movesBackwards } from './domain.ts';
 import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
-import type {
-  OrderCreatedEvent,
-  OrderDomainEvent,
-  OrderParkedEvent,
-  OrderQuotedEvent,
-} from './order-events.ts';
+import {
+  canRequote,
+  failureReasonOf,
+  failureRecordOf,
+  hasAttemptsLeft,
+  isRetryable,
+  mayHaveTakenEffect,
+  needsRequote,
+  retryAfterOf,
+  retryDelayFor,
+} from './failure-policy.ts';
+import { orderActorsOf, placeholderOrderActors } from './order-actors.ts';
+import {
+  awaitingDepositStatus,
+  boundRateId,
+  createInputOf,
+  initialOrderContext,
+  isCreateInDoubt,
+  needsQuote,
+  pairName,
+  quoteRequestOf,
+  remainingMs,
+} from './order-context.ts';
+import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
+import type { OrderDomainEvent } from './order-events.ts';
 import type {
   AcquireQuoteSlotInput,
   AcquireQuoteSlotOutput,
   AdoptOrderInput,
-  AdoptOrderOutput,
   CheckAddressInput,
   CheckAddressOutput,
-  CreateOrderInput,
-  CreateOrderOutput,
-  FailureRecord,
   FetchOrderInput,
-  FetchOrderOutput,
   FindExistingOrderInput,
   FindExistingOrderOutput,
   OrderActorFunctions,
-  OrderConfig,
-  OrderConfigInput,
   OrderContext,
-  OrderCreateInput,
   OrderEvent,
-  OrderFailureReason,
   OrderInput,
-  OrderRequest,
   PreScreenInput,
   PreScreenOutput,
-  QuoteRequest,
   RequestQuoteInput,
   RequestQuoteOutput,
   SubmitDepositInput,
-  SubmitDepositOutput,
 } from './order-types.ts';
-
-// ---------------------------------------------------------------------------------------------------------------
-// Defaults and pure helpers
-
-export const defaultOrderConfig: OrderConfig = {
-  pollIntervalMs: 30_000,
-  maxRequotes: 3,
-  maxAttempts: 8,
-  backoff: defaultBackoffPolicy,
-  quoteCooldownMs: 15_000,
-  fixedRateThrottleDelayMs: 20_000,
-  createSettleMs: 60_000,
-  parkedRecheckMs: 300_000,
-  requoteLimits: { rate_id_invalid_or_expired: 1 },
-};
-
-/** The exchange recommends one GET per order every 30 to 60 seconds. */
-export const pollIntervalBounds = { minMs: 30_000, maxMs: 60_000 } as const;
-
-/** setTimeout overflows above 2^31-1 ms; longer deadlines are re-armed on the next entry (polls re-enter often). */
-export const maxTimerDelayMs = 2_147_483_647;
-
-/** The exchange status of an order waiting for its deposit. */
-export const awaitingDepositStatus: ExchangeStatus = 'INITIAL';
-
-export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderConfig {
-  const pollIntervalMs = Math.min(
-    pollIntervalBounds.maxMs,
-    Math.max(pollIntervalBounds.minMs, input?.pollIntervalMs ?? defaultOrderConfig.pollIntervalMs),
-  );
-  return {
-    pollIntervalMs,
-    maxRequotes: input?.maxRequotes ?? defaultOrderConfig.maxRequotes,
-    maxAttempts: input?.maxAttempts ?? defaultOrderConfig.maxAttempts,
-    backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
-    quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
-    fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
-    createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
-    parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
-    requoteLimits: { ...defaultOrderConfig.requoteLimits, ...input?.requoteLimits },
-  };
-}
-
-function normaliseRequest(input: OrderCreateInput): OrderRequest {
-  return {
-    orderId: input.orderId,
-    mode: input.mode,
-    depositCurrency: input.depositCurrency,
-    withdrawCurrency: input.withdrawCurrency,
-    depositAmount: input.depositAmount ?? null,
-    withdrawAmount: input.withdrawAmount ?? null,
-    withdrawAddress: input.withdrawAddress,
-    withdrawAddressExtraId: input.withdrawAddressExtraId ?? null,
-    withdrawNetwork: input.withdrawNetwork ?? null,
-    refundNetwork: input.refundNetwork ?? null,
-    refundAddress: input.refundAddress ?? null,
-    refundAddressExtraId: input.refundAddressExtraId ?? null,
-    referralCode: input.referralCode ?? null,
-    markup: input.markup ?? null,
-    side: input.side ?? null,
-    limitOrder: input.limitOrder ? { ttlSeconds: input.limitOrder.ttlSeconds ?? null } : null,
-    preScreening: input.preScreening ? { ip: input.preScreening.ip } : null,
-    userTimezone: input.userTimezone ?? null,
-  };
-}
-
-export function initialOrderContext(input: OrderInput): OrderContext {
-  if ('restore' in input) {
-    // The stored context is taken as it was; only the clock moves and the router learns where to resume. Fields
-    // added since the record was written get their initial values; a config stored before a new tunable existed
-    // takes its default.
-    const stored = input.restore.context;
-    return {
-      ...stored,
-      config: resolveOrderConfig(stored.config),
-      lookupScans: stored.lookupScans ?? 0,
-      requotesByCode: stored.requotesByCode ?? {},
-      parkedAt: stored.parkedAt ?? null,
-      adoptReference: stored.adoptReference ?? null,
-      now: input.now,
-      resumeFrom: input.restore.resumeFrom,
-    };
-  }
-  return {
-    request: normaliseRequest(input),
-    config: resolveOrderConfig(input.config),
-    now: input.now,
-    rngState: (input.seed ?? seedFromString(input.orderId)) >>> 0,
-    resumeFrom: null,
-    pendingIntent: null,
-    attempt: 0,
-    retryAt: null,
-    requotes: 0,
-    requotesByCode: {},
-    createAttempts: 0,
-    lookupScans: 0,
-    parkedAt: null,
-    adoptReference: null,
-    quote: null,
-    lastFailure: null,
-    order: null,
-    lastStatus: null,
-    paymentDeadline: null,
-    paymentDeadlineChecked: false,
-    nextPollAt: null,
-    pollAttempt: 0,
-    pollStartedAt: null,
-    hintPending: false,
-    deposit: null,
-    depositRecorded: null,
-    depositAttempt: 0,
-    depositRetryAt: null,
-    failure: null,
-    cancelReason: null,
-  };
-}
-
-/** Pair name as the exchange spells it: base (withdraw, v2 `to`) then quote (deposit, v2 `from`). */
-export function pairName(request: OrderRequest): string {
-  return `${request.withdrawCurrency}${request.depositCurrency}`;
-}
-
-/** DeFi orders bind an actionable fixed-rate quote, CeFi fixed-rate orders a CeFi quote; limit and floating CeFi orders none. */
-export function needsQuote(request: OrderRequest): boolean {
-  return request.limitOrder === null && request.mode !== 'cefi';
-}
-
-function quoteRequestOf(context: OrderContext): QuoteRequest {
-  const { request } = context;
-  return {
-    orderId: request.orderId,
-    mode: request.mode,
-    pair: pairName(request),
-    depositCurrency: request.depositCurrency,
-    withdrawCurrency: request.withdrawCurrency,
-    depositAmount: request.depositAmount,
-    withdrawAmount: request.withdrawAmount,
-    markup: request.markup,
-    referralCode: request.referralCode,
-    actionable: request.mode === 'defi',
-  };
-}
-
-function createInputOf(context: OrderContext): CreateOrderInput {
-  const { request } = context;
-  const intent = context.pendingIntent;
-  return {
-    orderId: request.orderId,
-    mode: request.mode,
-    attempt: intent?.kind === 'create' ? intent.attempt : context.createAttempts,
-    depositCurrency: request.depositCurrency,
-    withdrawCurrency: request.withdrawCurrency,
-    depositAmount: request.depositAmount,
-    withdrawAmount: request.withdrawAmount,
-    withdrawAddress: request.withdrawAddress,
-    withdrawAddressExtraId: request.withdrawAddressExtraId,
-    refundAddress: request.refundAddress,
-    refundAddressExtraId: request.refundAddressExtraId,
-    referralCode: request.referralCode,
-    markup: request.markup,
-    side: request.side,
-    rateId: intent?.kind === 'create' ? intent.rateId : boundRateId(context),
-    isLimitOrder: request.limitOrder !== null,
-    limitTtlSeconds: request.limitOrder?.ttlSeconds ?? null,
-    userTimezone: request.userTimezone,
-  };
-}
-
-function boundRateId(context: OrderContext): string | null {
-  return needsQuote(context.request) ? (context.quote?.rateId ?? null) : null;
-}
-
-/** What a thrown value means to the machine; anything but an ExchangeFailure is an unexpected, retryable error. */
-export function failureRecordOf(error: unknown, fallbackAt: number): FailureRecord {
-  if (isExchangeFailure(error)) {
-    const at = (error as { at?: unknown }).at;
-    return {
-      action: error.action,
-      code: error.code,
-      message: error.message,
-      at: typeof at === 'number' ? at : fallbackAt,
-    };
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  // No classification explains it (the one retry table says what that allows).
-  return { action: 'unexpected', code: 'unexpected_error', message, at: fallbackAt };
-}
-
-function retryAfterOf(error: unknown): number | null {
-  return isExchangeFailure(error) && typeof error.retryAfterMs === 'number' ? error.retryAfterMs : null;
-}
-
-/**
- * When to retry after a failure: the Retry-After of a 429 when given; a fixed-rate quote throttle without it waits at
- * least fixedRateThrottleDelayMs; anything else backs off exponentially with jitter, capped at backoff.maxMs.
- */
-export function retryDelayFor(
-  config: OrderConfig,
-  failure: FailureRecord,
-  retryAfterMs: number | null,
-  attempt: number,
-  rngState: number,
-): { readonly delayMs: number; readonly rngState: number } {
-  if (failure.action === 'throttled' && retryAfterMs !== null)
-    return { delayMs: Math.max(0, retryAfterMs), rngState };
-  const backoff = backoffDelay(config.backoff, attempt, rngState);
-  if (failure.action === 'throttled') {
-    return {
-      delayMs: Math.max(config.fixedRateThrottleDelayMs, backoff.delayMs),
-      rngState: backoff.rngState,
-    };
-  }
-  return backoff;
-}
-
-export function remainingMs(deadline: number | null, now: number): number {
-  if (deadline === null) return maxTimerDelayMs;
-  return Math.min(maxTimerDelayMs, Math.max(0, deadline - now));
-}
-
-/** The payment deadline of an exchange order: fixed_rate_deadline, else created_on + payment_window_minutes. */
-export function paymentDeadlineOf(order: ExchangeOrderView): number | null {
-  if (order.fixedRateDeadline) {
-    const deadline = Date.parse(order.fixedRateDeadline);
-    if (Number.isFinite(deadline)) return deadline;
-  }
-  if (order.paymentWindowMinutes !== null && order.createdOn) {
-    const createdOn = Date.parse(order.createdOn);
-    if (Number.isFinite(createdOn)) return createdOn + order.paymentWindowMinutes * 60_000;
-  }
-  return null;
-}
-
-/** The same step may be tried again after a delay (the retry table's `same_step`). */
-function isRetryable(error: unknown): boolean {
-  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'same_step';
-}
-
-function needsRequote(error: unknown): boolean {
-  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'after_requote';
-}
-
-function mayHaveTakenEffect(error: unknown): boolean {
-  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'after_verifying';
-}
-
-function hasAttemptsLeft(context: OrderContext): boolean {
-  return context.attempt + 1 < context.config.maxAttempts;
-}
-
-/**
- * A fresh quote is allowed while the total stays under maxRequotes and the failure's own code stays under its own
- * limit: the interface document says to retry `rate_id '<id>' is invalid or expired.` once with a fresh quote.
- */
-function canRequote(context: OrderContext, error: unknown): boolean {
-  const code = failureRecordOf(error, 0).code;
-  const perCode = context.config.requoteLimits[code];
-  const usedForCode = context.requotesByCode[code] ?? 0;
-  return context.requotes < context.config.maxRequotes && (perCode === undefined || usedForCode < perCode);
-}
-
-function isCreateInDoubt(context: OrderContext): boolean {
-  return context.pendingIntent?.kind === 'create' && context.pendingIntent.outcome === 'unknown';
-}
-
-function isoOf(epochMs: number): string {
-  return new Date(epochMs).toISOString();
-}
-
-function failureReasonOf(failure: FailureRecord): OrderFailureReason {
-  if (failure.action === 'mode_mismatch') return 'mode_mismatch';
-  const policy = failureRetryPolicy[failure.action];
-  if (policy === 'after_requote') return 'requote_limit_reached';
-  if (policy === 'same_step') return 'retries_exhausted';
-  return 'rejected';
-}
-
-/** What was tried to establish a create's outcome, for the operator reading order.parked. */
-function parkedEventOf(context: OrderContext, failure: FailureRecord): OrderParkedEvent {
-  const intent = context.pendingIntent?.kind === 'create' ? context.pendingIntent : null;
-  const rateId = intent?.rateId ?? null;
-  const tried = [`POST /orders/ sent ${context.createAttempts} time(s)`];
-  if (rateId !== null && context.request.mode === 'defi')
-    tried.push(`repeated with the same rate_id ${rateId} (answered: ${failure.code})`);
-  if (context.lookupScans > 0) tried.push(`GET /orders/ scanned ${context.lookupScans} time(s)`);
-  tried.push(`last answer: ${failure.code}`);
-  return {
-    type: 'order.parked',
-    reason: 'create_outcome_unknown',
-    mode: context.request.mode,
-    rate_id: rateId,
-    window_from: isoOf(intent?.startedAt ?? failure.at),
-    window_to: isoOf(Math.max(failure.at, intent?.startedAt ?? failure.at)),
-    attempts: context.createAttempts,
-    tried,
-    code: failure.code,
-    message: failure.message,
-  };
-}
-
-function quotedEventOf(quote: RequestQuoteOutput): OrderQuotedEvent {
-  return {
-    type: 'order.quoted',
-    rate_id: quote.rateId,
-    rate: quote.rate,
-    expires_at: isoOf(quote.expiresAt),
-    ...(quote.depositAmount !== undefined ? { deposit_amount: quote.depositAmount } : {}),
-    ...(quote.withdrawAmount !== undefined ? { withdraw_amount: quote.withdrawAmount } : {}),
-  };
-}
-
-function createdEventOf(order: ExchangeOrderView, reused: boolean): OrderCreatedEvent {
-  const deadline = paymentDeadlineOf(order);
-  return {
-    type: 'order.created',
-    unique_reference: order.uniqueReference,
-    deposit_address: order.depositAddress,
-    deposit_address_extra_id: order.depositAddressExtraId,
-    deposit_amount: order.depositAmount,
-    withdraw_amount: order.withdrawAmount,
-    rate: order.rate,
-    deadline: deadline === null ? null : isoOf(deadline),
-    reused,
-  };
-}
-
-function notProvided(name: string): () => Promise<never> {
-  return () =>
-    Promise.reject(
-      new Error(`actor "${name}" must be provided by the runtime (machine.provide({ actors }))`),
-    );
-}
 
 interface ObservedOrder {
   readonly order: ExchangeOrderView;
@@ -397,21 +71,7 @@ export const orderMachineSetup = setup({
     events: {} as OrderEvent,
     emitted: {} as OrderDomainEvent,
   },
-  actors: {
-    checkAddress: fromPromise<CheckAddressOutput, CheckAddressInput>(notProvided('checkAddress')),
-    acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(
-      notProvided('acquireQuoteSlot'),
-    ),
-    requestQuote: fromPromise<RequestQuoteOutput, RequestQuoteInput>(notProvided('requestQuote')),
-    preScreen: fromPromise<PreScreenOutput, PreScreenInput>(notProvided('preScreen')),
-    createOrder: fromPromise<CreateOrderOutput, CreateOrderInput>(notProvided('createOrder')),
-    findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(
-      notProvided('findExistingOrder'),
-    ),
-    adoptOrder: fromPromise<AdoptOrderOutput, AdoptOrderInput>(notProvided('adoptOrder')),
-    submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(notProvided('submitDeposit')),
-    fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(notProvided('fetchOrder')),
-  },
+  actors: placeholderOrderActors,
   delays: {
     retryDelay: ({ context }) => remainingMs(context.retryAt, context.now),
     parkedRecheckDelay: ({ context }) => remainingMs(context.retryAt, context.now),
@@ -1470,41 +1130,10 @@ export const orderMachine = orderMachineSetup.createMachine({
 export type OrderMachine = typeof orderMachine;
 
 /**
- * The order machine with the runtime's actors: one async function per actor, each given the call's input and an
- * AbortSignal that fires when the machine leaves the state that made the call (e.g. a CANCEL while quoting).
- * The snapshot the runtime must store before the call (intent included) is already `actor.getSnapshot()` when a
- * function is invoked.
+ * The order machine with the runtime's actors (order-actors.ts: each function gets the call's input and an
+ * AbortSignal). The snapshot the runtime must store before the call (intent included) is already
+ * `actor.getSnapshot()` when a function is invoked.
  */
 export function provideOrderActors(functions: OrderActorFunctions) {
-  return orderMachine.provide({
-    actors: {
-      checkAddress: fromPromise<CheckAddressOutput, CheckAddressInput>(({ input, signal }) =>
-        functions.checkAddress(input, signal),
-      ),
-      acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(({ input, signal }) =>
-        functions.acquireQuoteSlot(input, signal),
-      ),
-      requestQuote: fromPromise<RequestQuoteOutput, RequestQuoteInput>(({ input, signal }) =>
-        functions.requestQuote(input, signal),
-      ),
-      preScreen: fromPromise<PreScreenOutput, PreScreenInput>(({ input, signal }) =>
-        functions.preScreen(input, signal),
-      ),
-      createOrder: fromPromise<CreateOrderOutput, CreateOrderInput>(({ input, signal }) =>
-        functions.createOrder(input, signal),
-      ),
-      findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(({ input, signal }) =>
-        functions.findExistingOrder(input, signal),
-      ),
-      adoptOrder: fromPromise<AdoptOrderOutput, AdoptOrderInput>(({ input, signal }) =>
-        functions.adoptOrder(input, signal),
-      ),
-      submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(({ input, signal }) =>
-        functions.submitDeposit(input, signal),
-      ),
-      fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(({ input, signal }) =>
-        functions.fetchOrder(input, signal),
-      ),
-    },
-  });
+  return orderMachine.provide({ actors: orderActorsOf(functions) });
 }

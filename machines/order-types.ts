@@ -413,33 +413,27 @@ export interface FetchOrderOutput {
   readonly at: number;
 }
 
-/** Input and output of every actor the runtime must provide. */
-export interface OrderActorTypes {
-  checkAddress: { input: CheckAddressInput; output: CheckAddressOutput };
-  acquireQuoteSlot: { input: AcquireQuoteSlotInput; output: AcquireQuoteSlotOutput };
-  requestQuote: { input: RequestQuoteInput; output: RequestQuoteOutput };
-  preScreen: { input: PreScreenInput; output: PreScreenOutput };
-  createOrder: { input: CreateOrderInput; output: CreateOrderOutput };
-  findExistingOrder: { input: FindExistingOrderInput; output: FindExistingOrderOutput };
-  adoptOrder: { input: AdoptOrderInput; output: AdoptOrderOutput };
-  submitDeposit: { input: SubmitDepositInput; output: SubmitDepositOutput };
-  fetchOrder: { input: FetchOrderInput; output: FetchOrderOutput };
-}
+/** An actor's input and output types, declared by a value (only its type is used). */
+const actorTypes = <Input, Output>() => ({}) as { readonly input: Input; readonly output: Output };
+
+/** Every actor the runtime must provide, with its input and output: the one list (order-actors.ts builds on it). */
+export const orderActorTypes = {
+  checkAddress: actorTypes<CheckAddressInput, CheckAddressOutput>(),
+  acquireQuoteSlot: actorTypes<AcquireQuoteSlotInput, AcquireQuoteSlotOutput>(),
+  requestQuote: actorTypes<RequestQuoteInput, RequestQuoteOutput>(),
+  preScreen: actorTypes<PreScreenInput, PreScreenOutput>(),
+  createOrder: actorTypes<CreateOrderInput, CreateOrderOutput>(),
+  findExistingOrder: actorTypes<FindExistingOrderInput, FindExistingOrderOutput>(),
+  adoptOrder: actorTypes<AdoptOrderInput, AdoptOrderOutput>(),
+  submitDeposit: actorTypes<SubmitDepositInput, SubmitDepositOutput>(),
+  fetchOrder: actorTypes<FetchOrderInput, FetchOrderOutput>(),
+};
+export type OrderActorTypes = typeof orderActorTypes;
 export type OrderActorName = keyof OrderActorTypes;
-export const orderActorNames = [
-  'checkAddress',
-  'acquireQuoteSlot',
-  'requestQuote',
-  'preScreen',
-  'createOrder',
-  'findExistingOrder',
-  'adoptOrder',
-  'submitDeposit',
-  'fetchOrder',
-] as const satisfies readonly OrderActorName[];
+export const orderActorNames = Object.keys(orderActorTypes) as readonly OrderActorName[];
 
 /**
- * What the runtime implements, one async function per actor (see provideOrderActors in order-machine.ts).
+ * What the runtime implements, one async function per actor (see order-actors.ts).
  * `signal` aborts when the machine leaves the state that made the call.
  */
 export type OrderActorFunctions = {
