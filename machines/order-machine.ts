@@ -33,6 +33,8 @@ import {
 } from './order-context.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
 import type { OrderDomainEvent } from './order-events.ts';
+import { resumableStates } from './resume-keys.ts';
+import type { ResumeKey } from './resume-keys.ts';
 import type {
   AcquireQuoteSlotInput,
   AcquireQuoteSlotOutput,
@@ -539,6 +541,41 @@ const toQuotingOrCreating = [
   { target: '#order.creating', actions: { type: 'stepSucceeded', params: succeededAt } },
 ] as const;
 
+/** The `restoring` router's guard: the order was stored in one of these states. */
+const resumesIn = (...states: ResumeKey[]) => ({ type: 'resumesIn', params: { states } }) as const;
+/** Resume keys the router treats specially (above its generated cases). */
+const routedAbove: readonly ResumeKey[] = ['quoting.acquiringSlot', 'quoting.requesting', 'creating.posting'];
+
+/** An order.cancel before anything may exist at the exchange: the order ends canceled. */
+const cancelOnCommand = {
+  target: '#order.canceled',
+  actions: { type: 'cancelByCommand', params: ({ event }: { event: { at: number } }) => ({ at: event.at }) },
+} as const;
+
+/** A step's wait (backoff, throttle, cooldown): when its deadline is reached, `target` is entered. */
+const waitingFor = (target: string) =>
+  ({ after: { retryDelay: { target, actions: 'retryDeadlineReached' } } }) as const;
+
+/** A confirming GET shows the order ended at the exchange: observe it, then `announce` it, and end there too. */
+const endedAtExchange = <Announce extends 'emitCompleted' | 'emitRefunded' | 'cancelByExchange'>(
+  status: ExchangeStatus,
+  target: string,
+  announce: Announce,
+) => {
+  const seen = ({ event }: { event: { output: ObservedOrder } }) => event.output;
+  return {
+    guard: {
+      type: 'exchangeReports',
+      params: ({ event }: { event: { output: ObservedOrder } }) => ({ order: event.output.order, status }),
+    },
+    target,
+    actions: [
+      { type: 'observeOrder', params: seen },
+      { type: announce, params: seen },
+    ],
+  } as const;
+};
+
 export const orderMachine = orderMachineSetup.createMachine({
   id: 'order',
   context: ({ input }) => initialOrderContext(input),
@@ -549,65 +586,24 @@ export const orderMachine = orderMachineSetup.createMachine({
       exit: 'leaveRouter',
       always: [
         { guard: 'isFreshOrder', target: 'checkingAddress' },
-        {
-          guard: { type: 'resumesIn', params: { states: ['checkingAddress.calling'] } },
-          target: 'checkingAddress.calling',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['checkingAddress.waiting'] } },
-          target: 'checkingAddress.waiting',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['preScreening.calling'] } },
-          target: 'preScreening.calling',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['preScreening.waiting'] } },
-          target: 'preScreening.waiting',
-        },
         // A quote request that may have gone out used its slot: ask for a slot again (the cooldown may still run).
-        {
-          guard: { type: 'resumesIn', params: { states: ['quoting.acquiringSlot', 'quoting.requesting'] } },
-          target: 'quoting.acquiringSlot',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['quoting.coolingDown'] } },
-          target: 'quoting.coolingDown',
-        },
-        { guard: { type: 'resumesIn', params: { states: ['quoting.waiting'] } }, target: 'quoting.waiting' },
+        { guard: resumesIn('quoting.acquiringSlot', 'quoting.requesting'), target: 'quoting.acquiringSlot' },
         // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse); CeFi looks for the
         // order, but only once the settle window has passed (the previous owner's POST may still be in flight).
         {
-          guard: and([{ type: 'resumesIn', params: { states: ['creating.posting'] } }, 'createRepeatable']),
+          guard: and([resumesIn('creating.posting'), 'createRepeatable']),
           target: 'creating.posting',
           actions: 'markCreateInDoubt',
         },
         {
-          guard: { type: 'resumesIn', params: { states: ['creating.posting'] } },
+          guard: resumesIn('creating.posting'),
           target: 'creating.waiting',
           actions: ['markCreateInDoubt', 'scheduleSettle'],
         },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.verifying'] } },
-          target: 'creating.verifying',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.waiting'] } },
-          target: 'creating.waiting',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.parked'] } },
-          target: 'creating.parked',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.adopting'] } },
-          target: 'creating.adopting',
-        },
-        { guard: { type: 'resumesIn', params: { states: ['open'] } }, target: 'open' },
-        { guard: { type: 'resumesIn', params: { states: ['completed'] } }, target: 'completed' },
-        { guard: { type: 'resumesIn', params: { states: ['refunded'] } }, target: 'refunded' },
-        { guard: { type: 'resumesIn', params: { states: ['canceled'] } }, target: 'canceled' },
-        { guard: { type: 'resumesIn', params: { states: ['failed'] } }, target: 'failed' },
+        // Every other state is simply re-entered: its entry re-arms deadlines from context.
+        ...resumableStates
+          .filter((key) => !routedAbove.includes(key))
+          .map((key) => ({ guard: resumesIn(key), target: key })),
         { target: 'failed', actions: 'failUnrestorable' },
       ],
     },
@@ -618,12 +614,7 @@ export const orderMachine = orderMachineSetup.createMachine({
      */
     checkingAddress: {
       initial: 'calling',
-      on: {
-        CANCEL: {
-          target: 'canceled',
-          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-        },
-      },
+      on: { CANCEL: cancelOnCommand },
       states: {
         calling: {
           invoke: {
@@ -655,20 +646,13 @@ export const orderMachine = orderMachineSetup.createMachine({
             onError: retryOrFail,
           },
         },
-        waiting: {
-          after: { retryDelay: { target: 'calling', actions: 'retryDeadlineReached' } },
-        },
+        waiting: waitingFor('calling'),
       },
     },
 
     preScreening: {
       initial: 'calling',
-      on: {
-        CANCEL: {
-          target: 'canceled',
-          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-        },
-      },
+      on: { CANCEL: cancelOnCommand },
       states: {
         calling: {
           entry: { type: 'recordIntent', params: { kind: 'pre_screen' } },
@@ -694,20 +678,13 @@ export const orderMachine = orderMachineSetup.createMachine({
             onError: retryOrFail,
           },
         },
-        waiting: {
-          after: { retryDelay: { target: 'calling', actions: 'retryDeadlineReached' } },
-        },
+        waiting: waitingFor('calling'),
       },
     },
 
     quoting: {
       initial: 'acquiringSlot',
-      on: {
-        CANCEL: {
-          target: 'canceled',
-          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-        },
-      },
+      on: { CANCEL: cancelOnCommand },
       states: {
         /** The cooldown belongs to the request (mode, pair, amount), not the order: the runtime holds it for every replica. */
         acquiringSlot: {
@@ -739,9 +716,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             onError: retryOrFail,
           },
         },
-        coolingDown: {
-          after: { retryDelay: { target: 'acquiringSlot', actions: 'retryDeadlineReached' } },
-        },
+        coolingDown: waitingFor('acquiringSlot'),
         requesting: {
           entry: { type: 'recordIntent', params: { kind: 'request_quote' } },
           invoke: {
@@ -760,9 +735,7 @@ export const orderMachine = orderMachineSetup.createMachine({
           },
         },
         /** Backoff or throttle: the retry asks for a slot again, so it never breaks the cooldown either. */
-        waiting: {
-          after: { retryDelay: { target: 'acquiringSlot', actions: 'retryDeadlineReached' } },
-        },
+        waiting: waitingFor('acquiringSlot'),
       },
     },
 
@@ -869,11 +842,7 @@ export const orderMachine = orderMachineSetup.createMachine({
         },
         waiting: {
           on: {
-            CANCEL: {
-              guard: not('createInDoubt'),
-              target: '#order.canceled',
-              actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-            },
+            CANCEL: { guard: not('createInDoubt'), ...cancelOnCommand },
           },
           after: {
             retryDelay: [
@@ -1064,39 +1033,9 @@ export const orderMachine = orderMachineSetup.createMachine({
                   uniqueReference: context.order?.uniqueReference ?? '',
                 }),
                 onDone: [
-                  {
-                    guard: {
-                      type: 'exchangeReports',
-                      params: ({ event }) => ({ order: event.output.order, status: 'COMPLETED' }),
-                    },
-                    target: '#order.completed',
-                    actions: [
-                      { type: 'observeOrder', params: ({ event }) => event.output },
-                      { type: 'emitCompleted', params: ({ event }) => event.output },
-                    ],
-                  },
-                  {
-                    guard: {
-                      type: 'exchangeReports',
-                      params: ({ event }) => ({ order: event.output.order, status: 'REFUNDED' }),
-                    },
-                    target: '#order.refunded',
-                    actions: [
-                      { type: 'observeOrder', params: ({ event }) => event.output },
-                      { type: 'emitRefunded', params: ({ event }) => event.output },
-                    ],
-                  },
-                  {
-                    guard: {
-                      type: 'exchangeReports',
-                      params: ({ event }) => ({ order: event.output.order, status: 'CANCELED' }),
-                    },
-                    target: '#order.canceled',
-                    actions: [
-                      { type: 'observeOrder', params: ({ event }) => event.output },
-                      { type: 'cancelByExchange', params: ({ event }) => event.output },
-                    ],
-                  },
+                  endedAtExchange('COMPLETED', '#order.completed', 'emitCompleted'),
+                  endedAtExchange('REFUNDED', '#order.refunded', 'emitRefunded'),
+                  endedAtExchange('CANCELED', '#order.canceled', 'cancelByExchange'),
                   // A webhook arrived during the GET: the answer may predate it, so ask again.
                   {
                     guard: 'hintPending',
