@@ -3,12 +3,12 @@
 
 import { defaultBackoffPolicy, seedFromString } from './backoff.ts';
 import type { ExchangeStatus } from './domain.ts';
+import { orderRequestKeys } from './order-request.ts';
 import type {
   CreateOrderInput,
   OrderConfig,
   OrderConfigInput,
   OrderContext,
-  OrderCreateInput,
   OrderInput,
   OrderRequest,
   QuoteRequest,
@@ -53,27 +53,10 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
   };
 }
 
-export function normaliseRequest(input: OrderCreateInput): OrderRequest {
-  return {
-    orderId: input.orderId,
-    mode: input.mode,
-    depositCurrency: input.depositCurrency,
-    withdrawCurrency: input.withdrawCurrency,
-    depositAmount: input.depositAmount ?? null,
-    withdrawAmount: input.withdrawAmount ?? null,
-    withdrawAddress: input.withdrawAddress,
-    withdrawAddressExtraId: input.withdrawAddressExtraId ?? null,
-    withdrawNetwork: input.withdrawNetwork ?? null,
-    refundNetwork: input.refundNetwork ?? null,
-    refundAddress: input.refundAddress ?? null,
-    refundAddressExtraId: input.refundAddressExtraId ?? null,
-    referralCode: input.referralCode ?? null,
-    markup: input.markup ?? null,
-    side: input.side ?? null,
-    limitOrder: input.limitOrder ? { ttlSeconds: input.limitOrder.ttlSeconds ?? null } : null,
-    preScreening: input.preScreening ? { ip: input.preScreening.ip } : null,
-    userTimezone: input.userTimezone ?? null,
-  };
+/** The request's fields from an input (or a stored request): each field of the schema, absent as null. */
+export function requestOf(fields: object): OrderRequest {
+  const given = fields as Readonly<Record<string, unknown>>;
+  return Object.fromEntries(orderRequestKeys.map((key) => [key, given[key] ?? null])) as OrderRequest;
 }
 
 export function initialOrderContext(input: OrderInput): OrderContext {
@@ -84,6 +67,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     const stored = input.restore.context;
     return {
       ...stored,
+      request: { ...stored.request, ...requestOf(stored.request) },
       config: resolveOrderConfig(stored.config),
       lookupScans: stored.lookupScans ?? 0,
       requotesByCode: stored.requotesByCode ?? {},
@@ -94,7 +78,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     };
   }
   return {
-    request: normaliseRequest(input),
+    request: requestOf(input),
     config: resolveOrderConfig(input.config),
     now: input.now,
     rngState: (input.seed ?? seedFromString(input.orderId)) >>> 0,
@@ -154,27 +138,20 @@ export function quoteRequestOf(context: OrderContext): QuoteRequest {
 }
 
 export function createInputOf(context: OrderContext): CreateOrderInput {
-  const { request } = context;
+  const {
+    limitOrder,
+    withdrawNetwork: _withdrawNetwork,
+    refundNetwork: _refundNetwork,
+    preScreening: _preScreening,
+    ...sent
+  } = context.request;
   const intent = context.pendingIntent;
   return {
-    orderId: request.orderId,
-    mode: request.mode,
+    ...sent,
     attempt: intent?.kind === 'create' ? intent.attempt : context.createAttempts,
-    depositCurrency: request.depositCurrency,
-    withdrawCurrency: request.withdrawCurrency,
-    depositAmount: request.depositAmount,
-    withdrawAmount: request.withdrawAmount,
-    withdrawAddress: request.withdrawAddress,
-    withdrawAddressExtraId: request.withdrawAddressExtraId,
-    refundAddress: request.refundAddress,
-    refundAddressExtraId: request.refundAddressExtraId,
-    referralCode: request.referralCode,
-    markup: request.markup,
-    side: request.side,
     rateId: intent?.kind === 'create' ? intent.rateId : boundRateId(context),
-    isLimitOrder: request.limitOrder !== null,
-    limitTtlSeconds: request.limitOrder?.ttlSeconds ?? null,
-    userTimezone: request.userTimezone,
+    isLimitOrder: limitOrder !== null,
+    limitTtlSeconds: limitOrder?.ttlSeconds ?? null,
   };
 }
 

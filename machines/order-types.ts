@@ -5,6 +5,7 @@
 import type { BackoffPolicy } from './backoff.ts';
 import type { ExchangeFailure, ExchangeOrderView, TradingMode } from './domain.ts';
 import type { CancelReason } from './order-events.ts';
+import type { OrderRequestFields } from './order-request.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Input
@@ -49,34 +50,9 @@ export interface OrderConfig {
   readonly requoteLimits: Readonly<Record<string, number>>;
 }
 
-export type OrderSide = 'BUY' | 'SELL';
-
-/** Input for a new order: the order.create command in camelCase, plus the runtime's clock reading. */
-export interface OrderCreateInput {
+/** Input for a new order: the order.create command's fields in camelCase, plus the runtime's clock reading. */
+export interface OrderCreateInput extends OrderRequestFields {
   readonly orderId: string;
-  readonly mode: TradingMode;
-  readonly depositCurrency: string;
-  readonly withdrawCurrency: string;
-  /** Decimal strings. */
-  readonly depositAmount?: string;
-  readonly withdrawAmount?: string;
-  readonly withdrawAddress: string;
-  readonly withdrawAddressExtraId?: string;
-  /** The network the withdraw (refund) address belongs to, checked against the exchange's records. */
-  readonly withdrawNetwork?: string;
-  readonly refundNetwork?: string;
-  readonly refundAddress?: string;
-  readonly refundAddressExtraId?: string;
-  readonly referralCode?: string;
-  /** Basis points. */
-  readonly markup?: number;
-  readonly side?: OrderSide;
-  /** A CeFi limit order: created without rate_id; ttlSeconds becomes limit_ttl (>= 600; omitted: exchange default). */
-  readonly limitOrder?: { readonly ttlSeconds?: number };
-  /** Compliance pre-screening before creation (needs a trusted referral token at the runtime). */
-  readonly preScreening?: { readonly ip: string };
-  /** Forwarded as X-User-Timezone. */
-  readonly userTimezone?: string;
   /** Epoch ms at which the command was taken. */
   readonly now: number;
   /** Seed of the jitter PRNG (uint32). Default: a hash of orderId. */
@@ -84,28 +60,18 @@ export interface OrderCreateInput {
   readonly config?: OrderConfigInput;
 }
 
-/** The order as it was asked for; normalised (absent = null) so that context stays plain JSON. */
-export interface OrderRequest {
-  readonly orderId: string;
-  readonly mode: TradingMode;
-  readonly depositCurrency: string;
-  readonly withdrawCurrency: string;
-  readonly depositAmount: string | null;
-  readonly withdrawAmount: string | null;
-  readonly withdrawAddress: string;
-  readonly withdrawAddressExtraId: string | null;
-  /** Absent in records stored before the networks existed (read as null). */
-  readonly withdrawNetwork?: string | null;
-  readonly refundNetwork?: string | null;
-  readonly refundAddress: string | null;
-  readonly refundAddressExtraId: string | null;
-  readonly referralCode: string | null;
-  readonly markup: number | null;
-  readonly side: OrderSide | null;
-  readonly limitOrder: { readonly ttlSeconds: number | null } | null;
-  readonly preScreening: { readonly ip: string } | null;
-  readonly userTimezone: string | null;
-}
+type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never }[keyof T];
+/** Every field present: an optional one absent is null, so that context stays plain JSON. */
+type AbsentAsNull<T> = {
+  readonly [K in keyof T]-?: K extends OptionalKeys<T> ? Exclude<T[K], undefined> | null : T[K];
+};
+
+/**
+ * The order as it was asked for, normalised (order-context.ts: requestOf); a field added since a record was stored
+ * reads as null.
+ */
+export type OrderRequest = { readonly orderId: string } & AbsentAsNull<OrderRequestFields>;
+export type OrderSide = NonNullable<OrderRequest['side']>;
 
 /** Input for an order restored from its durable form (see order-persistence.ts: restoreInput). */
 export interface OrderRestoreInput {
@@ -341,28 +307,17 @@ export interface PreScreenOutput {
   readonly at: number;
 }
 
-export interface CreateOrderInput {
-  readonly orderId: string;
-  readonly mode: TradingMode;
+/** Fields of the request the create does not send: they are used before it (checks, pre-screening) or mapped below. */
+type NotSentOnCreate = 'withdrawNetwork' | 'refundNetwork' | 'limitOrder' | 'preScreening';
+/** The create: the request's fields (the runtime maps them onto POST /orders/ in one function), and the attempt. */
+export type CreateOrderInput = Omit<OrderRequest, NotSentOnCreate> & {
   /** 1-based POST attempt (a DeFi repeat with the same rateId is answered with 200 reuse when it had succeeded). */
   readonly attempt: number;
-  readonly depositCurrency: string;
-  readonly withdrawCurrency: string;
-  readonly depositAmount: string | null;
-  readonly withdrawAmount: string | null;
-  readonly withdrawAddress: string;
-  readonly withdrawAddressExtraId: string | null;
-  readonly refundAddress: string | null;
-  readonly refundAddressExtraId: string | null;
-  readonly referralCode: string | null;
-  readonly markup: number | null;
-  readonly side: OrderSide | null;
   /** Absent (null) for limit orders and floating CeFi orders. */
   readonly rateId: string | null;
   readonly isLimitOrder: boolean;
   readonly limitTtlSeconds: number | null;
-  readonly userTimezone: string | null;
-}
+};
 export interface CreateOrderOutput {
   readonly order: ExchangeOrderView;
   /** true when the exchange answered 200: an existing DeFi order was reused idempotently. */
