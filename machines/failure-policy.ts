@@ -83,3 +83,28 @@ export function failureReasonOf(failure: FailureRecord): OrderFailureReason {
   if (policy === 'same_step') return 'retries_exhausted';
   return 'rejected';
 }
+
+/**
+ * A step failed and will be tried again: when (`delayMs` after `at`; `tries` failures of it so far: attempt,
+ * pollAttempt or depositAttempt) and what the context notes of it (the clock, the failure, the jitter PRNG's state
+ * after the delay was drawn).
+ */
+export function nextTry(
+  context: OrderContext,
+  error: unknown,
+  tries: number,
+): {
+  readonly at: number;
+  readonly delayMs: number;
+  readonly noted: Pick<OrderContext, 'now' | 'lastFailure' | 'rngState'>;
+} {
+  const failure = failureRecordOf(error, context.now);
+  const { delayMs, rngState } = retryDelayFor(
+    context.config,
+    failure,
+    retryAfterOf(error),
+    tries,
+    context.rngState,
+  );
+  return { at: failure.at, delayMs, noted: { now: failure.at, lastFailure: failure, rngState } };
+}

@@ -5,13 +5,17 @@ import { defaultBackoffPolicy, seedFromString } from './backoff.ts';
 import type { ExchangeStatus } from './domain.ts';
 import { orderRequestKeys } from './order-request.ts';
 import type {
+  CheckAddressInput,
   CreateOrderInput,
+  FetchOrderInput,
   OrderConfig,
   OrderConfigInput,
   OrderContext,
   OrderInput,
   OrderRequest,
+  PreScreenInput,
   QuoteRequest,
+  SubmitDepositInput,
 } from './order-types.ts';
 
 export const defaultOrderConfig: OrderConfig = {
@@ -124,8 +128,7 @@ export function needsQuote(request: OrderRequest): boolean {
 export function quoteRequestOf(context: OrderContext): QuoteRequest {
   const { request } = context;
   return {
-    orderId: request.orderId,
-    mode: request.mode,
+    ...orderRefOf(context),
     pair: pairName(request),
     depositCurrency: request.depositCurrency,
     withdrawCurrency: request.withdrawCurrency,
@@ -135,6 +138,50 @@ export function quoteRequestOf(context: OrderContext): QuoteRequest {
     referralCode: request.referralCode,
     actionable: request.mode === 'defi',
   };
+}
+
+/** The order every call is about. */
+function orderRefOf(context: OrderContext): {
+  readonly orderId: string;
+  readonly mode: OrderRequest['mode'];
+} {
+  return { orderId: context.request.orderId, mode: context.request.mode };
+}
+
+export function checkAddressInputOf(context: OrderContext): CheckAddressInput {
+  const { request } = context;
+  return {
+    ...orderRefOf(context),
+    depositCurrency: request.depositCurrency,
+    withdrawCurrency: request.withdrawCurrency,
+    withdrawAddress: request.withdrawAddress,
+    withdrawNetwork: request.withdrawNetwork,
+    refundAddress: request.refundAddress,
+    refundNetwork: request.refundNetwork,
+  };
+}
+
+/** Exactly one of the two amounts is sent. */
+export function preScreenInputOf(context: OrderContext): PreScreenInput {
+  const { request } = context;
+  return {
+    ...orderRefOf(context),
+    ip: request.preScreening?.ip ?? '',
+    pair: pairName(request),
+    depositAmount: request.depositAmount,
+    withdrawAmount: request.depositAmount === null ? request.withdrawAmount : null,
+  };
+}
+
+export function submitDepositInputOf(context: OrderContext): SubmitDepositInput {
+  return {
+    ...fetchOrderInputOf(context),
+    txHash: context.deposit?.txHash ?? '',
+  };
+}
+
+export function fetchOrderInputOf(context: OrderContext): FetchOrderInput {
+  return { ...orderRefOf(context), uniqueReference: context.order?.uniqueReference ?? '' };
 }
 
 export function createInputOf(context: OrderContext): CreateOrderInput {

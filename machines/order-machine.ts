@@ -16,20 +16,22 @@ import {
   isRetryable,
   mayHaveTakenEffect,
   needsRequote,
-  retryAfterOf,
-  retryDelayFor,
+  nextTry,
 } from './failure-policy.ts';
 import { orderActorsOf, placeholderOrderActors } from './order-actors.ts';
 import {
   awaitingDepositStatus,
   boundRateId,
+  checkAddressInputOf,
   createInputOf,
+  fetchOrderInputOf,
   initialOrderContext,
   isCreateInDoubt,
   needsQuote,
-  pairName,
+  preScreenInputOf,
   quoteRequestOf,
   remainingMs,
+  submitDepositInputOf,
 } from './order-context.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
 import type { OrderDomainEvent } from './order-events.ts';
@@ -39,20 +41,16 @@ import type {
   AcquireQuoteSlotInput,
   AcquireQuoteSlotOutput,
   AdoptOrderInput,
-  CheckAddressInput,
   CheckAddressOutput,
-  FetchOrderInput,
   FindExistingOrderInput,
   FindExistingOrderOutput,
   OrderActorFunctions,
   OrderContext,
   OrderEvent,
   OrderInput,
-  PreScreenInput,
   PreScreenOutput,
   RequestQuoteInput,
   RequestQuoteOutput,
-  SubmitDepositInput,
 } from './order-types.ts';
 
 interface ObservedOrder {
@@ -65,6 +63,11 @@ interface ThrownFailure {
 
 // ---------------------------------------------------------------------------------------------------------------
 // The machine
+
+// Parameters taken from an actor's answer: its failure, its output, its clock reading.
+const thrown = ({ event }: { event: { error: unknown } }): ThrownFailure => ({ error: event.error });
+const outputOf = <Output>({ event }: { event: { output: Output } }) => ({ output: event.output });
+const succeededAt = ({ event }: { event: { output: { at: number } } }) => ({ at: event.output.at });
 
 export const orderMachineSetup = setup({
   types: {
@@ -190,22 +193,13 @@ export const orderMachineSetup = setup({
       retryAt: null,
     })),
     scheduleRetry: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.attempt,
-        context.rngState,
-      );
+      const { noted, at, delayMs } = nextTry(context, params.error, context.attempt);
       // A definitive failure of a create means no order; a create in doubt stays in doubt until verified.
       const keepIntent = isCreateInDoubt(context);
       return {
-        now: failure.at,
+        ...noted,
         attempt: context.attempt + 1,
-        retryAt: failure.at + delayMs,
-        rngState,
-        lastFailure: failure,
+        retryAt: at + delayMs,
         pendingIntent: keepIntent ? context.pendingIntent : null,
       };
     }),
@@ -214,23 +208,10 @@ export const orderMachineSetup = setup({
      * lookup is not run before the settle window has passed: a POST still in flight could land after it.
      */
     scheduleDoubtCheck: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.attempt,
-        context.rngState,
-      );
+      const { noted, at, delayMs } = nextTry(context, params.error, context.attempt);
       const repeatable = context.request.mode === 'defi' && boundRateId(context) !== null;
       const settle = repeatable ? 0 : context.config.createSettleMs;
-      return {
-        now: failure.at,
-        attempt: context.attempt + 1,
-        retryAt: failure.at + Math.max(delayMs, settle),
-        rngState,
-        lastFailure: failure,
-      };
+      return { ...noted, attempt: context.attempt + 1, retryAt: at + Math.max(delayMs, settle) };
     }),
     /** Taken over in doubt from another replica: its POST may still land; look only after the settle window. */
     scheduleSettle: assign(({ context }) => ({ retryAt: context.now + context.config.createSettleMs })),
@@ -432,24 +413,15 @@ export const orderMachineSetup = setup({
     noteTime: assign((_, params: { readonly at: number }) => ({ now: params.at })),
     queueHint: assign((_, params: { readonly at: number }) => ({ now: params.at, hintPending: true })),
     schedulePollRetry: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.pollAttempt,
-        context.rngState,
-      );
-      // Never poll faster than the recommended interval, whatever the failure.
+      const { noted, at, delayMs } = nextTry(context, params.error, context.pollAttempt);
       return {
-        now: failure.at,
+        ...noted,
         pollStartedAt: null,
         // The retry serves a hint that arrived meanwhile.
         hintPending: false,
         pollAttempt: context.pollAttempt + 1,
-        nextPollAt: failure.at + Math.max(context.config.pollIntervalMs, delayMs),
-        rngState,
-        lastFailure: failure,
+        // Never poll faster than the recommended interval, whatever the failure.
+        nextPollAt: at + Math.max(context.config.pollIntervalMs, delayMs),
       };
     }),
     acceptDeposit: assign((_, params: { readonly txHash: string; readonly at: number }) => ({
@@ -484,21 +456,8 @@ export const orderMachineSetup = setup({
       },
     ),
     scheduleDepositRetry: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.depositAttempt,
-        context.rngState,
-      );
-      return {
-        now: failure.at,
-        depositAttempt: context.depositAttempt + 1,
-        depositRetryAt: failure.at + delayMs,
-        rngState,
-        lastFailure: failure,
-      };
+      const { noted, at, delayMs } = nextTry(context, params.error, context.depositAttempt);
+      return { ...noted, depositAttempt: context.depositAttempt + 1, depositRetryAt: at + delayMs };
     }),
     rejectDeposit: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -524,7 +483,6 @@ export const orderMachineSetup = setup({
  * A step before the exchange order exists failed: wait and try again while the failure is retryable and attempts
  * remain, else fail the order with the reason. The same for pre-screening, the quote slot and the quote.
  */
-const thrown = ({ event }: { event: { error: unknown } }): ThrownFailure => ({ error: event.error });
 const retryOrFail = [
   {
     guard: { type: 'mayRetry', params: thrown },
@@ -535,11 +493,24 @@ const retryOrFail = [
 ] as const;
 
 /** A check before the quote passed (address pairing, pre-screening): on to the quote, or straight to the create. */
-const succeededAt = ({ event }: { event: { output: { at: number } } }) => ({ at: event.output.at });
 const toQuotingOrCreating = [
   { guard: 'needsQuote', target: '#order.quoting', actions: { type: 'stepSucceeded', params: succeededAt } },
   { target: '#order.creating', actions: { type: 'stepSucceeded', params: succeededAt } },
 ] as const;
+
+/** A check before the quote said no: the order fails, and `fail` publishes why. */
+const failsWhen = <
+  Guard extends 'pairingRejected' | 'complianceFailed',
+  Fail extends 'failPairing' | 'failCompliance',
+>(
+  guard: Guard,
+  fail: Fail,
+) =>
+  ({
+    guard: { type: guard, params: outputOf },
+    target: '#order.failed',
+    actions: { type: fail, params: outputOf },
+  }) as const;
 
 /** The `restoring` router's guard: the order was stored in one of these states. */
 const resumesIn = (...states: ResumeKey[]) => ({ type: 'resumesIn', params: { states } }) as const;
@@ -551,6 +522,9 @@ const cancelOnCommand = {
   target: '#order.canceled',
   actions: { type: 'cancelByCommand', params: ({ event }: { event: { at: number } }) => ({ at: event.at }) },
 } as const;
+
+/** A step before the exchange order exists: an order.cancel ends it (nothing can exist at the exchange yet). */
+const cancelable = { on: { CANCEL: cancelOnCommand } } as const;
 
 /** A step's wait (backoff, throttle, cooldown): when its deadline is reached, `target` is entered. */
 const waitingFor = (target: string) =>
@@ -614,32 +588,19 @@ export const orderMachine = orderMachineSetup.createMachine({
      */
     checkingAddress: {
       initial: 'calling',
-      on: { CANCEL: cancelOnCommand },
+      ...cancelable,
       states: {
         calling: {
           invoke: {
             id: 'checkAddress',
             src: 'checkAddress',
-            input: ({ context }): CheckAddressInput => ({
-              orderId: context.request.orderId,
-              mode: context.request.mode,
-              depositCurrency: context.request.depositCurrency,
-              withdrawCurrency: context.request.withdrawCurrency,
-              withdrawAddress: context.request.withdrawAddress,
-              withdrawNetwork: context.request.withdrawNetwork ?? null,
-              refundAddress: context.request.refundAddress,
-              refundNetwork: context.request.refundNetwork ?? null,
-            }),
+            input: ({ context }) => checkAddressInputOf(context),
             onDone: [
-              {
-                guard: { type: 'pairingRejected', params: ({ event }) => ({ output: event.output }) },
-                target: '#order.failed',
-                actions: { type: 'failPairing', params: ({ event }) => ({ output: event.output }) },
-              },
+              failsWhen('pairingRejected', 'failPairing'),
               {
                 guard: 'needsPreScreening',
                 target: '#order.preScreening',
-                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+                actions: { type: 'stepSucceeded', params: succeededAt },
               },
               ...toQuotingOrCreating,
             ],
@@ -652,29 +613,15 @@ export const orderMachine = orderMachineSetup.createMachine({
 
     preScreening: {
       initial: 'calling',
-      on: { CANCEL: cancelOnCommand },
+      ...cancelable,
       states: {
         calling: {
           entry: { type: 'recordIntent', params: { kind: 'pre_screen' } },
           invoke: {
             id: 'preScreen',
             src: 'preScreen',
-            input: ({ context }): PreScreenInput => ({
-              orderId: context.request.orderId,
-              mode: context.request.mode,
-              ip: context.request.preScreening?.ip ?? '',
-              pair: pairName(context.request),
-              depositAmount: context.request.depositAmount,
-              withdrawAmount: context.request.depositAmount === null ? context.request.withdrawAmount : null,
-            }),
-            onDone: [
-              {
-                guard: { type: 'complianceFailed', params: ({ event }) => ({ output: event.output }) },
-                target: '#order.failed',
-                actions: { type: 'failCompliance', params: ({ event }) => ({ output: event.output }) },
-              },
-              ...toQuotingOrCreating,
-            ],
+            input: ({ context }) => preScreenInputOf(context),
+            onDone: [failsWhen('complianceFailed', 'failCompliance'), ...toQuotingOrCreating],
             onError: retryOrFail,
           },
         },
@@ -684,7 +631,7 @@ export const orderMachine = orderMachineSetup.createMachine({
 
     quoting: {
       initial: 'acquiringSlot',
-      on: { CANCEL: cancelOnCommand },
+      ...cancelable,
       states: {
         /** The cooldown belongs to the request (mode, pair, amount), not the order: the runtime holds it for every replica. */
         acquiringSlot: {
@@ -698,9 +645,9 @@ export const orderMachine = orderMachineSetup.createMachine({
             }),
             onDone: [
               {
-                guard: { type: 'slotGranted', params: ({ event }) => ({ output: event.output }) },
+                guard: { type: 'slotGranted', params: outputOf },
                 target: 'requesting',
-                actions: { type: 'noteTime', params: ({ event }) => ({ at: event.output.at }) },
+                actions: { type: 'noteTime', params: succeededAt },
               },
               {
                 target: 'coolingDown',
@@ -726,7 +673,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             onDone: {
               target: '#order.creating',
               actions: [
-                { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+                { type: 'stepSucceeded', params: succeededAt },
                 { type: 'storeQuote', params: ({ event }) => ({ quote: event.output }) },
                 { type: 'emitQuoted', params: ({ event }) => ({ quote: event.output }) },
               ],
@@ -809,7 +756,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             }),
             onDone: [
               {
-                guard: { type: 'existingOrderFound', params: ({ event }) => ({ output: event.output }) },
+                guard: { type: 'existingOrderFound', params: outputOf },
                 target: '#order.open',
                 actions: {
                   type: 'orderCreated',
@@ -823,10 +770,7 @@ export const orderMachine = orderMachineSetup.createMachine({
               // Definitely not created (complete scan, settle window passed): the POST may go out again.
               {
                 target: 'posting',
-                actions: [
-                  { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
-                  'doubtCleared',
-                ],
+                actions: [{ type: 'stepSucceeded', params: succeededAt }, 'doubtCleared'],
               },
             ],
             onError: [
@@ -942,12 +886,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                   invoke: {
                     id: 'submitDeposit',
                     src: 'submitDeposit',
-                    input: ({ context }): SubmitDepositInput => ({
-                      orderId: context.request.orderId,
-                      mode: context.request.mode,
-                      uniqueReference: context.order?.uniqueReference ?? '',
-                      txHash: context.deposit?.txHash ?? '',
-                    }),
+                    input: ({ context }) => submitDepositInputOf(context),
                     onDone: {
                       target: '#order.open.deposit.submitted',
                       actions: {
@@ -974,16 +913,16 @@ export const orderMachine = orderMachineSetup.createMachine({
                         },
                       },
                       {
-                        guard: { type: 'retryableFailure', params: ({ event }) => ({ error: event.error }) },
+                        guard: { type: 'retryableFailure', params: thrown },
                         target: 'waiting',
                         actions: {
                           type: 'scheduleDepositRetry',
-                          params: ({ event }) => ({ error: event.error }),
+                          params: thrown,
                         },
                       },
                       {
                         target: '#order.open.deposit.awaiting',
-                        actions: { type: 'rejectDeposit', params: ({ event }) => ({ error: event.error }) },
+                        actions: { type: 'rejectDeposit', params: thrown },
                       },
                     ],
                   },
@@ -1027,11 +966,7 @@ export const orderMachine = orderMachineSetup.createMachine({
               invoke: {
                 id: 'fetchOrder',
                 src: 'fetchOrder',
-                input: ({ context }): FetchOrderInput => ({
-                  orderId: context.request.orderId,
-                  mode: context.request.mode,
-                  uniqueReference: context.order?.uniqueReference ?? '',
-                }),
+                input: ({ context }) => fetchOrderInputOf(context),
                 onDone: [
                   endedAtExchange('COMPLETED', '#order.completed', 'emitCompleted'),
                   endedAtExchange('REFUNDED', '#order.refunded', 'emitRefunded'),
@@ -1050,7 +985,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 ],
                 onError: {
                   target: 'monitoring',
-                  actions: { type: 'schedulePollRetry', params: ({ event }) => ({ error: event.error }) },
+                  actions: { type: 'schedulePollRetry', params: thrown },
                 },
               },
             },
