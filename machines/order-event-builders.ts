@@ -2,7 +2,7 @@
 // schemas). Times are published as ISO 8601 UTC.
 
 import type { ExchangeOrderView } from './domain.ts';
-import type { OrderCreatedEvent, OrderParkedEvent, OrderQuotedEvent } from './order-events.ts';
+import type { OrderDomainEventOf } from './order-events.ts';
 import type { FailureRecord, OrderContext, RequestQuoteOutput } from './order-types.ts';
 
 export function isoOf(epochMs: number): string {
@@ -23,7 +23,10 @@ export function paymentDeadlineOf(order: ExchangeOrderView): number | null {
 }
 
 /** What was tried to establish a create's outcome, for the operator reading order.parked. */
-export function parkedEventOf(context: OrderContext, failure: FailureRecord): OrderParkedEvent {
+export function parkedEventOf(
+  context: OrderContext,
+  failure: FailureRecord,
+): OrderDomainEventOf<'order.parked'> {
   const intent = context.pendingIntent?.kind === 'create' ? context.pendingIntent : null;
   const rateId = intent?.rateId ?? null;
   const tried = [`POST /orders/ sent ${context.createAttempts} time(s)`];
@@ -45,7 +48,7 @@ export function parkedEventOf(context: OrderContext, failure: FailureRecord): Or
   };
 }
 
-export function quotedEventOf(quote: RequestQuoteOutput): OrderQuotedEvent {
+export function quotedEventOf(quote: RequestQuoteOutput): OrderDomainEventOf<'order.quoted'> {
   return {
     type: 'order.quoted',
     rate_id: quote.rateId,
@@ -56,7 +59,10 @@ export function quotedEventOf(quote: RequestQuoteOutput): OrderQuotedEvent {
   };
 }
 
-export function createdEventOf(order: ExchangeOrderView, reused: boolean): OrderCreatedEvent {
+export function createdEventOf(
+  order: ExchangeOrderView,
+  reused: boolean,
+): OrderDomainEventOf<'order.created'> {
   const deadline = paymentDeadlineOf(order);
   return {
     type: 'order.created',

@@ -137,20 +137,8 @@ export const orderDomainEvents = {
   'order.failed': orderFailed,
 } as const;
 
-export type OrderQuotedEvent = z.infer<typeof orderQuoted>;
-export type OrderCreatedEvent = z.infer<typeof orderCreated>;
-export type OrderDepositSubmittedEvent = z.infer<typeof orderDepositSubmitted>;
-export type OrderDepositRejectedEvent = z.infer<typeof orderDepositRejected>;
-export type OrderStatusChangedEvent = z.infer<typeof orderStatusChanged>;
-export type OrderCompletedEvent = z.infer<typeof orderCompleted>;
-export type OrderRefundedEvent = z.infer<typeof orderRefunded>;
-export type OrderCanceledEvent = z.infer<typeof orderCanceled>;
-export type OrderParkedEvent = z.infer<typeof orderParked>;
-export type OrderSettleRefusedEvent = z.infer<typeof orderSettleRefused>;
-export type OrderFailedEvent = z.infer<typeof orderFailed>;
-
 export type OrderDomainEventType = keyof typeof orderDomainEvents;
+/** The domain event of one type, as the machine emits it. */
+export type OrderDomainEventOf<T extends OrderDomainEventType> = z.infer<(typeof orderDomainEvents)[T]>;
 /** A domain event as the machine emits it. */
-export type OrderDomainEvent = {
-  [K in OrderDomainEventType]: z.infer<(typeof orderDomainEvents)[K]>;
-}[OrderDomainEventType];
+export type OrderDomainEvent = { [T in OrderDomainEventType]: OrderDomainEventOf<T> }[OrderDomainEventType];

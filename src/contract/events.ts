@@ -6,20 +6,7 @@
 // a hash identify it, so a huge command cannot make a huge event.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import {
-  isoTime,
-  orderCanceled,
-  orderCompleted,
-  orderCreated,
-  orderDepositRejected,
-  orderDepositSubmitted,
-  orderFailed,
-  orderParked,
-  orderQuoted,
-  orderRefunded,
-  orderSettleRefused,
-  orderStatusChanged,
-} from '../../machines/order-events.ts';
+import { isoTime, orderDomainEvents } from '../../machines/order-events.ts';
 
 const envelope = {
   event_id: z.string(),
@@ -34,17 +21,16 @@ function published<Shape extends { type: z.ZodLiteral<string> }>(payload: z.ZodO
   return payload.description === undefined ? event : event.describe(payload.description);
 }
 
-export const orderQuotedEvent = published(orderQuoted);
-export const orderCreatedEvent = published(orderCreated);
-export const orderDepositSubmittedEvent = published(orderDepositSubmitted);
-export const orderDepositRejectedEvent = published(orderDepositRejected);
-export const orderStatusChangedEvent = published(orderStatusChanged);
-export const orderCompletedEvent = published(orderCompleted);
-export const orderRefundedEvent = published(orderRefunded);
-export const orderCanceledEvent = published(orderCanceled);
-export const orderParkedEvent = published(orderParked);
-export const orderSettleRefusedEvent = published(orderSettleRefused);
-export const orderFailedEvent = published(orderFailed);
+type OrderDomainEventSchemas = typeof orderDomainEvents;
+/** Every domain event of an order as published, by type (in the order of machines/order-events.ts). */
+export const publishedOrderEvents = Object.fromEntries(
+  Object.entries(orderDomainEvents).map(([type, payload]) => [
+    type,
+    published(payload as z.ZodObject<{ type: z.ZodLiteral<string> }>),
+  ]),
+) as unknown as {
+  [T in keyof OrderDomainEventSchemas]: ReturnType<typeof published<OrderDomainEventSchemas[T]['shape']>>;
+};
 
 export const kycStatusChangedEvent = z.object({
   type: z.literal('exchange.kyc_status_changed'),
@@ -116,19 +102,9 @@ export const commandRejectedEvent = z.object({
 
 /** Everything published on TOPIC_EVENTS (an order's domain events, KYC notices, command rejections). */
 export const publishedEvent = z.discriminatedUnion('type', [
-  orderQuotedEvent,
-  orderCreatedEvent,
-  orderDepositSubmittedEvent,
-  orderDepositRejectedEvent,
-  orderStatusChangedEvent,
-  orderCompletedEvent,
-  orderRefundedEvent,
-  orderCanceledEvent,
-  orderParkedEvent,
-  orderSettleRefusedEvent,
-  orderFailedEvent,
   kycStatusChangedEvent,
   commandRejectedEvent,
+  ...Object.values(publishedOrderEvents),
 ]);
 
 export type PublishedEvent = z.infer<typeof publishedEvent>;
