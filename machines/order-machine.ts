@@ -53,10 +53,12 @@ import type {
   RequestQuoteOutput,
 } from './order-types.ts';
 
+/** An exchange order as a confirming call saw it, at the runtime's clock. */
 interface ObservedOrder {
   readonly order: ExchangeOrderView;
   readonly at: number;
 }
+/** What an actor threw (an ExchangeFailure, or anything else: an unexpected error). */
 interface ThrownFailure {
   readonly error: unknown;
 }

@@ -71,7 +71,6 @@ type AbsentAsNull<T> = {
  * reads as null.
  */
 export type OrderRequest = { readonly orderId: string } & AbsentAsNull<OrderRequestFields>;
-export type OrderSide = NonNullable<OrderRequest['side']>;
 
 /** Input for an order restored from its durable form (see order-persistence.ts: restoreInput). */
 export interface OrderRestoreInput {
