@@ -5,388 +5,71 @@
 // that remains (statelyai/xstate#5331: pending `after` timers are not restored); every side effect records its intent
 // in context on entry to the state that performs it, before the call starts.
 
-import { and, assign, emit, enqueueActions, fromPromise, not, setup } from 'xstate';
-import { backoffDelay, defaultBackoffPolicy, seedFromString } from './backoff.ts';
-import { failureRetryPolicy, isExchangeFailure, movesBackwards } from './domain.ts';
+import { and, assign, emit, enqueueActions, not, setup } from 'xstate';
+import { movesBackwards } from './domain.ts';
 import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
+import {
+  canRequote,
+  failureReasonOf,
+  failureRecordOf,
+  hasAttemptsLeft,
+  isRetryable,
+  mayHaveTakenEffect,
+  needsRequote,
+  nextTry,
+} from './failure-policy.ts';
+import { orderActorsOf, placeholderOrderActors } from './order-actors.ts';
+import {
+  awaitingDepositStatus,
+  boundRateId,
+  checkAddressInputOf,
+  createInputOf,
+  fetchOrderInputOf,
+  initialOrderContext,
+  isCreateInDoubt,
+  needsQuote,
+  preScreenInputOf,
+  quoteRequestOf,
+  remainingMs,
+  submitDepositInputOf,
+} from './order-context.ts';
+import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
+import type { OrderDomainEvent } from './order-events.ts';
+import { resumableStates } from './resume-keys.ts';
+import type { ResumeKey } from './resume-keys.ts';
 import type {
   AcquireQuoteSlotInput,
   AcquireQuoteSlotOutput,
   AdoptOrderInput,
-  AdoptOrderOutput,
-  CheckAddressInput,
   CheckAddressOutput,
-  CreateOrderInput,
-  CreateOrderOutput,
-  FailureRecord,
-  FetchOrderInput,
-  FetchOrderOutput,
   FindExistingOrderInput,
   FindExistingOrderOutput,
   OrderActorFunctions,
-  OrderConfig,
-  OrderConfigInput,
   OrderContext,
-  OrderCreateInput,
-  OrderCreatedEvent,
-  OrderDomainEvent,
   OrderEvent,
-  OrderFailureReason,
   OrderInput,
-  OrderParkedEvent,
-  OrderQuotedEvent,
-  OrderRequest,
-  PreScreenInput,
   PreScreenOutput,
-  QuoteRequest,
   RequestQuoteInput,
   RequestQuoteOutput,
-  SubmitDepositInput,
-  SubmitDepositOutput,
 } from './order-types.ts';
 
-// ---------------------------------------------------------------------------------------------------------------
-// Defaults and pure helpers
-
-export const defaultOrderConfig: OrderConfig = {
-  pollIntervalMs: 30_000,
-  maxRequotes: 3,
-  maxAttempts: 8,
-  backoff: defaultBackoffPolicy,
-  quoteCooldownMs: 15_000,
-  fixedRateThrottleDelayMs: 20_000,
-  createSettleMs: 60_000,
-  parkedRecheckMs: 300_000,
-  requoteLimits: { rate_id_invalid_or_expired: 1 },
-};
-
-/** The exchange recommends one GET per order every 30 to 60 seconds. */
-export const pollIntervalBounds = { minMs: 30_000, maxMs: 60_000 } as const;
-
-/** setTimeout overflows above 2^31-1 ms; longer deadlines are re-armed on the next entry (polls re-enter often). */
-export const maxTimerDelayMs = 2_147_483_647;
-
-/** The exchange status of an order waiting for its deposit. */
-export const awaitingDepositStatus: ExchangeStatus = 'INITIAL';
-
-export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderConfig {
-  const pollIntervalMs = Math.min(
-    pollIntervalBounds.maxMs,
-    Math.max(pollIntervalBounds.minMs, input?.pollIntervalMs ?? defaultOrderConfig.pollIntervalMs),
-  );
-  return {
-    pollIntervalMs,
-    maxRequotes: input?.maxRequotes ?? defaultOrderConfig.maxRequotes,
-    maxAttempts: input?.maxAttempts ?? defaultOrderConfig.maxAttempts,
-    backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
-    quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
-    fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
-    createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
-    parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
-    requoteLimits: { ...defaultOrderConfig.requoteLimits, ...input?.requoteLimits },
-  };
-}
-
-function normaliseRequest(input: OrderCreateInput): OrderRequest {
-  return {
-    orderId: input.orderId,
-    mode: input.mode,
-    depositCurrency: input.depositCurrency,
-    withdrawCurrency: input.withdrawCurrency,
-    depositAmount: input.depositAmount ?? null,
-    withdrawAmount: input.withdrawAmount ?? null,
-    withdrawAddress: input.withdrawAddress,
-    withdrawAddressExtraId: input.withdrawAddressExtraId ?? null,
-    withdrawNetwork: input.withdrawNetwork ?? null,
-    refundNetwork: input.refundNetwork ?? null,
-    refundAddress: input.refundAddress ?? null,
-    refundAddressExtraId: input.refundAddressExtraId ?? null,
-    referralCode: input.referralCode ?? null,
-    markup: input.markup ?? null,
-    side: input.side ?? null,
-    limitOrder: input.limitOrder ? { ttlSeconds: input.limitOrder.ttlSeconds ?? null } : null,
-    preScreening: input.preScreening ? { ip: input.preScreening.ip } : null,
-    userTimezone: input.userTimezone ?? null,
-  };
-}
-
-export function initialOrderContext(input: OrderInput): OrderContext {
-  if ('restore' in input) {
-    // The stored context is taken as it was; only the clock moves and the router learns where to resume. Fields
-    // added since the record was written get their initial values; a config stored before a new tunable existed
-    // takes its default.
-    const stored = input.restore.context;
-    return {
-      ...stored,
-      config: resolveOrderConfig(stored.config),
-      lookupScans: stored.lookupScans ?? 0,
-      requotesByCode: stored.requotesByCode ?? {},
-      parkedAt: stored.parkedAt ?? null,
-      adoptReference: stored.adoptReference ?? null,
-      now: input.now,
-      resumeFrom: input.restore.resumeFrom,
-    };
-  }
-  return {
-    request: normaliseRequest(input),
-    config: resolveOrderConfig(input.config),
-    now: input.now,
-    rngState: (input.seed ?? seedFromString(input.orderId)) >>> 0,
-    resumeFrom: null,
-    pendingIntent: null,
-    attempt: 0,
-    retryAt: null,
-    requotes: 0,
-    requotesByCode: {},
-    createAttempts: 0,
-    lookupScans: 0,
-    parkedAt: null,
-    adoptReference: null,
-    quote: null,
-    lastFailure: null,
-    order: null,
-    lastStatus: null,
-    paymentDeadline: null,
-    paymentDeadlineChecked: false,
-    nextPollAt: null,
-    pollAttempt: 0,
-    pollStartedAt: null,
-    hintPending: false,
-    deposit: null,
-    depositRecorded: null,
-    depositAttempt: 0,
-    depositRetryAt: null,
-    failure: null,
-    cancelReason: null,
-  };
-}
-
-/** Pair name as the exchange spells it: base (withdraw, v2 `to`) then quote (deposit, v2 `from`). */
-export function pairName(request: OrderRequest): string {
-  return `${request.withdrawCurrency}${request.depositCurrency}`;
-}
-
-/** DeFi orders bind an actionable fixed-rate quote, CeFi fixed-rate orders a CeFi quote; limit and floating CeFi orders none. */
-export function needsQuote(request: OrderRequest): boolean {
-  return request.limitOrder === null && request.mode !== 'cefi';
-}
-
-function quoteRequestOf(context: OrderContext): QuoteRequest {
-  const { request } = context;
-  return {
-    orderId: request.orderId,
-    mode: request.mode,
-    pair: pairName(request),
-    depositCurrency: request.depositCurrency,
-    withdrawCurrency: request.withdrawCurrency,
-    depositAmount: request.depositAmount,
-    withdrawAmount: request.withdrawAmount,
-    markup: request.markup,
-    referralCode: request.referralCode,
-    actionable: request.mode === 'defi',
-  };
-}
-
-function createInputOf(context: OrderContext): CreateOrderInput {
-  const { request } = context;
-  const intent = context.pendingIntent;
-  return {
-    orderId: request.orderId,
-    mode: request.mode,
-    attempt: intent?.kind === 'create' ? intent.attempt : context.createAttempts,
-    depositCurrency: request.depositCurrency,
-    withdrawCurrency: request.withdrawCurrency,
-    depositAmount: request.depositAmount,
-    withdrawAmount: request.withdrawAmount,
-    withdrawAddress: request.withdrawAddress,
-    withdrawAddressExtraId: request.withdrawAddressExtraId,
-    refundAddress: request.refundAddress,
-    refundAddressExtraId: request.refundAddressExtraId,
-    referralCode: request.referralCode,
-    markup: request.markup,
-    side: request.side,
-    rateId: intent?.kind === 'create' ? intent.rateId : boundRateId(context),
-    isLimitOrder: request.limitOrder !== null,
-    limitTtlSeconds: request.limitOrder?.ttlSeconds ?? null,
-    userTimezone: request.userTimezone,
-  };
-}
-
-function boundRateId(context: OrderContext): string | null {
-  return needsQuote(context.request) ? (context.quote?.rateId ?? null) : null;
-}
-
-/** What a thrown value means to the machine; anything but an ExchangeFailure is an unexpected, retryable error. */
-export function failureRecordOf(error: unknown, fallbackAt: number): FailureRecord {
-  if (isExchangeFailure(error)) {
-    const at = (error as { at?: unknown }).at;
-    return {
-      action: error.action,
-      code: error.code,
-      message: error.message,
-      at: typeof at === 'number' ? at : fallbackAt,
-    };
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  // No classification explains it (the one retry table says what that allows).
-  return { action: 'unexpected', code: 'unexpected_error', message, at: fallbackAt };
-}
-
-function retryAfterOf(error: unknown): number | null {
-  return isExchangeFailure(error) && typeof error.retryAfterMs === 'number' ? error.retryAfterMs : null;
-}
-
-/**
- * When to retry after a failure: the Retry-After of a 429 when given; a fixed-rate quote throttle without it waits at
- * least fixedRateThrottleDelayMs; anything else backs off exponentially with jitter, capped at backoff.maxMs.
- */
-export function retryDelayFor(
-  config: OrderConfig,
-  failure: FailureRecord,
-  retryAfterMs: number | null,
-  attempt: number,
-  rngState: number,
-): { readonly delayMs: number; readonly rngState: number } {
-  if (failure.action === 'throttled' && retryAfterMs !== null)
-    return { delayMs: Math.max(0, retryAfterMs), rngState };
-  const backoff = backoffDelay(config.backoff, attempt, rngState);
-  if (failure.action === 'throttled') {
-    return {
-      delayMs: Math.max(config.fixedRateThrottleDelayMs, backoff.delayMs),
-      rngState: backoff.rngState,
-    };
-  }
-  return backoff;
-}
-
-export function remainingMs(deadline: number | null, now: number): number {
-  if (deadline === null) return maxTimerDelayMs;
-  return Math.min(maxTimerDelayMs, Math.max(0, deadline - now));
-}
-
-/** The payment deadline of an exchange order: fixed_rate_deadline, else created_on + payment_window_minutes. */
-export function paymentDeadlineOf(order: ExchangeOrderView): number | null {
-  if (order.fixedRateDeadline) {
-    const deadline = Date.parse(order.fixedRateDeadline);
-    if (Number.isFinite(deadline)) return deadline;
-  }
-  if (order.paymentWindowMinutes !== null && order.createdOn) {
-    const createdOn = Date.parse(order.createdOn);
-    if (Number.isFinite(createdOn)) return createdOn + order.paymentWindowMinutes * 60_000;
-  }
-  return null;
-}
-
-/** The same step may be tried again after a delay (the retry table's `same_step`). */
-function isRetryable(error: unknown): boolean {
-  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'same_step';
-}
-
-function needsRequote(error: unknown): boolean {
-  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'after_requote';
-}
-
-function mayHaveTakenEffect(error: unknown): boolean {
-  return failureRetryPolicy[failureRecordOf(error, 0).action] === 'after_verifying';
-}
-
-function hasAttemptsLeft(context: OrderContext): boolean {
-  return context.attempt + 1 < context.config.maxAttempts;
-}
-
-/**
- * A fresh quote is allowed while the total stays under maxRequotes and the failure's own code stays under its own
- * limit: the interface document says to retry `rate_id '<id>' is invalid or expired.` once with a fresh quote.
- */
-function canRequote(context: OrderContext, error: unknown): boolean {
-  const code = failureRecordOf(error, 0).code;
-  const perCode = context.config.requoteLimits[code];
-  const usedForCode = context.requotesByCode[code] ?? 0;
-  return context.requotes < context.config.maxRequotes && (perCode === undefined || usedForCode < perCode);
-}
-
-function isCreateInDoubt(context: OrderContext): boolean {
-  return context.pendingIntent?.kind === 'create' && context.pendingIntent.outcome === 'unknown';
-}
-
-function isoOf(epochMs: number): string {
-  return new Date(epochMs).toISOString();
-}
-
-function failureReasonOf(failure: FailureRecord): OrderFailureReason {
-  if (failure.action === 'mode_mismatch') return 'mode_mismatch';
-  const policy = failureRetryPolicy[failure.action];
-  if (policy === 'after_requote') return 'requote_limit_reached';
-  if (policy === 'same_step') return 'retries_exhausted';
-  return 'rejected';
-}
-
-/** What was tried to establish a create's outcome, for the operator reading order.parked. */
-function parkedEventOf(context: OrderContext, failure: FailureRecord): OrderParkedEvent {
-  const intent = context.pendingIntent?.kind === 'create' ? context.pendingIntent : null;
-  const rateId = intent?.rateId ?? null;
-  const tried = [`POST /orders/ sent ${context.createAttempts} time(s)`];
-  if (rateId !== null && context.request.mode === 'defi')
-    tried.push(`repeated with the same rate_id ${rateId} (answered: ${failure.code})`);
-  if (context.lookupScans > 0) tried.push(`GET /orders/ scanned ${context.lookupScans} time(s)`);
-  tried.push(`last answer: ${failure.code}`);
-  return {
-    type: 'order.parked',
-    reason: 'create_outcome_unknown',
-    mode: context.request.mode,
-    rate_id: rateId,
-    window_from: isoOf(intent?.startedAt ?? failure.at),
-    window_to: isoOf(Math.max(failure.at, intent?.startedAt ?? failure.at)),
-    attempts: context.createAttempts,
-    tried,
-    code: failure.code,
-    message: failure.message,
-  };
-}
-
-function quotedEventOf(quote: RequestQuoteOutput): OrderQuotedEvent {
-  return {
-    type: 'order.quoted',
-    rate_id: quote.rateId,
-    rate: quote.rate,
-    expires_at: isoOf(quote.expiresAt),
-    ...(quote.depositAmount !== undefined ? { deposit_amount: quote.depositAmount } : {}),
-    ...(quote.withdrawAmount !== undefined ? { withdraw_amount: quote.withdrawAmount } : {}),
-  };
-}
-
-function createdEventOf(order: ExchangeOrderView, reused: boolean): OrderCreatedEvent {
-  const deadline = paymentDeadlineOf(order);
-  return {
-    type: 'order.created',
-    unique_reference: order.uniqueReference,
-    deposit_address: order.depositAddress,
-    deposit_address_extra_id: order.depositAddressExtraId,
-    deposit_amount: order.depositAmount,
-    withdraw_amount: order.withdrawAmount,
-    rate: order.rate,
-    deadline: deadline === null ? null : isoOf(deadline),
-    reused,
-  };
-}
-
-function notProvided(name: string): () => Promise<never> {
-  return () =>
-    Promise.reject(
-      new Error(`actor "${name}" must be provided by the runtime (machine.provide({ actors }))`),
-    );
-}
-
+/** An exchange order as a confirming call saw it, at the runtime's clock. */
 interface ObservedOrder {
   readonly order: ExchangeOrderView;
   readonly at: number;
 }
+/** What an actor threw (an ExchangeFailure, or anything else: an unexpected error). */
 interface ThrownFailure {
   readonly error: unknown;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // The machine
+
+// Parameters taken from an actor's answer: its failure, its output, its clock reading.
+const thrown = ({ event }: { event: { error: unknown } }): ThrownFailure => ({ error: event.error });
+const outputOf = <Output>({ event }: { event: { output: Output } }) => ({ output: event.output });
+const succeededAt = ({ event }: { event: { output: { at: number } } }) => ({ at: event.output.at });
 
 export const orderMachineSetup = setup({
   types: {
@@ -395,21 +78,7 @@ export const orderMachineSetup = setup({
     events: {} as OrderEvent,
     emitted: {} as OrderDomainEvent,
   },
-  actors: {
-    checkAddress: fromPromise<CheckAddressOutput, CheckAddressInput>(notProvided('checkAddress')),
-    acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(
-      notProvided('acquireQuoteSlot'),
-    ),
-    requestQuote: fromPromise<RequestQuoteOutput, RequestQuoteInput>(notProvided('requestQuote')),
-    preScreen: fromPromise<PreScreenOutput, PreScreenInput>(notProvided('preScreen')),
-    createOrder: fromPromise<CreateOrderOutput, CreateOrderInput>(notProvided('createOrder')),
-    findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(
-      notProvided('findExistingOrder'),
-    ),
-    adoptOrder: fromPromise<AdoptOrderOutput, AdoptOrderInput>(notProvided('adoptOrder')),
-    submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(notProvided('submitDeposit')),
-    fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(notProvided('fetchOrder')),
-  },
+  actors: placeholderOrderActors,
   delays: {
     retryDelay: ({ context }) => remainingMs(context.retryAt, context.now),
     parkedRecheckDelay: ({ context }) => remainingMs(context.retryAt, context.now),
@@ -526,22 +195,13 @@ export const orderMachineSetup = setup({
       retryAt: null,
     })),
     scheduleRetry: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.attempt,
-        context.rngState,
-      );
+      const { noted, at, delayMs } = nextTry(context, params.error, context.attempt);
       // A definitive failure of a create means no order; a create in doubt stays in doubt until verified.
       const keepIntent = isCreateInDoubt(context);
       return {
-        now: failure.at,
+        ...noted,
         attempt: context.attempt + 1,
-        retryAt: failure.at + delayMs,
-        rngState,
-        lastFailure: failure,
+        retryAt: at + delayMs,
         pendingIntent: keepIntent ? context.pendingIntent : null,
       };
     }),
@@ -550,23 +210,10 @@ export const orderMachineSetup = setup({
      * lookup is not run before the settle window has passed: a POST still in flight could land after it.
      */
     scheduleDoubtCheck: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.attempt,
-        context.rngState,
-      );
+      const { noted, at, delayMs } = nextTry(context, params.error, context.attempt);
       const repeatable = context.request.mode === 'defi' && boundRateId(context) !== null;
       const settle = repeatable ? 0 : context.config.createSettleMs;
-      return {
-        now: failure.at,
-        attempt: context.attempt + 1,
-        retryAt: failure.at + Math.max(delayMs, settle),
-        rngState,
-        lastFailure: failure,
-      };
+      return { ...noted, attempt: context.attempt + 1, retryAt: at + Math.max(delayMs, settle) };
     }),
     /** Taken over in doubt from another replica: its POST may still land; look only after the settle window. */
     scheduleSettle: assign(({ context }) => ({ retryAt: context.now + context.config.createSettleMs })),
@@ -768,24 +415,15 @@ export const orderMachineSetup = setup({
     noteTime: assign((_, params: { readonly at: number }) => ({ now: params.at })),
     queueHint: assign((_, params: { readonly at: number }) => ({ now: params.at, hintPending: true })),
     schedulePollRetry: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.pollAttempt,
-        context.rngState,
-      );
-      // Never poll faster than the recommended interval, whatever the failure.
+      const { noted, at, delayMs } = nextTry(context, params.error, context.pollAttempt);
       return {
-        now: failure.at,
+        ...noted,
         pollStartedAt: null,
         // The retry serves a hint that arrived meanwhile.
         hintPending: false,
         pollAttempt: context.pollAttempt + 1,
-        nextPollAt: failure.at + Math.max(context.config.pollIntervalMs, delayMs),
-        rngState,
-        lastFailure: failure,
+        // Never poll faster than the recommended interval, whatever the failure.
+        nextPollAt: at + Math.max(context.config.pollIntervalMs, delayMs),
       };
     }),
     acceptDeposit: assign((_, params: { readonly txHash: string; readonly at: number }) => ({
@@ -820,21 +458,8 @@ export const orderMachineSetup = setup({
       },
     ),
     scheduleDepositRetry: assign(({ context }, params: ThrownFailure) => {
-      const failure = failureRecordOf(params.error, context.now);
-      const { delayMs, rngState } = retryDelayFor(
-        context.config,
-        failure,
-        retryAfterOf(params.error),
-        context.depositAttempt,
-        context.rngState,
-      );
-      return {
-        now: failure.at,
-        depositAttempt: context.depositAttempt + 1,
-        depositRetryAt: failure.at + delayMs,
-        rngState,
-        lastFailure: failure,
-      };
+      const { noted, at, delayMs } = nextTry(context, params.error, context.depositAttempt);
+      return { ...noted, depositAttempt: context.depositAttempt + 1, depositRetryAt: at + delayMs };
     }),
     rejectDeposit: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -860,7 +485,6 @@ export const orderMachineSetup = setup({
  * A step before the exchange order exists failed: wait and try again while the failure is retryable and attempts
  * remain, else fail the order with the reason. The same for pre-screening, the quote slot and the quote.
  */
-const thrown = ({ event }: { event: { error: unknown } }): ThrownFailure => ({ error: event.error });
 const retryOrFail = [
   {
     guard: { type: 'mayRetry', params: thrown },
@@ -871,11 +495,62 @@ const retryOrFail = [
 ] as const;
 
 /** A check before the quote passed (address pairing, pre-screening): on to the quote, or straight to the create. */
-const succeededAt = ({ event }: { event: { output: { at: number } } }) => ({ at: event.output.at });
 const toQuotingOrCreating = [
   { guard: 'needsQuote', target: '#order.quoting', actions: { type: 'stepSucceeded', params: succeededAt } },
   { target: '#order.creating', actions: { type: 'stepSucceeded', params: succeededAt } },
 ] as const;
+
+/** A check before the quote said no: the order fails, and `fail` publishes why. */
+const failsWhen = <
+  Guard extends 'pairingRejected' | 'complianceFailed',
+  Fail extends 'failPairing' | 'failCompliance',
+>(
+  guard: Guard,
+  fail: Fail,
+) =>
+  ({
+    guard: { type: guard, params: outputOf },
+    target: '#order.failed',
+    actions: { type: fail, params: outputOf },
+  }) as const;
+
+/** The `restoring` router's guard: the order was stored in one of these states. */
+const resumesIn = (...states: ResumeKey[]) => ({ type: 'resumesIn', params: { states } }) as const;
+/** Resume keys the router treats specially (above its generated cases). */
+const routedAbove: readonly ResumeKey[] = ['quoting.acquiringSlot', 'quoting.requesting', 'creating.posting'];
+
+/** An order.cancel before anything may exist at the exchange: the order ends canceled. */
+const cancelOnCommand = {
+  target: '#order.canceled',
+  actions: { type: 'cancelByCommand', params: ({ event }: { event: { at: number } }) => ({ at: event.at }) },
+} as const;
+
+/** A step before the exchange order exists: an order.cancel ends it (nothing can exist at the exchange yet). */
+const cancelable = { on: { CANCEL: cancelOnCommand } } as const;
+
+/** A step's wait (backoff, throttle, cooldown): when its deadline is reached, `target` is entered. */
+const waitingFor = (target: string) =>
+  ({ after: { retryDelay: { target, actions: 'retryDeadlineReached' } } }) as const;
+
+/** A confirming GET shows the order ended at the exchange: observe it, then `announce` it, and end there too. */
+const endedAtExchange = <Announce extends 'emitCompleted' | 'emitRefunded' | 'cancelByExchange'>(
+  status: ExchangeStatus,
+  target: string,
+  announce: Announce,
+) => {
+  const seen = ({ event }: { event: { output: ObservedOrder } }) => event.output;
+  return {
+    guard: {
+      type: 'exchangeReports',
+      params: ({ event }: { event: { output: ObservedOrder } }) => ({ order: event.output.order, status }),
+    },
+    target,
+    actions: [
+      { type: 'observeOrder', params: seen },
+      { type: announce, params: seen },
+    ],
+  } as const;
+};
 
 export const orderMachine = orderMachineSetup.createMachine({
   id: 'order',
@@ -887,65 +562,24 @@ export const orderMachine = orderMachineSetup.createMachine({
       exit: 'leaveRouter',
       always: [
         { guard: 'isFreshOrder', target: 'checkingAddress' },
-        {
-          guard: { type: 'resumesIn', params: { states: ['checkingAddress.calling'] } },
-          target: 'checkingAddress.calling',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['checkingAddress.waiting'] } },
-          target: 'checkingAddress.waiting',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['preScreening.calling'] } },
-          target: 'preScreening.calling',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['preScreening.waiting'] } },
-          target: 'preScreening.waiting',
-        },
         // A quote request that may have gone out used its slot: ask for a slot again (the cooldown may still run).
-        {
-          guard: { type: 'resumesIn', params: { states: ['quoting.acquiringSlot', 'quoting.requesting'] } },
-          target: 'quoting.acquiringSlot',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['quoting.coolingDown'] } },
-          target: 'quoting.coolingDown',
-        },
-        { guard: { type: 'resumesIn', params: { states: ['quoting.waiting'] } }, target: 'quoting.waiting' },
+        { guard: resumesIn('quoting.acquiringSlot', 'quoting.requesting'), target: 'quoting.acquiringSlot' },
         // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse); CeFi looks for the
         // order, but only once the settle window has passed (the previous owner's POST may still be in flight).
         {
-          guard: and([{ type: 'resumesIn', params: { states: ['creating.posting'] } }, 'createRepeatable']),
+          guard: and([resumesIn('creating.posting'), 'createRepeatable']),
           target: 'creating.posting',
           actions: 'markCreateInDoubt',
         },
         {
-          guard: { type: 'resumesIn', params: { states: ['creating.posting'] } },
+          guard: resumesIn('creating.posting'),
           target: 'creating.waiting',
           actions: ['markCreateInDoubt', 'scheduleSettle'],
         },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.verifying'] } },
-          target: 'creating.verifying',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.waiting'] } },
-          target: 'creating.waiting',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.parked'] } },
-          target: 'creating.parked',
-        },
-        {
-          guard: { type: 'resumesIn', params: { states: ['creating.adopting'] } },
-          target: 'creating.adopting',
-        },
-        { guard: { type: 'resumesIn', params: { states: ['open'] } }, target: 'open' },
-        { guard: { type: 'resumesIn', params: { states: ['completed'] } }, target: 'completed' },
-        { guard: { type: 'resumesIn', params: { states: ['refunded'] } }, target: 'refunded' },
-        { guard: { type: 'resumesIn', params: { states: ['canceled'] } }, target: 'canceled' },
-        { guard: { type: 'resumesIn', params: { states: ['failed'] } }, target: 'failed' },
+        // Every other state is simply re-entered: its entry re-arms deadlines from context.
+        ...resumableStates
+          .filter((key) => !routedAbove.includes(key))
+          .map((key) => ({ guard: resumesIn(key), target: key })),
         { target: 'failed', actions: 'failUnrestorable' },
       ],
     },
@@ -956,96 +590,50 @@ export const orderMachine = orderMachineSetup.createMachine({
      */
     checkingAddress: {
       initial: 'calling',
-      on: {
-        CANCEL: {
-          target: 'canceled',
-          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-        },
-      },
+      ...cancelable,
       states: {
         calling: {
           invoke: {
             id: 'checkAddress',
             src: 'checkAddress',
-            input: ({ context }): CheckAddressInput => ({
-              orderId: context.request.orderId,
-              mode: context.request.mode,
-              depositCurrency: context.request.depositCurrency,
-              withdrawCurrency: context.request.withdrawCurrency,
-              withdrawAddress: context.request.withdrawAddress,
-              withdrawNetwork: context.request.withdrawNetwork ?? null,
-              refundAddress: context.request.refundAddress,
-              refundNetwork: context.request.refundNetwork ?? null,
-            }),
+            input: ({ context }) => checkAddressInputOf(context),
             onDone: [
-              {
-                guard: { type: 'pairingRejected', params: ({ event }) => ({ output: event.output }) },
-                target: '#order.failed',
-                actions: { type: 'failPairing', params: ({ event }) => ({ output: event.output }) },
-              },
+              failsWhen('pairingRejected', 'failPairing'),
               {
                 guard: 'needsPreScreening',
                 target: '#order.preScreening',
-                actions: { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+                actions: { type: 'stepSucceeded', params: succeededAt },
               },
               ...toQuotingOrCreating,
             ],
             onError: retryOrFail,
           },
         },
-        waiting: {
-          after: { retryDelay: { target: 'calling', actions: 'retryDeadlineReached' } },
-        },
+        waiting: waitingFor('calling'),
       },
     },
 
     preScreening: {
       initial: 'calling',
-      on: {
-        CANCEL: {
-          target: 'canceled',
-          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-        },
-      },
+      ...cancelable,
       states: {
         calling: {
           entry: { type: 'recordIntent', params: { kind: 'pre_screen' } },
           invoke: {
             id: 'preScreen',
             src: 'preScreen',
-            input: ({ context }): PreScreenInput => ({
-              orderId: context.request.orderId,
-              mode: context.request.mode,
-              ip: context.request.preScreening?.ip ?? '',
-              pair: pairName(context.request),
-              depositAmount: context.request.depositAmount,
-              withdrawAmount: context.request.depositAmount === null ? context.request.withdrawAmount : null,
-            }),
-            onDone: [
-              {
-                guard: { type: 'complianceFailed', params: ({ event }) => ({ output: event.output }) },
-                target: '#order.failed',
-                actions: { type: 'failCompliance', params: ({ event }) => ({ output: event.output }) },
-              },
-              ...toQuotingOrCreating,
-            ],
+            input: ({ context }) => preScreenInputOf(context),
+            onDone: [failsWhen('complianceFailed', 'failCompliance'), ...toQuotingOrCreating],
             onError: retryOrFail,
           },
         },
-        waiting: {
-          after: { retryDelay: { target: 'calling', actions: 'retryDeadlineReached' } },
-        },
+        waiting: waitingFor('calling'),
       },
     },
 
     quoting: {
       initial: 'acquiringSlot',
-      on: {
-        CANCEL: {
-          target: 'canceled',
-          actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-        },
-      },
+      ...cancelable,
       states: {
         /** The cooldown belongs to the request (mode, pair, amount), not the order: the runtime holds it for every replica. */
         acquiringSlot: {
@@ -1059,9 +647,9 @@ export const orderMachine = orderMachineSetup.createMachine({
             }),
             onDone: [
               {
-                guard: { type: 'slotGranted', params: ({ event }) => ({ output: event.output }) },
+                guard: { type: 'slotGranted', params: outputOf },
                 target: 'requesting',
-                actions: { type: 'noteTime', params: ({ event }) => ({ at: event.output.at }) },
+                actions: { type: 'noteTime', params: succeededAt },
               },
               {
                 target: 'coolingDown',
@@ -1077,9 +665,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             onError: retryOrFail,
           },
         },
-        coolingDown: {
-          after: { retryDelay: { target: 'acquiringSlot', actions: 'retryDeadlineReached' } },
-        },
+        coolingDown: waitingFor('acquiringSlot'),
         requesting: {
           entry: { type: 'recordIntent', params: { kind: 'request_quote' } },
           invoke: {
@@ -1089,7 +675,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             onDone: {
               target: '#order.creating',
               actions: [
-                { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
+                { type: 'stepSucceeded', params: succeededAt },
                 { type: 'storeQuote', params: ({ event }) => ({ quote: event.output }) },
                 { type: 'emitQuoted', params: ({ event }) => ({ quote: event.output }) },
               ],
@@ -1098,9 +684,7 @@ export const orderMachine = orderMachineSetup.createMachine({
           },
         },
         /** Backoff or throttle: the retry asks for a slot again, so it never breaks the cooldown either. */
-        waiting: {
-          after: { retryDelay: { target: 'acquiringSlot', actions: 'retryDeadlineReached' } },
-        },
+        waiting: waitingFor('acquiringSlot'),
       },
     },
 
@@ -1174,7 +758,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             }),
             onDone: [
               {
-                guard: { type: 'existingOrderFound', params: ({ event }) => ({ output: event.output }) },
+                guard: { type: 'existingOrderFound', params: outputOf },
                 target: '#order.open',
                 actions: {
                   type: 'orderCreated',
@@ -1188,10 +772,7 @@ export const orderMachine = orderMachineSetup.createMachine({
               // Definitely not created (complete scan, settle window passed): the POST may go out again.
               {
                 target: 'posting',
-                actions: [
-                  { type: 'stepSucceeded', params: ({ event }) => ({ at: event.output.at }) },
-                  'doubtCleared',
-                ],
+                actions: [{ type: 'stepSucceeded', params: succeededAt }, 'doubtCleared'],
               },
             ],
             onError: [
@@ -1207,11 +788,7 @@ export const orderMachine = orderMachineSetup.createMachine({
         },
         waiting: {
           on: {
-            CANCEL: {
-              guard: not('createInDoubt'),
-              target: '#order.canceled',
-              actions: { type: 'cancelByCommand', params: ({ event }) => ({ at: event.at }) },
-            },
+            CANCEL: { guard: not('createInDoubt'), ...cancelOnCommand },
           },
           after: {
             retryDelay: [
@@ -1311,12 +888,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                   invoke: {
                     id: 'submitDeposit',
                     src: 'submitDeposit',
-                    input: ({ context }): SubmitDepositInput => ({
-                      orderId: context.request.orderId,
-                      mode: context.request.mode,
-                      uniqueReference: context.order?.uniqueReference ?? '',
-                      txHash: context.deposit?.txHash ?? '',
-                    }),
+                    input: ({ context }) => submitDepositInputOf(context),
                     onDone: {
                       target: '#order.open.deposit.submitted',
                       actions: {
@@ -1343,16 +915,16 @@ export const orderMachine = orderMachineSetup.createMachine({
                         },
                       },
                       {
-                        guard: { type: 'retryableFailure', params: ({ event }) => ({ error: event.error }) },
+                        guard: { type: 'retryableFailure', params: thrown },
                         target: 'waiting',
                         actions: {
                           type: 'scheduleDepositRetry',
-                          params: ({ event }) => ({ error: event.error }),
+                          params: thrown,
                         },
                       },
                       {
                         target: '#order.open.deposit.awaiting',
-                        actions: { type: 'rejectDeposit', params: ({ event }) => ({ error: event.error }) },
+                        actions: { type: 'rejectDeposit', params: thrown },
                       },
                     ],
                   },
@@ -1396,45 +968,11 @@ export const orderMachine = orderMachineSetup.createMachine({
               invoke: {
                 id: 'fetchOrder',
                 src: 'fetchOrder',
-                input: ({ context }): FetchOrderInput => ({
-                  orderId: context.request.orderId,
-                  mode: context.request.mode,
-                  uniqueReference: context.order?.uniqueReference ?? '',
-                }),
+                input: ({ context }) => fetchOrderInputOf(context),
                 onDone: [
-                  {
-                    guard: {
-                      type: 'exchangeReports',
-                      params: ({ event }) => ({ order: event.output.order, status: 'COMPLETED' }),
-                    },
-                    target: '#order.completed',
-                    actions: [
-                      { type: 'observeOrder', params: ({ event }) => event.output },
-                      { type: 'emitCompleted', params: ({ event }) => event.output },
-                    ],
-                  },
-                  {
-                    guard: {
-                      type: 'exchangeReports',
-                      params: ({ event }) => ({ order: event.output.order, status: 'REFUNDED' }),
-                    },
-                    target: '#order.refunded',
-                    actions: [
-                      { type: 'observeOrder', params: ({ event }) => event.output },
-                      { type: 'emitRefunded', params: ({ event }) => event.output },
-                    ],
-                  },
-                  {
-                    guard: {
-                      type: 'exchangeReports',
-                      params: ({ event }) => ({ order: event.output.order, status: 'CANCELED' }),
-                    },
-                    target: '#order.canceled',
-                    actions: [
-                      { type: 'observeOrder', params: ({ event }) => event.output },
-                      { type: 'cancelByExchange', params: ({ event }) => event.output },
-                    ],
-                  },
+                  endedAtExchange('COMPLETED', '#order.completed', 'emitCompleted'),
+                  endedAtExchange('REFUNDED', '#order.refunded', 'emitRefunded'),
+                  endedAtExchange('CANCELED', '#order.canceled', 'cancelByExchange'),
                   // A webhook arrived during the GET: the answer may predate it, so ask again.
                   {
                     guard: 'hintPending',
@@ -1449,7 +987,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 ],
                 onError: {
                   target: 'monitoring',
-                  actions: { type: 'schedulePollRetry', params: ({ event }) => ({ error: event.error }) },
+                  actions: { type: 'schedulePollRetry', params: thrown },
                 },
               },
             },
@@ -1468,41 +1006,10 @@ export const orderMachine = orderMachineSetup.createMachine({
 export type OrderMachine = typeof orderMachine;
 
 /**
- * The order machine with the runtime's actors: one async function per actor, each given the call's input and an
- * AbortSignal that fires when the machine leaves the state that made the call (e.g. a CANCEL while quoting).
- * The snapshot the runtime must store before the call (intent included) is already `actor.getSnapshot()` when a
- * function is invoked.
+ * The order machine with the runtime's actors (order-actors.ts: each function gets the call's input and an
+ * AbortSignal). The snapshot the runtime must store before the call (intent included) is already
+ * `actor.getSnapshot()` when a function is invoked.
  */
 export function provideOrderActors(functions: OrderActorFunctions) {
-  return orderMachine.provide({
-    actors: {
-      checkAddress: fromPromise<CheckAddressOutput, CheckAddressInput>(({ input, signal }) =>
-        functions.checkAddress(input, signal),
-      ),
-      acquireQuoteSlot: fromPromise<AcquireQuoteSlotOutput, AcquireQuoteSlotInput>(({ input, signal }) =>
-        functions.acquireQuoteSlot(input, signal),
-      ),
-      requestQuote: fromPromise<RequestQuoteOutput, RequestQuoteInput>(({ input, signal }) =>
-        functions.requestQuote(input, signal),
-      ),
-      preScreen: fromPromise<PreScreenOutput, PreScreenInput>(({ input, signal }) =>
-        functions.preScreen(input, signal),
-      ),
-      createOrder: fromPromise<CreateOrderOutput, CreateOrderInput>(({ input, signal }) =>
-        functions.createOrder(input, signal),
-      ),
-      findExistingOrder: fromPromise<FindExistingOrderOutput, FindExistingOrderInput>(({ input, signal }) =>
-        functions.findExistingOrder(input, signal),
-      ),
-      adoptOrder: fromPromise<AdoptOrderOutput, AdoptOrderInput>(({ input, signal }) =>
-        functions.adoptOrder(input, signal),
-      ),
-      submitDeposit: fromPromise<SubmitDepositOutput, SubmitDepositInput>(({ input, signal }) =>
-        functions.submitDeposit(input, signal),
-      ),
-      fetchOrder: fromPromise<FetchOrderOutput, FetchOrderInput>(({ input, signal }) =>
-        functions.fetchOrder(input, signal),
-      ),
-    },
-  });
+  return orderMachine.provide({ actors: orderActorsOf(functions) });
 }

@@ -8,34 +8,16 @@
 import type { StateValue } from 'xstate';
 import type { OrderMachine } from './order-machine.ts';
 import type { OrderContext, OrderRestoreInput } from './order-types.ts';
+import { isResumeKey } from './resume-keys.ts';
+import type { ResumeKey } from './resume-keys.ts';
 import type { SnapshotFrom } from 'xstate';
 
 export const durableOrderVersion = 1;
 
 export type OrderSnapshot = SnapshotFrom<OrderMachine>;
 
-/** Every state an order can be stored in, as a resume key (the open order's two regions resume from context). */
-export const resumableStates = [
-  'checkingAddress.calling',
-  'checkingAddress.waiting',
-  'preScreening.calling',
-  'preScreening.waiting',
-  'quoting.acquiringSlot',
-  'quoting.coolingDown',
-  'quoting.requesting',
-  'quoting.waiting',
-  'creating.posting',
-  'creating.verifying',
-  'creating.waiting',
-  'creating.parked',
-  'creating.adopting',
-  'open',
-  'completed',
-  'refunded',
-  'canceled',
-  'failed',
-] as const;
-export type ResumeKey = (typeof resumableStates)[number];
+export { isResumeKey, resumableStates } from './resume-keys.ts';
+export type { ResumeKey } from './resume-keys.ts';
 
 /** JSON-serialisable; written by the runtime after every transition and before every side-effect call. */
 export interface DurableOrder {
@@ -64,10 +46,6 @@ export function resumeKeyOf(value: StateValue): ResumeKey {
   }
   if (!isResumeKey(key)) throw new Error(`order state "${key}" cannot be stored (a transient router state?)`);
   return key;
-}
-
-export function isResumeKey(key: string): key is ResumeKey {
-  return (resumableStates as readonly string[]).includes(key);
 }
 
 export function toDurable(snapshot: OrderSnapshot): DurableOrder {

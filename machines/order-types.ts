@@ -1,9 +1,11 @@
 // The order machine's contract with the runtime: its input, context, accepted events, the actors the runtime
-// must provide (with their input and output types) and the domain events it emits for publication.
+// must provide (with their input and output types); the domain events it emits are in order-events.ts.
 // Everything here is JSON-serialisable; times are epoch milliseconds stamped by the runtime (the runtime is the clock).
 
 import type { BackoffPolicy } from './backoff.ts';
 import type { ExchangeFailure, ExchangeOrderView, TradingMode } from './domain.ts';
+import type { CancelReason } from './order-events.ts';
+import type { OrderRequestFields } from './order-request.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Input
@@ -48,34 +50,9 @@ export interface OrderConfig {
   readonly requoteLimits: Readonly<Record<string, number>>;
 }
 
-export type OrderSide = 'BUY' | 'SELL';
-
-/** Input for a new order: the order.create command in camelCase, plus the runtime's clock reading. */
-export interface OrderCreateInput {
+/** Input for a new order: the order.create command's fields in camelCase, plus the runtime's clock reading. */
+export interface OrderCreateInput extends OrderRequestFields {
   readonly orderId: string;
-  readonly mode: TradingMode;
-  readonly depositCurrency: string;
-  readonly withdrawCurrency: string;
-  /** Decimal strings. */
-  readonly depositAmount?: string;
-  readonly withdrawAmount?: string;
-  readonly withdrawAddress: string;
-  readonly withdrawAddressExtraId?: string;
-  /** The network the withdraw (refund) address belongs to, checked against the exchange's records. */
-  readonly withdrawNetwork?: string;
-  readonly refundNetwork?: string;
-  readonly refundAddress?: string;
-  readonly refundAddressExtraId?: string;
-  readonly referralCode?: string;
-  /** Basis points. */
-  readonly markup?: number;
-  readonly side?: OrderSide;
-  /** A CeFi limit order: created without rate_id; ttlSeconds becomes limit_ttl (>= 600; omitted: exchange default). */
-  readonly limitOrder?: { readonly ttlSeconds?: number };
-  /** Compliance pre-screening before creation (needs a trusted referral token at the runtime). */
-  readonly preScreening?: { readonly ip: string };
-  /** Forwarded as X-User-Timezone. */
-  readonly userTimezone?: string;
   /** Epoch ms at which the command was taken. */
   readonly now: number;
   /** Seed of the jitter PRNG (uint32). Default: a hash of orderId. */
@@ -83,28 +60,17 @@ export interface OrderCreateInput {
   readonly config?: OrderConfigInput;
 }
 
-/** The order as it was asked for; normalised (absent = null) so that context stays plain JSON. */
-export interface OrderRequest {
-  readonly orderId: string;
-  readonly mode: TradingMode;
-  readonly depositCurrency: string;
-  readonly withdrawCurrency: string;
-  readonly depositAmount: string | null;
-  readonly withdrawAmount: string | null;
-  readonly withdrawAddress: string;
-  readonly withdrawAddressExtraId: string | null;
-  /** Absent in records stored before the networks existed (read as null). */
-  readonly withdrawNetwork?: string | null;
-  readonly refundNetwork?: string | null;
-  readonly refundAddress: string | null;
-  readonly refundAddressExtraId: string | null;
-  readonly referralCode: string | null;
-  readonly markup: number | null;
-  readonly side: OrderSide | null;
-  readonly limitOrder: { readonly ttlSeconds: number | null } | null;
-  readonly preScreening: { readonly ip: string } | null;
-  readonly userTimezone: string | null;
-}
+type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never }[keyof T];
+/** Every field present: an optional one absent is null, so that context stays plain JSON. */
+type AbsentAsNull<T> = {
+  readonly [K in keyof T]-?: K extends OptionalKeys<T> ? Exclude<T[K], undefined> | null : T[K];
+};
+
+/**
+ * The order as it was asked for, normalised (order-context.ts: requestOf); a field added since a record was stored
+ * reads as null.
+ */
+export type OrderRequest = { readonly orderId: string } & AbsentAsNull<OrderRequestFields>;
 
 /** Input for an order restored from its durable form (see order-persistence.ts: restoreInput). */
 export interface OrderRestoreInput {
@@ -182,8 +148,6 @@ export interface OrderFailure {
   readonly code: string;
   readonly message: string;
 }
-
-export type CancelReason = 'command' | 'payment_window_lapsed' | 'exchange';
 
 export interface OrderContext {
   readonly request: OrderRequest;
@@ -342,28 +306,17 @@ export interface PreScreenOutput {
   readonly at: number;
 }
 
-export interface CreateOrderInput {
-  readonly orderId: string;
-  readonly mode: TradingMode;
+/** Fields of the request the create does not send: they are used before it (checks, pre-screening) or mapped below. */
+type NotSentOnCreate = 'withdrawNetwork' | 'refundNetwork' | 'limitOrder' | 'preScreening';
+/** The create: the request's fields (the runtime maps them onto POST /orders/ in one function), and the attempt. */
+export type CreateOrderInput = Omit<OrderRequest, NotSentOnCreate> & {
   /** 1-based POST attempt (a DeFi repeat with the same rateId is answered with 200 reuse when it had succeeded). */
   readonly attempt: number;
-  readonly depositCurrency: string;
-  readonly withdrawCurrency: string;
-  readonly depositAmount: string | null;
-  readonly withdrawAmount: string | null;
-  readonly withdrawAddress: string;
-  readonly withdrawAddressExtraId: string | null;
-  readonly refundAddress: string | null;
-  readonly refundAddressExtraId: string | null;
-  readonly referralCode: string | null;
-  readonly markup: number | null;
-  readonly side: OrderSide | null;
   /** Absent (null) for limit orders and floating CeFi orders. */
   readonly rateId: string | null;
   readonly isLimitOrder: boolean;
   readonly limitTtlSeconds: number | null;
-  readonly userTimezone: string | null;
-}
+};
 export interface CreateOrderOutput {
   readonly order: ExchangeOrderView;
   /** true when the exchange answered 200: an existing DeFi order was reused idempotently. */
@@ -414,33 +367,27 @@ export interface FetchOrderOutput {
   readonly at: number;
 }
 
-/** Input and output of every actor the runtime must provide. */
-export interface OrderActorTypes {
-  checkAddress: { input: CheckAddressInput; output: CheckAddressOutput };
-  acquireQuoteSlot: { input: AcquireQuoteSlotInput; output: AcquireQuoteSlotOutput };
-  requestQuote: { input: RequestQuoteInput; output: RequestQuoteOutput };
-  preScreen: { input: PreScreenInput; output: PreScreenOutput };
-  createOrder: { input: CreateOrderInput; output: CreateOrderOutput };
-  findExistingOrder: { input: FindExistingOrderInput; output: FindExistingOrderOutput };
-  adoptOrder: { input: AdoptOrderInput; output: AdoptOrderOutput };
-  submitDeposit: { input: SubmitDepositInput; output: SubmitDepositOutput };
-  fetchOrder: { input: FetchOrderInput; output: FetchOrderOutput };
-}
+/** An actor's input and output types, declared by a value (only its type is used). */
+const actorTypes = <Input, Output>() => ({}) as { readonly input: Input; readonly output: Output };
+
+/** Every actor the runtime must provide, with its input and output: the one list (order-actors.ts builds on it). */
+export const orderActorTypes = {
+  checkAddress: actorTypes<CheckAddressInput, CheckAddressOutput>(),
+  acquireQuoteSlot: actorTypes<AcquireQuoteSlotInput, AcquireQuoteSlotOutput>(),
+  requestQuote: actorTypes<RequestQuoteInput, RequestQuoteOutput>(),
+  preScreen: actorTypes<PreScreenInput, PreScreenOutput>(),
+  createOrder: actorTypes<CreateOrderInput, CreateOrderOutput>(),
+  findExistingOrder: actorTypes<FindExistingOrderInput, FindExistingOrderOutput>(),
+  adoptOrder: actorTypes<AdoptOrderInput, AdoptOrderOutput>(),
+  submitDeposit: actorTypes<SubmitDepositInput, SubmitDepositOutput>(),
+  fetchOrder: actorTypes<FetchOrderInput, FetchOrderOutput>(),
+};
+export type OrderActorTypes = typeof orderActorTypes;
 export type OrderActorName = keyof OrderActorTypes;
-export const orderActorNames = [
-  'checkAddress',
-  'acquireQuoteSlot',
-  'requestQuote',
-  'preScreen',
-  'createOrder',
-  'findExistingOrder',
-  'adoptOrder',
-  'submitDeposit',
-  'fetchOrder',
-] as const satisfies readonly OrderActorName[];
+export const orderActorNames = Object.keys(orderActorTypes) as readonly OrderActorName[];
 
 /**
- * What the runtime implements, one async function per actor (see provideOrderActors in order-machine.ts).
+ * What the runtime implements, one async function per actor (see order-actors.ts).
  * `signal` aborts when the machine leaves the state that made the call.
  */
 export type OrderActorFunctions = {
@@ -449,109 +396,3 @@ export type OrderActorFunctions = {
     signal: AbortSignal,
   ) => Promise<OrderActorTypes[K]['output']>;
 };
-
-// ---------------------------------------------------------------------------------------------------------------
-// Domain events emitted for publication (snake_case as on the Kafka wire, minus the envelope the runtime adds:
-// event_id, order_id, seq, occurred_at).
-
-export interface OrderQuotedEvent {
-  readonly type: 'order.quoted';
-  readonly rate_id: string;
-  readonly rate: string;
-  /** ISO 8601 UTC. */
-  readonly expires_at: string;
-  readonly deposit_amount?: string;
-  readonly withdraw_amount?: string;
-}
-export interface OrderCreatedEvent {
-  readonly type: 'order.created';
-  readonly unique_reference: string;
-  readonly deposit_address: string;
-  readonly deposit_address_extra_id: string;
-  readonly deposit_amount: string;
-  readonly withdraw_amount: string;
-  readonly rate: string;
-  /** Payment deadline, ISO 8601 UTC, or null when the exchange gave none. */
-  readonly deadline: string | null;
-  readonly reused: boolean;
-}
-export interface OrderDepositSubmittedEvent {
-  readonly type: 'order.deposit_submitted';
-  readonly tx_hash: string;
-  readonly already_recorded: boolean;
-}
-/** The exchange refused the deposit hash for good (not retryable); the order still awaits its deposit. */
-export interface OrderDepositRejectedEvent {
-  readonly type: 'order.deposit_rejected';
-  readonly tx_hash: string;
-  readonly code: string;
-  readonly message: string;
-}
-export interface OrderStatusChangedEvent {
-  readonly type: 'order.status_changed';
-  readonly unique_reference: string;
-  readonly status: string;
-  readonly previous_status: string | null;
-}
-export interface OrderCompletedEvent {
-  readonly type: 'order.completed';
-  readonly unique_reference: string;
-  readonly withdraw_transaction: string;
-}
-export interface OrderRefundedEvent {
-  readonly type: 'order.refunded';
-  readonly unique_reference: string;
-  readonly refund_transaction: string;
-}
-export interface OrderCanceledEvent {
-  readonly type: 'order.canceled';
-  readonly unique_reference?: string;
-  readonly reason: CancelReason;
-}
-/**
- * A create whose outcome could not be established: the exchange order may or may not exist. Nothing is retried
- * blindly; the order keeps re-checking the evidence and waits for an operator's order.settle.
- */
-export interface OrderParkedEvent {
-  readonly type: 'order.parked';
-  readonly reason: 'create_outcome_unknown';
-  readonly mode: TradingMode;
-  readonly rate_id: string | null;
-  /** ISO 8601 UTC: the window in which the exchange order may have been created. */
-  readonly window_from: string;
-  readonly window_to: string;
-  /** POST /orders/ attempts made. */
-  readonly attempts: number;
-  /** What was tried to establish the outcome. */
-  readonly tried: readonly string[];
-  readonly code: string;
-  readonly message: string;
-}
-/** An operator's order.settle could not be carried out; the order stays parked. */
-export interface OrderSettleRefusedEvent {
-  readonly type: 'order.settle_refused';
-  readonly resolution: 'adopt';
-  readonly unique_reference: string;
-  readonly code: string;
-  readonly message: string;
-}
-export interface OrderFailedEvent {
-  readonly type: 'order.failed';
-  readonly reason: OrderFailureReason;
-  readonly code: string;
-  readonly message: string;
-}
-
-export type OrderDomainEvent =
-  | OrderQuotedEvent
-  | OrderCreatedEvent
-  | OrderDepositSubmittedEvent
-  | OrderDepositRejectedEvent
-  | OrderStatusChangedEvent
-  | OrderCompletedEvent
-  | OrderRefundedEvent
-  | OrderCanceledEvent
-  | OrderParkedEvent
-  | OrderSettleRefusedEvent
-  | OrderFailedEvent;
-export type OrderDomainEventType = OrderDomainEvent['type'];

@@ -8,21 +8,7 @@ import {
   orderSubmitDepositCommand,
   orderWebhookHintCommand,
 } from './commands.ts';
-import {
-  commandRejectedEvent,
-  kycStatusChangedEvent,
-  orderCanceledEvent,
-  orderCompletedEvent,
-  orderCreatedEvent,
-  orderDepositRejectedEvent,
-  orderDepositSubmittedEvent,
-  orderFailedEvent,
-  orderParkedEvent,
-  orderQuotedEvent,
-  orderRefundedEvent,
-  orderSettleRefusedEvent,
-  orderStatusChangedEvent,
-} from './events.ts';
+import { commandRejectedEvent, kycStatusChangedEvent, publishedOrderEvents } from './events.ts';
 
 export const commandSchemas = {
   'order.create': orderCreateCommand,
@@ -33,17 +19,7 @@ export const commandSchemas = {
 } as const;
 
 export const eventSchemas = {
-  'order.quoted': orderQuotedEvent,
-  'order.created': orderCreatedEvent,
-  'order.deposit_submitted': orderDepositSubmittedEvent,
-  'order.deposit_rejected': orderDepositRejectedEvent,
-  'order.status_changed': orderStatusChangedEvent,
-  'order.completed': orderCompletedEvent,
-  'order.refunded': orderRefundedEvent,
-  'order.canceled': orderCanceledEvent,
-  'order.parked': orderParkedEvent,
-  'order.settle_refused': orderSettleRefusedEvent,
-  'order.failed': orderFailedEvent,
+  ...publishedOrderEvents,
   'exchange.kyc_status_changed': kycStatusChangedEvent,
   'command.rejected': commandRejectedEvent,
 } as const;

@@ -1,15 +1,7 @@
 // The command contract of TOPIC_COMMANDS: JSON, key = order_id, snake_case. Strict: an unknown field is a
 // rejected command (a typo in a money-moving command must not be silently ignored).
 import { z } from 'zod';
-import { userTimezoneExample, userTimezonePattern } from '../exchange/user-timezone.ts';
-
-export const decimalString = z
-  .string()
-  .regex(
-    /^(0|[1-9]\d{0,29})(\.\d{1,18})?$/,
-    'must be a decimal string such as "0.5" (no sign, exponent or spaces)',
-  )
-  .refine((value) => /[1-9]/.test(value), 'must be greater than zero');
+import { orderCreateFields } from '../../machines/order-request.ts';
 
 const identifier = z
   .string()
@@ -17,64 +9,9 @@ const identifier = z
   .max(128, 'must be at most 128 characters')
   .regex(/^[A-Za-z0-9._:@-]+$/, 'may contain letters, digits and . _ : @ - only');
 
-const currencyCode = z
-  .string()
-  .min(1)
-  .max(20)
-  .regex(/^[A-Za-z0-9_.-]+$/, 'must be a currency code');
-const address = z.string().min(1).max(256);
-/**
- * The exchange network an address belongs to, by the name the exchange's network records use (e.g. "ETH", "BSC",
- * "TRX"; case-insensitive). Checked against the exchange's currency and network records before any quote.
- */
-const networkName = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(/^[A-Za-z0-9_.-]+$/, 'must be a network name such as "ETH" or "TRX"');
-const extraId = z.string().max(128);
-
 export const orderCreateCommand = z
-  .object({
-    type: z.literal('order.create'),
-    command_id: identifier,
-    order_id: identifier,
-    mode: z.enum(['defi', 'cefi', 'cefi_fixed']),
-    deposit_currency: currencyCode,
-    withdraw_currency: currencyCode,
-    deposit_amount: decimalString.optional(),
-    withdraw_amount: decimalString.optional(),
-    withdraw_address: address,
-    withdraw_address_extra_id: extraId.optional(),
-    /** Network of withdraw_address; optional, but required when the withdraw currency is on several networks. */
-    withdraw_network: networkName.optional(),
-    refund_address: address.optional(),
-    refund_address_extra_id: extraId.optional(),
-    /** Network of refund_address (the deposit currency's); only with refund_address. */
-    refund_network: networkName.optional(),
-    referral_code: z
-      .string()
-      .max(20, 'must be at most 20 characters')
-      .regex(/^[A-Za-z0-9_-]+$/, 'must match ^[A-Za-z0-9_-]+$')
-      .optional(),
-    markup: z.number().int('must be an integer (basis points)').min(0).max(10_000).optional(),
-    side: z.enum(['BUY', 'SELL']).optional(),
-    limit_order: z
-      .object({ ttl_seconds: z.number().int().min(600, 'must be at least 600 seconds') })
-      .strict()
-      .optional(),
-    pre_screening: z
-      .object({ ip: z.union([z.ipv4(), z.ipv6()]) })
-      .strict()
-      .optional(),
-    user_timezone: z
-      .string()
-      .regex(userTimezonePattern, `must look like "${userTimezoneExample}" (hours 00-14, an IANA name)`)
-      .describe(
-        'sent as X-User-Timezone, "GMT +HH:MM (IANA name)"; checked against this pattern at intake; a zone the runtime does not know is dropped with a warning and never fails the order',
-      )
-      .optional(),
-  })
+  .object({ type: z.literal('order.create'), command_id: identifier, order_id: identifier })
+  .extend(orderCreateFields.shape)
   .strict()
   .superRefine((command, ctx) => {
     const amounts = [command.deposit_amount, command.withdraw_amount].filter((a) => a !== undefined).length;

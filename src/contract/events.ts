@@ -6,9 +6,7 @@
 // a hash identify it, so a huge command cannot make a huge event.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-
-const isoTime = z.string().describe('ISO 8601 UTC timestamp');
-const decimal = z.string().describe('decimal string');
+import { isoTime, orderDomainEvents } from '../../machines/order-events.ts';
 
 const envelope = {
   event_id: z.string(),
@@ -17,119 +15,22 @@ const envelope = {
   occurred_at: isoTime,
 };
 
-export const orderQuotedEvent = z.object({
-  type: z.literal('order.quoted'),
-  ...envelope,
-  rate_id: z.string(),
-  rate: decimal,
-  expires_at: isoTime.nullable(),
-  deposit_amount: decimal.nullable().optional(),
-  withdraw_amount: decimal.nullable().optional(),
-});
+/** A domain event of machines/order-events.ts as published: its `type`, the envelope, then its payload. */
+function published<Shape extends { type: z.ZodLiteral<string> }>(payload: z.ZodObject<Shape>) {
+  const event = z.object({ type: payload.shape.type }).extend(envelope).extend(payload.shape);
+  return payload.description === undefined ? event : event.describe(payload.description);
+}
 
-export const orderCreatedEvent = z.object({
-  type: z.literal('order.created'),
-  ...envelope,
-  unique_reference: z.string(),
-  deposit_address: z.string(),
-  deposit_address_extra_id: z.string(),
-  deposit_amount: decimal,
-  withdraw_amount: decimal,
-  rate: decimal,
-  deadline: isoTime.nullable(),
-  reused: z.boolean(),
-});
-
-export const orderDepositSubmittedEvent = z.object({
-  type: z.literal('order.deposit_submitted'),
-  ...envelope,
-  tx_hash: z.string(),
-  already_recorded: z.boolean(),
-});
-
-export const orderDepositRejectedEvent = z.object({
-  type: z.literal('order.deposit_rejected'),
-  ...envelope,
-  tx_hash: z.string(),
-  code: z.string(),
-  message: z
-    .string()
-    .describe('why the exchange refused the hash for good; the order still awaits its deposit'),
-});
-
-export const orderStatusChangedEvent = z.object({
-  type: z.literal('order.status_changed'),
-  ...envelope,
-  unique_reference: z.string(),
-  status: z.string().describe('exchange status name, e.g. PAID'),
-  previous_status: z.string().nullable(),
-});
-
-export const orderCompletedEvent = z.object({
-  type: z.literal('order.completed'),
-  ...envelope,
-  unique_reference: z.string(),
-  withdraw_transaction: z.string(),
-});
-
-export const orderRefundedEvent = z.object({
-  type: z.literal('order.refunded'),
-  ...envelope,
-  unique_reference: z.string(),
-  refund_transaction: z.string(),
-});
-
-export const orderCanceledEvent = z.object({
-  type: z.literal('order.canceled'),
-  ...envelope,
-  unique_reference: z.string().nullable().optional(),
-  reason: z.enum(['command', 'payment_window_lapsed', 'exchange']),
-});
-
-export const orderParkedEvent = z
-  .object({
-    type: z.literal('order.parked'),
-    ...envelope,
-    reason: z
-      .enum(['create_outcome_unknown', 'internal_error'])
-      .describe(
-        'create_outcome_unknown: the exchange order may or may not exist; internal_error: the order stopped on a worker bug',
-      ),
-    mode: z.enum(['defi', 'cefi', 'cefi_fixed']),
-    rate_id: z.string().nullable(),
-    window_from: isoTime.describe('earliest time the exchange order may have been created'),
-    window_to: isoTime.describe('latest time the exchange order may have been created (so far)'),
-    attempts: z.number().int().min(0).describe('POST /orders/ attempts made'),
-    tried: z.array(z.string()).describe('what was tried to establish the outcome'),
-    code: z.string(),
-    message: z.string(),
-  })
-  .describe(
-    'Alert on it. The order is neither failed nor retried; it keeps re-checking the evidence and waits for an order.settle command (adopt a unique_reference, or abandon).',
-  );
-
-export const orderSettleRefusedEvent = z
-  .object({
-    type: z.literal('order.settle_refused'),
-    ...envelope,
-    resolution: z.literal('adopt'),
-    unique_reference: z.string(),
-    code: z.string().describe('adopt_mismatch, reference_owned, or the exchange failure code'),
-    message: z.string(),
-  })
-  .describe('An order.settle could not be carried out; the order stays parked.');
-
-export const orderFailedEvent = z.object({
-  type: z.literal('order.failed'),
-  ...envelope,
-  reason: z.string(),
-  code: z
-    .string()
-    .describe(
-      'stable code of the failure: a row of the exchange error classification (e.g. address_invalid, markup_over_cap, credentials_missing, referral_code_not_owned: the referral token or code is not owned by the partner of the mode API key), credentials_missing_for_mode, or http_<status> for an unexplained status; see docs/operations.md, "Dead orders"',
-    ),
-  message: z.string(),
-});
+type OrderDomainEventSchemas = typeof orderDomainEvents;
+/** Every domain event of an order as published, by type (in the order of machines/order-events.ts). */
+export const publishedOrderEvents = Object.fromEntries(
+  Object.entries(orderDomainEvents).map(([type, payload]) => [
+    type,
+    published(payload as z.ZodObject<{ type: z.ZodLiteral<string> }>),
+  ]),
+) as unknown as {
+  [T in keyof OrderDomainEventSchemas]: ReturnType<typeof published<OrderDomainEventSchemas[T]['shape']>>;
+};
 
 export const kycStatusChangedEvent = z.object({
   type: z.literal('exchange.kyc_status_changed'),
@@ -199,23 +100,14 @@ export const commandRejectedEvent = z.object({
   source: z.object({ topic: z.string(), partition: z.number().int(), offset: z.string() }).nullable(),
 });
 
-export const orderEvent = z.discriminatedUnion('type', [
-  orderQuotedEvent,
-  orderCreatedEvent,
-  orderDepositSubmittedEvent,
-  orderDepositRejectedEvent,
-  orderStatusChangedEvent,
-  orderCompletedEvent,
-  orderRefundedEvent,
-  orderCanceledEvent,
-  orderParkedEvent,
-  orderSettleRefusedEvent,
-  orderFailedEvent,
+/** Everything published on TOPIC_EVENTS (an order's domain events, KYC notices, command rejections). */
+export const publishedEvent = z.discriminatedUnion('type', [
   kycStatusChangedEvent,
   commandRejectedEvent,
+  ...Object.values(publishedOrderEvents),
 ]);
 
-export type OrderEvent = z.infer<typeof orderEvent>;
+export type PublishedEvent = z.infer<typeof publishedEvent>;
 export type CommandRejectedEvent = z.infer<typeof commandRejectedEvent>;
 export type RejectionReason = (typeof rejectionReasons)[number];
 export type EventEnvelopeFields = 'event_id' | 'order_id' | 'seq' | 'occurred_at';

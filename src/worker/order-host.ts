@@ -16,7 +16,7 @@ import {
 } from '@opentelemetry/api';
 import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
 import { commandTypes, parseCommand } from '../contract/commands.ts';
-import { orderEvent, rejectedCommandFingerprint, type RejectionReason } from '../contract/events.ts';
+import { rejectedCommandFingerprint, type RejectionReason } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord, TransactionalWriter } from '../kafka/transactional-writer.ts';
@@ -642,14 +642,6 @@ export class OrderHost {
    * one partition, which is what keeps an order's events in order.
    */
   private eventRecord(orderId: string | null, event: Record<string, unknown>): OutboundRecord {
-    const checked = orderEvent.safeParse(event);
-    if (!checked.success) {
-      // A machine/contract mismatch is a bug; publish anyway (losing the event is worse) and say so loudly.
-      this.logger.error(
-        { type: event['type'], problem: checked.error.issues[0]?.message },
-        'event does not match its published schema',
-      );
-    }
     return {
       topic: this.opts.topics.events,
       key: orderId ?? String(event['event_id']),

@@ -3,6 +3,7 @@
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
+import { camelKeys } from '../../machines/order-request.ts';
 import type {
   OrderActorFunctions,
   OrderConfigInput,
@@ -17,38 +18,14 @@ import type {
   StartOrderOptions,
 } from './machine-binding.ts';
 
+/** The machine's input for an order.create: its fields in camelCase, the clock and the tunables. */
 export function createOrderInput(
   command: OrderCreateCommand,
   now: number,
   config: OrderConfigInput,
 ): OrderCreateInput {
-  const optional = <K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> =>
-    value === undefined ? {} : ({ [key]: value } as Record<K, V>);
-  return {
-    orderId: command.order_id,
-    mode: command.mode,
-    depositCurrency: command.deposit_currency,
-    withdrawCurrency: command.withdraw_currency,
-    withdrawAddress: command.withdraw_address,
-    now,
-    config,
-    ...optional('depositAmount', command.deposit_amount),
-    ...optional('withdrawAmount', command.withdraw_amount),
-    ...optional('withdrawAddressExtraId', command.withdraw_address_extra_id),
-    ...optional('withdrawNetwork', command.withdraw_network),
-    ...optional('refundNetwork', command.refund_network),
-    ...optional('refundAddress', command.refund_address),
-    ...optional('refundAddressExtraId', command.refund_address_extra_id),
-    ...optional('referralCode', command.referral_code),
-    ...optional('markup', command.markup),
-    ...optional('side', command.side),
-    ...optional(
-      'limitOrder',
-      command.limit_order ? { ttlSeconds: command.limit_order.ttl_seconds } : undefined,
-    ),
-    ...optional('preScreening', command.pre_screening),
-    ...optional('userTimezone', command.user_timezone),
-  };
+  const { type: _type, command_id: _commandId, ...fields } = command;
+  return { ...camelKeys(fields), now, config };
 }
 
 export function createXStateBinding(opts: {

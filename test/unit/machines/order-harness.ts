@@ -12,9 +12,9 @@ import type {
   OrderActorName,
   OrderActorTypes,
   OrderCreateInput,
-  OrderDomainEvent,
   OrderInput,
 } from '../../../machines/order-types.ts';
+import type { OrderDomainEvent } from '../../../machines/order-events.ts';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 

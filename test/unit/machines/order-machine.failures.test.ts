@@ -1,7 +1,7 @@
 import { SimulatedClock } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { backoffDelay } from '../../../machines/backoff.ts';
-import { resolveOrderConfig } from '../../../machines/order-machine.ts';
+import { resolveOrderConfig } from '../../../machines/order-context.ts';
 import {
   OrderHarness,
   T0,

@@ -1,0 +1,216 @@
+// The order's context and the inputs derived from it: the tunables resolved once, the request normalised, the
+// initial (or restored) context, and the inputs of the quote and create calls. Pure; times are epoch ms.
+
+import { defaultBackoffPolicy, seedFromString } from './backoff.ts';
+import type { ExchangeStatus } from './domain.ts';
+import { orderRequestKeys } from './order-request.ts';
+import type {
+  CheckAddressInput,
+  CreateOrderInput,
+  FetchOrderInput,
+  OrderConfig,
+  OrderConfigInput,
+  OrderContext,
+  OrderInput,
+  OrderRequest,
+  PreScreenInput,
+  QuoteRequest,
+  SubmitDepositInput,
+} from './order-types.ts';
+
+export const defaultOrderConfig: OrderConfig = {
+  pollIntervalMs: 30_000,
+  maxRequotes: 3,
+  maxAttempts: 8,
+  backoff: defaultBackoffPolicy,
+  quoteCooldownMs: 15_000,
+  fixedRateThrottleDelayMs: 20_000,
+  createSettleMs: 60_000,
+  parkedRecheckMs: 300_000,
+  requoteLimits: { rate_id_invalid_or_expired: 1 },
+};
+
+/** The exchange recommends one GET per order every 30 to 60 seconds. */
+export const pollIntervalBounds = { minMs: 30_000, maxMs: 60_000 } as const;
+
+/** setTimeout overflows above 2^31-1 ms; longer deadlines are re-armed on the next entry (polls re-enter often). */
+export const maxTimerDelayMs = 2_147_483_647;
+
+/** The exchange status of an order waiting for its deposit. */
+export const awaitingDepositStatus: ExchangeStatus = 'INITIAL';
+
+export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderConfig {
+  const pollIntervalMs = Math.min(
+    pollIntervalBounds.maxMs,
+    Math.max(pollIntervalBounds.minMs, input?.pollIntervalMs ?? defaultOrderConfig.pollIntervalMs),
+  );
+  return {
+    pollIntervalMs,
+    maxRequotes: input?.maxRequotes ?? defaultOrderConfig.maxRequotes,
+    maxAttempts: input?.maxAttempts ?? defaultOrderConfig.maxAttempts,
+    backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
+    quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
+    fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
+    createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
+    parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+    requoteLimits: { ...defaultOrderConfig.requoteLimits, ...input?.requoteLimits },
+  };
+}
+
+/** The request's fields from an input (or a stored request): each field of the schema, absent as null. */
+export function requestOf(fields: object): OrderRequest {
+  const given = fields as Readonly<Record<string, unknown>>;
+  return Object.fromEntries(orderRequestKeys.map((key) => [key, given[key] ?? null])) as OrderRequest;
+}
+
+export function initialOrderContext(input: OrderInput): OrderContext {
+  if ('restore' in input) {
+    // The stored context is taken as it was; only the clock moves and the router learns where to resume. Fields
+    // added since the record was written get their initial values; a config stored before a new tunable existed
+    // takes its default.
+    const stored = input.restore.context;
+    return {
+      ...stored,
+      request: { ...stored.request, ...requestOf(stored.request) },
+      config: resolveOrderConfig(stored.config),
+      lookupScans: stored.lookupScans ?? 0,
+      requotesByCode: stored.requotesByCode ?? {},
+      parkedAt: stored.parkedAt ?? null,
+      adoptReference: stored.adoptReference ?? null,
+      now: input.now,
+      resumeFrom: input.restore.resumeFrom,
+    };
+  }
+  return {
+    request: requestOf(input),
+    config: resolveOrderConfig(input.config),
+    now: input.now,
+    rngState: (input.seed ?? seedFromString(input.orderId)) >>> 0,
+    resumeFrom: null,
+    pendingIntent: null,
+    attempt: 0,
+    retryAt: null,
+    requotes: 0,
+    requotesByCode: {},
+    createAttempts: 0,
+    lookupScans: 0,
+    parkedAt: null,
+    adoptReference: null,
+    quote: null,
+    lastFailure: null,
+    order: null,
+    lastStatus: null,
+    paymentDeadline: null,
+    paymentDeadlineChecked: false,
+    nextPollAt: null,
+    pollAttempt: 0,
+    pollStartedAt: null,
+    hintPending: false,
+    deposit: null,
+    depositRecorded: null,
+    depositAttempt: 0,
+    depositRetryAt: null,
+    failure: null,
+    cancelReason: null,
+  };
+}
+
+/** Pair name as the exchange spells it: base (withdraw, v2 `to`) then quote (deposit, v2 `from`). */
+export function pairName(request: OrderRequest): string {
+  return `${request.withdrawCurrency}${request.depositCurrency}`;
+}
+
+/** DeFi orders bind an actionable fixed-rate quote, CeFi fixed-rate orders a CeFi quote; limit and floating CeFi orders none. */
+export function needsQuote(request: OrderRequest): boolean {
+  return request.limitOrder === null && request.mode !== 'cefi';
+}
+
+export function quoteRequestOf(context: OrderContext): QuoteRequest {
+  const { request } = context;
+  return {
+    ...orderRefOf(context),
+    pair: pairName(request),
+    depositCurrency: request.depositCurrency,
+    withdrawCurrency: request.withdrawCurrency,
+    depositAmount: request.depositAmount,
+    withdrawAmount: request.withdrawAmount,
+    markup: request.markup,
+    referralCode: request.referralCode,
+    actionable: request.mode === 'defi',
+  };
+}
+
+/** The order every call is about. */
+function orderRefOf(context: OrderContext): {
+  readonly orderId: string;
+  readonly mode: OrderRequest['mode'];
+} {
+  return { orderId: context.request.orderId, mode: context.request.mode };
+}
+
+export function checkAddressInputOf(context: OrderContext): CheckAddressInput {
+  const { request } = context;
+  return {
+    ...orderRefOf(context),
+    depositCurrency: request.depositCurrency,
+    withdrawCurrency: request.withdrawCurrency,
+    withdrawAddress: request.withdrawAddress,
+    withdrawNetwork: request.withdrawNetwork,
+    refundAddress: request.refundAddress,
+    refundNetwork: request.refundNetwork,
+  };
+}
+
+/** Exactly one of the two amounts is sent. */
+export function preScreenInputOf(context: OrderContext): PreScreenInput {
+  const { request } = context;
+  return {
+    ...orderRefOf(context),
+    ip: request.preScreening?.ip ?? '',
+    pair: pairName(request),
+    depositAmount: request.depositAmount,
+    withdrawAmount: request.depositAmount === null ? request.withdrawAmount : null,
+  };
+}
+
+export function submitDepositInputOf(context: OrderContext): SubmitDepositInput {
+  return {
+    ...fetchOrderInputOf(context),
+    txHash: context.deposit?.txHash ?? '',
+  };
+}
+
+export function fetchOrderInputOf(context: OrderContext): FetchOrderInput {
+  return { ...orderRefOf(context), uniqueReference: context.order?.uniqueReference ?? '' };
+}
+
+export function createInputOf(context: OrderContext): CreateOrderInput {
+  const {
+    limitOrder,
+    withdrawNetwork: _withdrawNetwork,
+    refundNetwork: _refundNetwork,
+    preScreening: _preScreening,
+    ...sent
+  } = context.request;
+  const intent = context.pendingIntent;
+  return {
+    ...sent,
+    attempt: intent?.kind === 'create' ? intent.attempt : context.createAttempts,
+    rateId: intent?.kind === 'create' ? intent.rateId : boundRateId(context),
+    isLimitOrder: limitOrder !== null,
+    limitTtlSeconds: limitOrder?.ttlSeconds ?? null,
+  };
+}
+
+export function boundRateId(context: OrderContext): string | null {
+  return needsQuote(context.request) ? (context.quote?.rateId ?? null) : null;
+}
+
+export function isCreateInDoubt(context: OrderContext): boolean {
+  return context.pendingIntent?.kind === 'create' && context.pendingIntent.outcome === 'unknown';
+}
+
+export function remainingMs(deadline: number | null, now: number): number {
+  if (deadline === null) return maxTimerDelayMs;
+  return Math.min(maxTimerDelayMs, Math.max(0, deadline - now));
+}
