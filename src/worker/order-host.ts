@@ -329,9 +329,9 @@ export class OrderHost {
   }
 
   /**
-   * Partitions moved. Revoked ones: their orders are persisted and their leases released. Added ones: read up to a
-   * barrier, take the leases of their unfinished orders (waiting for a previous owner to let go), then read up to a
-   * second barrier - a previous owner writes its last records before it releases a lease, so only after the lease
+   * Partitions moved. Revoked ones: their orders are persisted, their leases released and their records forgotten
+   * (the store stops reading them). Added ones: read up to a barrier, take the leases of their unfinished orders
+   * (waiting for a previous owner to let go), then read up to a second barrier - a previous owner writes its last records before it releases a lease, so only after the lease
    * is ours is the state topic known to hold the order's latest record - and restore from that. The candidates are
    * computed again until a round finds none: a previous owner may have created an order after the first barrier.
    * Safe to call again with the same partitions (a failed restore is retried by the consumer).
@@ -343,6 +343,9 @@ export class OrderHost {
         .filter((slot) => revokedSet.has(slot.partition) && !this.assigned.has(slot.partition))
         .map((slot) => this.unload(slot)),
     );
+    // Their records are the new owner's to read: this replica stops holding them.
+    const released = revoked.filter((partition) => !this.assigned.has(partition));
+    if (released.length) this.opts.store.release(released);
     const attempted = new Set<string>();
     for (;;) {
       const partitions = added.filter((partition) => this.assigned.has(partition));
