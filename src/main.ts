@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './conf
 import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
+import { OrderIndex } from './redis/order-index.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
 import { RedisReferenceClaims } from './redis/reference-claims.ts';
@@ -17,7 +18,7 @@ import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
 import { normalizeWebhook } from './webhooks/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
-import { Worker } from './worker/worker.ts';
+import { Worker, type OrderRoutes } from './worker/worker.ts';
 import { createXStateBinding } from './worker/xstate-binding.ts';
 
 function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
@@ -62,6 +63,36 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown degraded to local'),
   });
   const referenceClaims = new RedisReferenceClaims(redis);
+  const orderIndex = new OrderIndex(redis);
+  const routeLog = logger.child({ component: 'order-routes' });
+  const orderRoutes: OrderRoutes = {
+    // The owner of a partition publishes where its orders live, and claims their references again: a Redis that
+    // restarted empty gets both back as partitions are read (the claim guards adoption across partitions).
+    record: (reference, orderId, partition) => {
+      orderIndex
+        .put(reference, orderId, partition)
+        .catch((error: unknown) =>
+          routeLog.debug({ orderId, err: { message: (error as Error).message } }, 'route not recorded'),
+        );
+      referenceClaims.claim(reference, orderId).then(
+        (ours) => {
+          if (!ours)
+            routeLog.error(
+              { orderId, uniqueReference: reference },
+              'exchange order claimed by another order',
+            );
+        },
+        () => {},
+      );
+    },
+    locate: async (reference) => {
+      const found = await orderIndex.locate(reference);
+      return found?.partition === undefined
+        ? undefined
+        : { orderId: found.orderId, partition: found.partition };
+    },
+    forget: (reference) => void orderIndex.forget(reference).catch(() => {}),
+  };
   const dedupe = new WebhookDedupe(redis, {
     onDegraded: (error) => redisLog.warn({ code: error.code }, 'webhook dedupe degraded'),
   });
@@ -122,6 +153,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         },
       });
     },
+    orderRoutes,
     inflightExchangeCalls: () => actors?.inflight() ?? 0,
     callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
     metrics: telemetry.metrics,
