@@ -135,6 +135,8 @@ export interface ThroughputResult {
   completeCpuMsPerOrder: number;
   rssMiB: { idle: number[]; open: number[]; peak: number[] };
   openOrders: { count: number; rssKiBPerOrder: number; heapKiBPerOrder: number | null } | null;
+  /** The same 2 s after the last order.completed: what a finished order still costs (null for the floor). */
+  finishedOrders: { count: number; rssKiBPerOrder: number; heapKiBPerOrder: number | null } | null;
   restore: { openOrders: number; readyMs: number; emptyBootMs: number } | null;
   exchangeCallsPerOrder: { create: number; complete: number };
   /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
@@ -146,6 +148,7 @@ export interface ThroughputResult {
 }
 
 const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+const alive = (worker: { child: { exitCode: number | null } }): boolean => worker.child.exitCode === null;
 
 const endpointOf = (c: TimedCall): string =>
   `${c.method} ${c.path.replace(/^\/orders\/[^/]+\/$/, '/orders/{ref}/')}`;
@@ -242,6 +245,24 @@ export async function runThroughput(opts: {
     const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
     const completeCpu = sum(meter.cpuSinceMark());
     const completeCalls = callsIn(exchange.calls, t1, t1 + completedMs);
+
+    // ---- N finished orders: memory (against the idle figures before the first command)
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const finishedRss = meter.rss();
+    const heapFinished =
+      opts.system === 'worker'
+        ? sum(await Promise.all(env.workers.filter(alive).map((w) => heapUsed(w.metricsPort))))
+        : NaN;
+    const finishedOrders =
+      opts.system === 'worker'
+        ? {
+            count: completed,
+            rssKiBPerOrder: round((sum(finishedRss) - sum(idleRss)) / 1024 / Math.max(1, completed), 2),
+            heapKiBPerOrder: Number.isFinite(heapFinished - heapIdle)
+              ? round((heapFinished - heapIdle) / 1024 / Math.max(1, completed), 2)
+              : null,
+          }
+        : null;
     peakRss = peakRss.map((v, i) => Math.max(v, meter.peakRss()[i] ?? 0));
     meter.stop();
     await producer.close();
@@ -268,6 +289,7 @@ export async function runThroughput(opts: {
       completeCpuMsPerOrder: round((completeCpu * 1000) / Math.max(1, completed), 2),
       rssMiB: { idle: idleRss.map(mib), open: openRss.map(mib), peak: peakRss.map(mib) },
       openOrders,
+      finishedOrders,
       restore,
       exchangeCallsPerOrder: {
         create: round(createCalls / Math.max(1, created), 2),
@@ -313,6 +335,10 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
     console.log(
       `    per open order (${r.openOrders.count})          RSS ${r.openOrders.rssKiBPerOrder} KiB  heap ${r.openOrders.heapKiBPerOrder ?? '-'} KiB (all replicas together)`,
     );
+  if (r.finishedOrders)
+    console.log(
+      `    per finished order (${r.finishedOrders.count})      RSS ${r.finishedOrders.rssKiBPerOrder} KiB  heap ${r.finishedOrders.heapKiBPerOrder ?? '-'} KiB (all replicas together)`,
+    );
   if (r.restore)
     console.log(
       `    restore of ${r.restore.openOrders} open orders     fresh replica ready in ${r.restore.readyMs} ms (on empty topics: ${r.restore.emptyBootMs} ms)`,
@@ -329,10 +355,14 @@ if (import.meta.filename === process.argv[1]) {
     orders,
     capMs: Number(process.env['BENCH_CAP_MS'] ?? 300_000),
   };
-  const floor = await runThroughput({ ...common, system: 'floor', workers: 1 });
-  const worker = await runThroughput({ ...common, system: 'worker', workers, restore: true });
+  // BENCH_FLOOR=0 skips the floor (a before/after comparison of the worker alone).
+  const floor =
+    process.env['BENCH_FLOOR'] === '0'
+      ? undefined
+      : await runThroughput({ ...common, system: 'floor', workers: 1 });
+  const worker = await runThroughput({ ...common, system: 'worker', workers, restore: workers === 1 });
   console.log(`throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), 6 partitions`);
-  printThroughput(floor);
+  if (floor) printThroughput(floor);
   printThroughput(worker, floor);
   console.log(`  wrote ${await saveResult(`worker-throughput-${orders}-x${workers}`, { floor, worker })}`);
   await services.stop();
