@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './conf
 import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
+import { OrderHomes } from './redis/order-homes.ts';
 import { OrderIndex } from './redis/order-index.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
@@ -154,6 +155,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       });
     },
     orderRoutes,
+    // Kept twice as long as a finished order stays in the state topic, and never under 30 days.
+    orderHomes: new OrderHomes(redis, {
+      ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs),
+    }),
     inflightExchangeCalls: () => actors?.inflight() ?? 0,
     callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
     metrics: telemetry.metrics,

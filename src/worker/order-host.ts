@@ -50,6 +50,12 @@ export interface OrderLeases {
   isValid(orderId: string): boolean;
 }
 
+/** Where each order lives, shared by every replica (this one holds only its own partitions' records). */
+export interface OrderHomes {
+  /** Records `partition` as the order's home unless it has one; resolves to its home. */
+  claim(orderId: string, partition: number): Promise<number>;
+}
+
 export interface OrderHostOptions {
   store: OrderStateStore;
   writer: TransactionalWriter;
@@ -70,6 +76,8 @@ export interface OrderHostOptions {
   maxCommandBytes?: number;
   /** Told of commands handled, events committed, leases and restores (metrics). */
   metrics?: OrderHostMetrics;
+  /** Recognises an order.create of an order that lives on a partition this replica does not hold. */
+  homes?: OrderHomes;
 }
 
 /** What the host reports for metrics; label values are command types, reasons and event types only. */
@@ -941,6 +949,18 @@ export class OrderHost {
           command.order_id,
           message,
           rejection('order_exists', `order ${command.order_id} already exists with different content`),
+        );
+        return;
+      }
+      const home = await this.opts.homes?.claim(command.order_id, message.partition);
+      if (home !== undefined && home !== message.partition) {
+        await this.reject(
+          command.order_id,
+          message,
+          rejection(
+            'malformed',
+            `order ${command.order_id} lives on partition ${home}; this command arrived on partition ${message.partition} (let the key choose the partition)`,
+          ),
         );
         return;
       }

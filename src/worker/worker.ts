@@ -31,7 +31,7 @@ import {
   type WebhookReceiverDeps,
 } from '../webhooks/webhook-receiver.ts';
 import type { MachineBinding } from './machine-binding.ts';
-import { OrderHost, type OrderLeases } from './order-host.ts';
+import { OrderHost, type OrderHomes, type OrderLeases } from './order-host.ts';
 import { retentionSweepIntervalMs, StateRetention } from './state-retention.ts';
 
 export interface WorkerAdapters {
@@ -50,6 +50,8 @@ export interface WorkerAdapters {
    * orders' references as it reads them; a webhook for an order of another replica's partition is routed with it.
    */
   orderRoutes?: OrderRoutes;
+  /** The partition of every order, shared by the replicas (Redis): refuses a create sent to another partition. */
+  orderHomes?: OrderHomes;
   /** The metrics of the process (the Prometheus text of `/metrics`, and the instruments the parts record to). */
   metrics: WorkerMetrics;
   close: () => Promise<void>;
@@ -215,6 +217,7 @@ export class Worker {
       ...(adapters.callsSettled ? { callsSettled: adapters.callsSettled } : {}),
       maxCommandBytes: config.maxCommandBytes,
       metrics: adapters.metrics.hostObserver(),
+      ...(adapters.orderHomes ? { homes: adapters.orderHomes } : {}),
     });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
