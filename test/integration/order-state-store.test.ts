@@ -2,7 +2,7 @@
 // share the orders), forgets a released partition, keeps a finished order only in its compact form, treats a
 // tombstone as "no record" (also when it restores across one), and the retention sweep tombstones a finished
 // order under its lease once its retention passed.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Kafka } from 'kafkajs';
 import { OrderStateStore, type OrderRecord } from '../../src/kafka/order-state-store.ts';
 import { TransactionalWriter, type WritableRecord } from '../../src/kafka/transactional-writer.ts';
@@ -15,13 +15,13 @@ import { testKafka } from '../support/kafka-helpers.ts';
 import { services, uniqueName } from '../support/services.ts';
 
 const logger = createLogger({ level: 'silent' });
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+
+/** Ends a resource after the test that made it, whatever the outcome. */
+function cleanup(end: () => Promise<unknown>): void {
+  onTestFinished(async () => {
+    await end().catch(() => {});
+  });
+}
 
 const partitions = 4;
 
@@ -35,7 +35,7 @@ async function stateTopic(kafka: Kafka): Promise<string> {
     ],
     waitForLeaders: true,
   });
-  cleanups.push(async () => {
+  cleanup(async () => {
     await admin.deleteTopics({ topics: [topic] });
     await admin.disconnect();
   });
@@ -52,7 +52,7 @@ async function writerFor(kafka: Kafka): Promise<TransactionalWriter> {
     onFatal: () => {},
   });
   await writer.connect();
-  cleanups.push(() => writer.close());
+  cleanup(() => writer.close());
   return writer;
 }
 
@@ -66,7 +66,7 @@ async function storeFor(kafka: Kafka, topic: string, writer: TransactionalWriter
     transactionTimeoutMs: 10_000,
   });
   await store.start();
-  cleanups.push(() => store.stop());
+  cleanup(() => store.stop());
   return store;
 }
 
@@ -222,11 +222,11 @@ describe('order state store', () => {
       keyPrefix: `${uniqueName('retention')}:`,
       onError: () => {},
     });
-    cleanups.push(() => closeRedis(redis));
+    cleanup(() => closeRedis(redis));
     await whenRedisReady(redis, 10_000);
     const lease = new OrderLease(redis);
     const leases = new RedisOrderLeases({ lease, owner: 'sweeper', ttlMs: 5_000, logger });
-    cleanups.push(() => leases.stop());
+    cleanup(() => leases.stop());
     // Another replica answers a late command of this order right now: it is not touched this time.
     expect(await lease.acquire(held.order_id, 'someone-else', 5_000, 0)).not.toBeNull();
     const tombstoned: string[] = [];
