@@ -339,10 +339,11 @@ export class OrderHost {
   /**
    * Partitions moved. Revoked ones: their orders are persisted, their leases released and their records forgotten
    * (the store stops reading them). Added ones: read up to a barrier, take the leases of their unfinished orders
-   * (waiting for a previous owner to let go), then read up to a second barrier - a previous owner writes its last records before it releases a lease, so only after the lease
-   * is ours is the state topic known to hold the order's latest record - and restore from that. The candidates are
-   * computed again until a round finds none: a previous owner may have created an order after the first barrier.
-   * Safe to call again with the same partitions (a failed restore is retried by the consumer).
+   * (waiting for a previous owner to let go), then read up to a second barrier - a previous owner writes its last
+   * records before it releases a lease, so only after the lease is ours is the state topic known to hold the order's
+   * latest record - and restore from that. The candidates are computed again until a round finds none: a previous
+   * owner may have created an order after the first barrier. Safe to call again with the same partitions (a failed
+   * restore is retried by the consumer).
    */
   async onAssignment(revoked: number[], added: number[]): Promise<void> {
     const revokedSet = new Set(revoked);
