@@ -67,9 +67,14 @@ function compact(record: OrderRecord): FinishedOrder {
   };
 }
 
+/** The record again, its commands parsed only when read (a restore lists every finished order of a partition). */
 function expand(record: FinishedOrder): OrderRecord {
   const { commands, finishedAt: _finishedAt, ...rest } = record;
-  return { ...rest, commands: JSON.parse(commands) as [string, string][], machine: null };
+  let parsed: [string, string][] | undefined;
+  return Object.defineProperty({ ...rest, machine: null }, 'commands', {
+    get: () => (parsed ??= JSON.parse(commands) as [string, string][]),
+    enumerable: true,
+  }) as OrderRecord;
 }
 
 /** A finished order whose retention has passed: what the retention sweep needs to tombstone it under a lease. */
