@@ -120,6 +120,12 @@ export async function startBenchSystem(opts: {
   };
 }
 
+export interface OrderMemory {
+  count: number;
+  rssKiBPerOrder: number;
+  heapKiBPerOrder: number | null;
+}
+
 export interface ThroughputResult {
   system: 'worker' | 'floor';
   workers: number;
@@ -134,9 +140,9 @@ export interface ThroughputResult {
   completedPerSecond: number;
   completeCpuMsPerOrder: number;
   rssMiB: { idle: number[]; open: number[]; peak: number[] };
-  openOrders: { count: number; rssKiBPerOrder: number; heapKiBPerOrder: number | null } | null;
+  openOrders: OrderMemory | null;
   /** The same 2 s after the last order.completed: what a finished order still costs (null for the floor). */
-  finishedOrders: { count: number; rssKiBPerOrder: number; heapKiBPerOrder: number | null } | null;
+  finishedOrders: OrderMemory | null;
   restore: { openOrders: number; readyMs: number; emptyBootMs: number } | null;
   exchangeCallsPerOrder: { create: number; complete: number };
   /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
@@ -195,23 +201,28 @@ export async function runThroughput(opts: {
     const createCalls = callsIn(exchange.calls, t0, t0 + createdMs);
     const latencies = createdEvents.map((e) => e.receivedAt - (sentAt.get(String(e.order_id)) ?? NaN));
 
+    /** RSS and heap per order 2 s from now, over the processes' idle figures (null for the floor). */
+    const memoryPerOrder = async (
+      count: number,
+    ): Promise<{ rss: number[]; perOrder: OrderMemory | null }> => {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const rss = meter.rss();
+      if (opts.system !== 'worker') return { rss, perOrder: null };
+      const heap = sum(await Promise.all(env.workers.filter(alive).map((w) => heapUsed(w.metricsPort))));
+      return {
+        rss,
+        perOrder: {
+          count,
+          rssKiBPerOrder: round((sum(rss) - sum(idleRss)) / 1024 / Math.max(1, count), 2),
+          heapKiBPerOrder: Number.isFinite(heap - heapIdle)
+            ? round((heap - heapIdle) / 1024 / Math.max(1, count), 2)
+            : null,
+        },
+      };
+    };
+
     // ---- N open orders: memory
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const openRss = meter.rss();
-    const heapOpen =
-      opts.system === 'worker'
-        ? sum(await Promise.all(env.workers.map((w) => heapUsed(w.metricsPort))))
-        : NaN;
-    const openOrders =
-      opts.system === 'worker'
-        ? {
-            count: created,
-            rssKiBPerOrder: round((sum(openRss) - sum(idleRss)) / 1024 / Math.max(1, created), 2),
-            heapKiBPerOrder: Number.isFinite(heapOpen - heapIdle)
-              ? round((heapOpen - heapIdle) / 1024 / Math.max(1, created), 2)
-              : null,
-          }
-        : null;
+    const { rss: openRss, perOrder: openOrders } = await memoryPerOrder(created);
     let peakRss = meter.peakRss();
 
     // ---- restore: a fresh replica takes the N open orders over
@@ -247,22 +258,7 @@ export async function runThroughput(opts: {
     const completeCalls = callsIn(exchange.calls, t1, t1 + completedMs);
 
     // ---- N finished orders: memory (against the idle figures before the first command)
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const finishedRss = meter.rss();
-    const heapFinished =
-      opts.system === 'worker'
-        ? sum(await Promise.all(env.workers.filter(alive).map((w) => heapUsed(w.metricsPort))))
-        : NaN;
-    const finishedOrders =
-      opts.system === 'worker'
-        ? {
-            count: completed,
-            rssKiBPerOrder: round((sum(finishedRss) - sum(idleRss)) / 1024 / Math.max(1, completed), 2),
-            heapKiBPerOrder: Number.isFinite(heapFinished - heapIdle)
-              ? round((heapFinished - heapIdle) / 1024 / Math.max(1, completed), 2)
-              : null,
-          }
-        : null;
+    const { perOrder: finishedOrders } = await memoryPerOrder(completed);
     peakRss = peakRss.map((v, i) => Math.max(v, meter.peakRss()[i] ?? 0));
     meter.stop();
     await producer.close();
