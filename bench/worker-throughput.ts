@@ -120,6 +120,12 @@ export async function startBenchSystem(opts: {
   };
 }
 
+export interface OrderMemory {
+  count: number;
+  rssKiBPerOrder: number;
+  heapKiBPerOrder: number | null;
+}
+
 export interface ThroughputResult {
   system: 'worker' | 'floor';
   workers: number;
@@ -134,7 +140,9 @@ export interface ThroughputResult {
   completedPerSecond: number;
   completeCpuMsPerOrder: number;
   rssMiB: { idle: number[]; open: number[]; peak: number[] };
-  openOrders: { count: number; rssKiBPerOrder: number; heapKiBPerOrder: number | null } | null;
+  openOrders: OrderMemory | null;
+  /** The same 2 s after the last order.completed: what a finished order still costs (null for the floor). */
+  finishedOrders: OrderMemory | null;
   restore: { openOrders: number; readyMs: number; emptyBootMs: number } | null;
   exchangeCallsPerOrder: { create: number; complete: number };
   /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
@@ -146,6 +154,7 @@ export interface ThroughputResult {
 }
 
 const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+const alive = (worker: { child: { exitCode: number | null } }): boolean => worker.child.exitCode === null;
 
 const endpointOf = (c: TimedCall): string =>
   `${c.method} ${c.path.replace(/^\/orders\/[^/]+\/$/, '/orders/{ref}/')}`;
@@ -192,23 +201,28 @@ export async function runThroughput(opts: {
     const createCalls = callsIn(exchange.calls, t0, t0 + createdMs);
     const latencies = createdEvents.map((e) => e.receivedAt - (sentAt.get(String(e.order_id)) ?? NaN));
 
+    /** RSS and heap per order 2 s from now, over the processes' idle figures (null for the floor). */
+    const memoryPerOrder = async (
+      count: number,
+    ): Promise<{ rss: number[]; perOrder: OrderMemory | null }> => {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const rss = meter.rss();
+      if (opts.system !== 'worker') return { rss, perOrder: null };
+      const heap = sum(await Promise.all(env.workers.filter(alive).map((w) => heapUsed(w.metricsPort))));
+      return {
+        rss,
+        perOrder: {
+          count,
+          rssKiBPerOrder: round((sum(rss) - sum(idleRss)) / 1024 / Math.max(1, count), 2),
+          heapKiBPerOrder: Number.isFinite(heap - heapIdle)
+            ? round((heap - heapIdle) / 1024 / Math.max(1, count), 2)
+            : null,
+        },
+      };
+    };
+
     // ---- N open orders: memory
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const openRss = meter.rss();
-    const heapOpen =
-      opts.system === 'worker'
-        ? sum(await Promise.all(env.workers.map((w) => heapUsed(w.metricsPort))))
-        : NaN;
-    const openOrders =
-      opts.system === 'worker'
-        ? {
-            count: created,
-            rssKiBPerOrder: round((sum(openRss) - sum(idleRss)) / 1024 / Math.max(1, created), 2),
-            heapKiBPerOrder: Number.isFinite(heapOpen - heapIdle)
-              ? round((heapOpen - heapIdle) / 1024 / Math.max(1, created), 2)
-              : null,
-          }
-        : null;
+    const { rss: openRss, perOrder: openOrders } = await memoryPerOrder(created);
     let peakRss = meter.peakRss();
 
     // ---- restore: a fresh replica takes the N open orders over
@@ -242,6 +256,9 @@ export async function runThroughput(opts: {
     const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
     const completeCpu = sum(meter.cpuSinceMark());
     const completeCalls = callsIn(exchange.calls, t1, t1 + completedMs);
+
+    // ---- N finished orders: memory (against the idle figures before the first command)
+    const { perOrder: finishedOrders } = await memoryPerOrder(completed);
     peakRss = peakRss.map((v, i) => Math.max(v, meter.peakRss()[i] ?? 0));
     meter.stop();
     await producer.close();
@@ -268,6 +285,7 @@ export async function runThroughput(opts: {
       completeCpuMsPerOrder: round((completeCpu * 1000) / Math.max(1, completed), 2),
       rssMiB: { idle: idleRss.map(mib), open: openRss.map(mib), peak: peakRss.map(mib) },
       openOrders,
+      finishedOrders,
       restore,
       exchangeCallsPerOrder: {
         create: round(createCalls / Math.max(1, created), 2),
@@ -313,6 +331,10 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
     console.log(
       `    per open order (${r.openOrders.count})          RSS ${r.openOrders.rssKiBPerOrder} KiB  heap ${r.openOrders.heapKiBPerOrder ?? '-'} KiB (all replicas together)`,
     );
+  if (r.finishedOrders)
+    console.log(
+      `    per finished order (${r.finishedOrders.count})      RSS ${r.finishedOrders.rssKiBPerOrder} KiB  heap ${r.finishedOrders.heapKiBPerOrder ?? '-'} KiB (all replicas together)`,
+    );
   if (r.restore)
     console.log(
       `    restore of ${r.restore.openOrders} open orders     fresh replica ready in ${r.restore.readyMs} ms (on empty topics: ${r.restore.emptyBootMs} ms)`,
@@ -329,10 +351,14 @@ if (import.meta.filename === process.argv[1]) {
     orders,
     capMs: Number(process.env['BENCH_CAP_MS'] ?? 300_000),
   };
-  const floor = await runThroughput({ ...common, system: 'floor', workers: 1 });
-  const worker = await runThroughput({ ...common, system: 'worker', workers, restore: true });
+  // BENCH_FLOOR=0 skips the floor (a before/after comparison of the worker alone).
+  const floor =
+    process.env['BENCH_FLOOR'] === '0'
+      ? undefined
+      : await runThroughput({ ...common, system: 'floor', workers: 1 });
+  const worker = await runThroughput({ ...common, system: 'worker', workers, restore: workers === 1 });
   console.log(`throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), 6 partitions`);
-  printThroughput(floor);
+  if (floor) printThroughput(floor);
   printThroughput(worker, floor);
   console.log(`  wrote ${await saveResult(`worker-throughput-${orders}-x${workers}`, { floor, worker })}`);
   await services.stop();

@@ -305,6 +305,8 @@ export const configVariables = z.object({
   POLL_INTERVAL_MS: intFromEnv(30_000, 30_000, 60_000),
   RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 30_000, 60_000),
   LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
+  // Must exceed the commands topic's retention: a create replayed after its order's tombstone starts it again.
+  FINISHED_ORDER_RETENTION_MS: intFromEnv(7 * 86_400_000, 1_000, 365 * 86_400_000),
   MAX_ACTIVE_ORDERS: intFromEnv(50_000, 1, 1_000_000),
   MAX_INFLIGHT_EXCHANGE_CALLS: intFromEnv(200, 1, 100_000),
   API_BUDGET_PER_MINUTE: intFromEnv(2_500, 1, 100_000),
@@ -407,6 +409,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
   pollIntervalMs: value.POLL_INTERVAL_MS,
   reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
   leaseTtlMs: value.LEASE_TTL_MS,
+  finishedOrderRetentionMs: value.FINISHED_ORDER_RETENTION_MS,
   maxActiveOrders: value.MAX_ACTIVE_ORDERS,
   maxInflightExchangeCalls: value.MAX_INFLIGHT_EXCHANGE_CALLS,
   quoteCooldownMs: value.QUOTE_COOLDOWN_MS,

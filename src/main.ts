@@ -8,6 +8,8 @@ import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
 import { webhookVerifier } from './exchange/webhook-signature.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
+import { OrderHomes } from './redis/order-homes.ts';
+import { OrderIndex } from './redis/order-index.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
 import { RedisReferenceClaims } from './redis/reference-claims.ts';
@@ -19,7 +21,7 @@ import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
 import { normalizeWebhook } from './webhooks/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
-import { Worker } from './worker/worker.ts';
+import { Worker, type OrderRoutes } from './worker/worker.ts';
 import { createXStateBinding } from './worker/xstate-binding.ts';
 
 function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
@@ -64,6 +66,36 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown degraded to local'),
   });
   const referenceClaims = new RedisReferenceClaims(redis);
+  const orderIndex = new OrderIndex(redis);
+  const routeLog = logger.child({ component: 'order-routes' });
+  const orderRoutes: OrderRoutes = {
+    // The owner of a partition publishes where its orders live, and claims their references again: a Redis that
+    // restarted empty gets both back as partitions are read (the claim guards adoption across partitions).
+    record: (reference, orderId, partition) => {
+      orderIndex
+        .put(reference, orderId, partition)
+        .catch((error: unknown) =>
+          routeLog.debug({ orderId, err: { message: (error as Error).message } }, 'route not recorded'),
+        );
+      referenceClaims.claim(reference, orderId).then(
+        (ours) => {
+          if (!ours)
+            routeLog.error(
+              { orderId, uniqueReference: reference },
+              'exchange order claimed by another order',
+            );
+        },
+        () => {},
+      );
+    },
+    locate: async (reference) => {
+      const found = await orderIndex.locate(reference);
+      return found?.partition === undefined
+        ? undefined
+        : { orderId: found.orderId, partition: found.partition };
+    },
+    forget: (reference) => void orderIndex.forget(reference).catch(() => {}),
+  };
   const dedupe = new WebhookDedupe(redis, {
     onDegraded: (error) => redisLog.warn({ code: error.code }, 'webhook dedupe degraded'),
   });
@@ -124,6 +156,11 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         },
       });
     },
+    orderRoutes,
+    // Kept twice as long as a finished order stays in the state topic, and never under 30 days.
+    orderHomes: new OrderHomes(redis, {
+      ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs),
+    }),
     inflightExchangeCalls: () => actors?.inflight() ?? 0,
     callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
     metrics: telemetry.metrics,

@@ -93,6 +93,11 @@ async function main(): Promise<number> {
   let followedId: string | null = null;
   let printedState: string | null = null;
   const stateReading = await readTopic(kafka, config.topics.state, (message) => {
+    // A tombstone: the finished order's retention passed and its record left the topic (its events remain).
+    if (message.value === null && message.key !== null) {
+      records.delete(message.key);
+      return;
+    }
     const parsed = stateRecordSchema.safeParse(parseJson(message.value));
     if (!parsed.success) return; // barriers and foreign records
     const record = parsed.data;

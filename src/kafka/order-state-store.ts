@@ -1,8 +1,10 @@
 // The durable record of every order: a compacted state topic, co-partitioned with the commands topic
-// (a record is always written to the partition its commands arrive on). Every replica reads the whole topic
-// into memory, so it can answer "does this order exist?" and route webhooks for any order; a replica that is
-// assigned a partition first writes a barrier record into it and waits to read it back, which proves that it has
-// seen every committed record before the barrier (including the last words of a replica that died).
+// (a record is always written to the partition its commands arrive on). A replica reads only the partitions it is
+// assigned: catchUp starts reading a partition from its beginning, release forgets it. Before any order of a newly
+// assigned partition is driven, catchUp writes a barrier record into it and waits to read it back, which proves
+// that this replica has seen every committed record before the barrier (including the last words of a replica
+// that died). Open orders are held whole; a finished one only in a compact form (what answers a late command the
+// same way: its create hash, its remembered command ids, its seq), until the retention sweep tombstones it.
 // Records are ordered by (fence, rev): a record from an older lease holder never replaces a newer one.
 import { randomUUID } from 'node:crypto';
 import type { Consumer, Kafka } from 'kafkajs';
@@ -28,7 +30,7 @@ export const orderRecordSchema = z.object({
    * internal_error) was published once. A replica that restores the order tries its last good state again.
    */
   halted: z.object({ code: z.string(), message: z.string(), at: z.string() }).nullish(),
-  /** The machine's durable form (versioned by the machine module). */
+  /** The machine's durable form (versioned by the machine module); null in a finished order's compact form. */
   machine: z.unknown(),
   /** W3C traceparent of the command that created the order: traces of its later polls link to it. */
   trace_origin: z.string().max(55).optional(),
@@ -36,6 +38,53 @@ export const orderRecordSchema = z.object({
 export type OrderRecord = z.infer<typeof orderRecordSchema>;
 
 const barrierSchema = z.object({ barrier: z.string() });
+
+/**
+ * A finished order as held in memory: no machine, and its remembered commands as one JSON string (a fraction of
+ * the memory of an array of pairs). `get` turns it back into a record with `machine: null`.
+ */
+interface FinishedOrder extends Omit<OrderRecord, 'commands' | 'machine' | 'terminal'> {
+  terminal: true;
+  commands: string;
+  /** updated_at in epoch ms: when the retention of the finished order started. */
+  finishedAt: number;
+}
+
+type HeldRecord = OrderRecord | FinishedOrder;
+
+function isFinished(record: HeldRecord): record is FinishedOrder {
+  return typeof record.commands === 'string';
+}
+
+function compact(record: OrderRecord): FinishedOrder {
+  const { commands, machine: _dropped, terminal: _terminal, ...rest } = record;
+  const finishedAt = Date.parse(record.updated_at);
+  return {
+    ...rest,
+    terminal: true,
+    commands: JSON.stringify(commands),
+    finishedAt: Number.isFinite(finishedAt) ? finishedAt : 0,
+  };
+}
+
+/** The record again, its commands parsed only when read (a restore lists every finished order of a partition). */
+function expand(record: FinishedOrder): OrderRecord {
+  const { commands, finishedAt: _finishedAt, ...rest } = record;
+  let parsed: [string, string][] | undefined;
+  return Object.defineProperty({ ...rest, machine: null }, 'commands', {
+    get: () => (parsed ??= JSON.parse(commands) as [string, string][]),
+    enumerable: true,
+  }) as OrderRecord;
+}
+
+/** A finished order whose retention has passed: what the retention sweep needs to tombstone it under a lease. */
+export interface ExpiredOrder {
+  orderId: string;
+  partition: number;
+  fence: number;
+  rev: number;
+  uniqueReference: string | null;
+}
 
 /**
  * How long a catch-up may take. It waits out a dead producer's open transaction, which the broker aborts after
@@ -46,16 +95,24 @@ export function catchUpTimeoutFor(transactionTimeoutMs: number): number {
   return Math.max(120_000, 2 * transactionTimeoutMs + 30_000);
 }
 
-function newer(candidate: OrderRecord, current: OrderRecord | undefined): boolean {
+function newer(candidate: OrderRecord, current: HeldRecord | undefined): boolean {
   if (!current) return true;
   if (candidate.fence !== current.fence) return candidate.fence > current.fence;
   return candidate.rev >= current.rev;
 }
 
+interface Waiter {
+  partition: number;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
 export class OrderStateStore {
-  private readonly records = new Map<string, OrderRecord>();
+  private readonly records = new Map<string, HeldRecord>();
   private readonly references = new Map<string, string>();
-  private readonly waiters = new Map<string, () => void>();
+  private readonly waiters = new Map<string, Waiter>();
+  /** Partitions this replica reads (assigned and caught up, or catching up). */
+  private readonly held = new Set<number>();
   private consumer: Consumer | undefined;
   private readonly kafka: Kafka;
   private readonly topic: string;
@@ -63,6 +120,7 @@ export class OrderStateStore {
   private readonly writer: TransactionalWriter;
   private readonly logger: Logger;
   private readonly catchUpTimeoutMs: number;
+  private readonly onReference: ((reference: string, orderId: string, partition: number) => void) | undefined;
   invalidRecords = 0;
 
   constructor(opts: {
@@ -73,6 +131,11 @@ export class OrderStateStore {
     logger: Logger;
     /** The producers' transaction timeout (KAFKA_TRANSACTION_TIMEOUT_MS), which a catch-up may have to wait out. */
     transactionTimeoutMs: number;
+    /**
+     * Told once per order (per time its partition is caught up here) of the exchange order it records: the
+     * composition root publishes "reference -> order, partition" for replicas that do not hold the partition.
+     */
+    onReference?: (reference: string, orderId: string, partition: number) => void;
   }) {
     this.catchUpTimeoutMs = catchUpTimeoutFor(opts.transactionTimeoutMs);
     this.kafka = opts.kafka;
@@ -80,30 +143,46 @@ export class OrderStateStore {
     this.workerId = opts.workerId;
     this.writer = opts.writer;
     this.logger = opts.logger.child({ component: 'state-store' });
+    this.onReference = opts.onReference;
   }
 
   async start(): Promise<void> {
-    // A group of its own (one member) so this replica reads every partition from the beginning; it never commits.
+    // A group of its own (one member) that never commits: it is given every partition and reads only the held
+    // ones (the others stay paused), each from its beginning when catchUp takes it.
     this.consumer = this.kafka.consumer({
       groupId: `${this.topic}.reader.${this.workerId}.${randomUUID()}`,
       sessionTimeout: 30_000,
       readUncommitted: false,
       maxWaitTimeInMs: 100,
     });
+    const admin = this.kafka.admin();
+    await admin.connect();
+    const partitions = await admin
+      .fetchTopicMetadata({ topics: [this.topic] })
+      .then(({ topics }) => topics[0]?.partitions.map((p) => p.partitionId) ?? [])
+      .finally(() => admin.disconnect());
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topic, fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently: 4,
       eachMessage: ({ message, partition }) => {
-        this.consume(message.key?.toString() ?? '', message.value, partition);
+        // A batch fetched before its partition was paused (released, or never taken) is not ours to read.
+        if (this.held.has(partition)) this.consume(message.key?.toString() ?? '', message.value, partition);
         return Promise.resolve();
       },
     });
+    // Partition by partition: kafkajs forgets a whole-topic pause as soon as one partition is paused on its own.
+    const unheld = partitions.filter((partition) => !this.held.has(partition));
+    if (unheld.length) this.consumer.pause([{ topic: this.topic, partitions: unheld }]);
   }
 
   private consume(key: string, value: Buffer | null, partition: number): void {
-    if (value === null) return;
+    if (value === null) {
+      // A tombstone: the order's retention passed and its record left the topic. "No record" from here on.
+      this.forget(key);
+      return;
+    }
     let json: unknown;
     try {
       json = JSON.parse(value.toString());
@@ -114,7 +193,7 @@ export class OrderStateStore {
     }
     const barrier = barrierSchema.safeParse(json);
     if (barrier.success) {
-      this.waiters.get(barrier.data.barrier)?.();
+      this.waiters.get(barrier.data.barrier)?.resolve();
       return;
     }
     const parsed = orderRecordSchema.safeParse(json);
@@ -129,49 +208,108 @@ export class OrderStateStore {
     this.apply(parsed.data);
   }
 
-  /** Applies a record we committed ourselves (or read back); keeps the newest by (fence, rev). */
+  /**
+   * Applies a record we committed ourselves (or read back); keeps the newest by (fence, rev). A record of a
+   * partition this replica does not hold is not kept; a finished order is kept in its compact form.
+   */
   apply(record: OrderRecord): void {
+    if (!this.held.has(record.partition)) return;
     if (!newer(record, this.records.get(record.order_id))) return;
-    this.records.set(record.order_id, record);
-    if (record.unique_reference) this.references.set(record.unique_reference, record.order_id);
+    this.records.set(record.order_id, record.terminal ? compact(record) : record);
+    const reference = record.unique_reference;
+    if (reference && this.references.get(reference) !== record.order_id) {
+      this.references.set(reference, record.order_id);
+      this.onReference?.(reference, record.order_id, record.partition);
+    }
   }
 
   get(orderId: string): OrderRecord | undefined {
-    return this.records.get(orderId);
+    const record = this.records.get(orderId);
+    return record && isFinished(record) ? expand(record) : record;
   }
 
+  /** The order recording this exchange order, among the partitions this replica holds. */
   orderIdByReference(uniqueReference: string): string | undefined {
     return this.references.get(uniqueReference);
   }
 
+  /** The records of a held partition (finished ones in their compact form, `machine: null`). */
   recordsOfPartition(partition: number): OrderRecord[] {
-    return [...this.records.values()].filter((record) => record.partition === partition);
+    const found: OrderRecord[] = [];
+    for (const record of this.records.values())
+      if (record.partition === partition) found.push(isFinished(record) ? expand(record) : record);
+    return found;
   }
 
+  /** Orders held here: open ones and finished ones within their retention, of the held partitions only. */
   size(): number {
     return this.records.size;
   }
 
+  /** The partitions this replica reads. */
+  heldPartitions(): number[] {
+    return [...this.held].sort((a, b) => a - b);
+  }
+
+  /** Finished orders whose last record is older than `finishedBefore` (epoch ms). */
+  expired(finishedBefore: number): ExpiredOrder[] {
+    const found: ExpiredOrder[] = [];
+    for (const record of this.records.values()) {
+      if (!isFinished(record) || record.finishedAt >= finishedBefore) continue;
+      found.push({
+        orderId: record.order_id,
+        partition: record.partition,
+        fence: record.fence,
+        rev: record.rev,
+        uniqueReference: record.unique_reference,
+      });
+    }
+    return found;
+  }
+
+  /** Drops an order (its tombstone was written or read): from here on it has no record. */
+  forget(orderId: string): void {
+    const record = this.records.get(orderId);
+    if (!record) return;
+    this.records.delete(orderId);
+    const reference = record.unique_reference;
+    if (reference && this.references.get(reference) === orderId) this.references.delete(reference);
+  }
+
   /**
-   * Proves this replica has read every committed record of these partitions: writes one barrier per partition
-   * and waits until all of them are read back. Open transactions of a dead producer delay it until the broker
-   * aborts them (the producers' transaction timeout, which the default timeout exceeds).
+   * Proves this replica has read every committed record of these partitions: starts reading the ones it does not
+   * hold yet (from their beginning), writes one barrier per partition and waits until all of them are read back.
+   * Open transactions of a dead producer delay it until the broker aborts them (the producers' transaction
+   * timeout, which the default timeout exceeds). Rejects when a partition is released meanwhile.
    */
   async catchUp(partitions: number[], timeoutMs = this.catchUpTimeoutMs): Promise<void> {
     if (partitions.length === 0) return;
+    this.take(partitions.filter((partition) => !this.held.has(partition)));
     const pending = partitions.map((partition) => {
       const nonce = randomUUID();
       const seen = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          this.waiters.delete(nonce);
-          reject(new Error(`state partition ${partition} not caught up after ${timeoutMs} ms`));
-        }, timeoutMs);
-        this.waiters.set(nonce, () => {
+        const done = (): void => {
           clearTimeout(timer);
           this.waiters.delete(nonce);
-          resolve();
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`state partition ${partition} not caught up after ${timeoutMs} ms`));
+        }, timeoutMs);
+        this.waiters.set(nonce, {
+          partition,
+          resolve: () => {
+            done();
+            resolve();
+          },
+          reject: (error) => {
+            done();
+            reject(error);
+          },
         });
       });
+      // Observed through Promise.all below; a release before the barrier is written must not go unhandled.
+      seen.catch(() => {});
       return {
         seen,
         record: {
@@ -186,7 +324,34 @@ export class OrderStateStore {
     await Promise.all(pending.map((p) => p.seen));
   }
 
+  /** Starts reading partitions from their beginning. */
+  private take(partitions: number[]): void {
+    if (partitions.length === 0) return;
+    for (const partition of partitions) this.held.add(partition);
+    const consumer = this.consumer;
+    if (!consumer) return;
+    for (const partition of partitions) consumer.seek({ topic: this.topic, partition, offset: '0' });
+    consumer.resume([{ topic: this.topic, partitions }]);
+  }
+
+  /**
+   * Forgets partitions this replica no longer owns: stops reading them and drops their records (their new owner
+   * reads them). A catch-up of one of them still waiting is rejected.
+   */
+  release(partitions: readonly number[]): void {
+    const released = partitions.filter((partition) => this.held.delete(partition));
+    if (released.length === 0) return;
+    this.consumer?.pause([{ topic: this.topic, partitions: released }]);
+    const gone = new Set(released);
+    for (const [orderId, record] of this.records) if (gone.has(record.partition)) this.forget(orderId);
+    for (const waiter of [...this.waiters.values()])
+      if (gone.has(waiter.partition))
+        waiter.reject(new Error(`state partition ${waiter.partition} was released while catching up`));
+    this.logger.info({ released }, 'state partitions released');
+  }
+
   async stop(): Promise<void> {
+    for (const waiter of [...this.waiters.values()]) waiter.reject(new Error('state store stopped'));
     await this.consumer?.disconnect();
   }
 }

@@ -30,6 +30,12 @@ export interface OutboundRecord {
   headers?: Record<string, string>;
 }
 
+/** A null value for a key of the compacted state topic: the topic forgets the key (an order past its retention). */
+export type TombstoneRecord = Omit<OutboundRecord, 'value'> & { value: null };
+
+/** What one transaction may hold. */
+export type WritableRecord = OutboundRecord | TombstoneRecord;
+
 export interface OffsetToCommit {
   topic: string;
   partition: number;
@@ -38,7 +44,7 @@ export interface OffsetToCommit {
 }
 
 interface Pending {
-  records: OutboundRecord[];
+  records: WritableRecord[];
   offsets: OffsetToCommit[];
   guard: (() => boolean) | undefined;
   /** Resolves true once committed, false when the guard refused the records (nothing of them was written). */
@@ -54,14 +60,14 @@ interface Pending {
 export const DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION = 512 * 1024;
 
 /** Approximate size of a record on the wire (key, value, headers and a fixed per-record overhead). */
-export function recordBytes(record: OutboundRecord): number {
-  let bytes = 70 + Buffer.byteLength(record.key) + Buffer.byteLength(record.value);
+export function recordBytes(record: WritableRecord): number {
+  let bytes = 70 + Buffer.byteLength(record.key) + Buffer.byteLength(record.value ?? '');
   for (const [name, value] of Object.entries(record.headers ?? {}))
     bytes += Buffer.byteLength(name) + Buffer.byteLength(value) + 8;
   return bytes;
 }
 
-function bucketOf(record: OutboundRecord): string {
+function bucketOf(record: WritableRecord): string {
   return `${record.topic}\u0000${record.partition ?? '*'}`;
 }
 
@@ -70,7 +76,7 @@ function bucketOf(record: OutboundRecord): string {
  * A write is never split (its events, state record and offset must commit together); one larger than the cap on
  * its own gets a transaction of its own.
  */
-export function planTransactions<T extends { records: readonly OutboundRecord[] }>(
+export function planTransactions<T extends { records: readonly WritableRecord[] }>(
   items: readonly T[],
   maxBytesPerPartition: number,
 ): T[][] {
@@ -208,7 +214,7 @@ export class TransactionalWriter {
    * Queues records (and offsets) for the next transaction; resolves true once they are committed, false when the
    * guard refused them at commit time (then none of them, offsets included, was written).
    */
-  write(records: OutboundRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean): Promise<boolean> {
+  write(records: WritableRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean): Promise<boolean> {
     if (this.closed) return Promise.reject(new WorkerError('writer_closed', 'the Kafka writer is closed'));
     if (this.failure) return Promise.reject(this.failure);
     if (records.length === 0 && offsets.length === 0) return Promise.resolve(true);
@@ -236,7 +242,7 @@ export class TransactionalWriter {
   }
 
   /** `send <topic>` (the first record's topic: an order's events come before its state record). */
-  private startSendSpan(records: OutboundRecord[]): Span {
+  private startSendSpan(records: WritableRecord[]): Span {
     const topic = records[0]?.topic ?? 'unknown';
     return tracer.startSpan(`send ${topic}`, {
       kind: SpanKind.PRODUCER,
@@ -394,7 +400,7 @@ export class TransactionalWriter {
   }
 
   private async commitOnceUnwatched(batch: Pending[]): Promise<Set<Pending>> {
-    const byTopic = new Map<string, OutboundRecord[]>();
+    const byTopic = new Map<string, WritableRecord[]>();
     const offsets = new Map<string, OffsetToCommit>();
     const refused = new Set<Pending>();
     for (const item of batch) {

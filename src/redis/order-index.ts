@@ -1,8 +1,27 @@
-// Routes an exchange webhook (which names the exchange's unique_reference) to our order id. A cache, not a
-// record: entries expire, and the runtime re-puts the mapping whenever it restores an order from Kafka, so a
-// Redis that restarted empty is refilled as orders resume.
+// Routes an exchange webhook (which names the exchange's unique_reference) to our order id and the partition that
+// order lives on, for a replica that does not hold that partition. A cache, not a record: entries expire, and the
+// owner of a partition re-puts the mapping of every order whenever it catches the partition up from Kafka, so a
+// Redis that restarted empty is refilled as partitions move. A miss only costs the webhook: the poll covers it.
+import { z } from 'zod';
 import { invalidArgument, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort } from './redis-port.ts';
+
+/** An entry with its partition (what `put` with a partition stores); a bare order id is an older entry. */
+const routeSchema = z.object({ order_id: z.string().min(1), partition: z.number().int().min(0) });
+
+function parseEntry(value: string): { orderId: string; partition?: number } {
+  if (!value.startsWith('{')) return { orderId: value };
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {
+    return { orderId: value };
+  }
+  const route = routeSchema.safeParse(json);
+  return route.success
+    ? { orderId: route.data.order_id, partition: route.data.partition }
+    : { orderId: value };
+}
 
 export interface OrderIndexOptions {
   /** How long a mapping lives without being put again (default 30 days). */
@@ -24,11 +43,18 @@ export class OrderIndex {
       throw invalidArgument(`ttlSeconds must be a positive integer, got ${this.#ttlSeconds}`);
   }
 
-  /** Maps uniqueReference to orderId (overwriting, and restarting the ttl). Throws WorkerError on Redis failure. */
-  async put(uniqueReference: string, orderId: string): Promise<void> {
+  /**
+   * Maps uniqueReference to orderId, and to the partition it lives on when given (overwriting, and restarting the
+   * ttl). Throws WorkerError on Redis failure.
+   */
+  async put(uniqueReference: string, orderId: string, partition?: number): Promise<void> {
     if (!uniqueReference || !orderId) throw invalidArgument('uniqueReference and orderId must not be empty');
+    const value =
+      partition === undefined
+        ? orderId
+        : JSON.stringify({ order_id: orderId, partition } satisfies z.input<typeof routeSchema>);
     try {
-      await this.#redis.set(orderIndexKey(uniqueReference), orderId, 'EX', this.#ttlSeconds);
+      await this.#redis.set(orderIndexKey(uniqueReference), value, 'EX', this.#ttlSeconds);
     } catch (error) {
       throw toRedisWorkerError(error, `index order ${orderId}`);
     }
@@ -36,10 +62,26 @@ export class OrderIndex {
 
   /** The order id for uniqueReference, or null when unknown. Throws WorkerError on Redis failure. */
   async get(uniqueReference: string): Promise<string | null> {
+    return (await this.locate(uniqueReference))?.orderId ?? null;
+  }
+
+  /** The order id and (when it was put with one) its partition, or null. Throws WorkerError on Redis failure. */
+  async locate(uniqueReference: string): Promise<{ orderId: string; partition?: number } | null> {
+    let value: string | null;
     try {
-      return await this.#redis.get(orderIndexKey(uniqueReference));
+      value = await this.#redis.get(orderIndexKey(uniqueReference));
     } catch (error) {
       throw toRedisWorkerError(error, 'look up order by unique reference');
+    }
+    return value === null ? null : parseEntry(value);
+  }
+
+  /** Drops the mapping (the order left the state topic). Throws WorkerError on Redis failure. */
+  async forget(uniqueReference: string): Promise<void> {
+    try {
+      await this.#redis.del(orderIndexKey(uniqueReference));
+    } catch (error) {
+      throw toRedisWorkerError(error, 'forget the order of a unique reference');
     }
   }
 }

@@ -124,8 +124,10 @@ export class WorkerMetrics {
         if (this.#sources) result.observe(read(this.#sources));
       });
     gauge('worker_active_orders', 'orders driven by this replica', (s) => s.activeOrders());
-    gauge('worker_known_orders', 'orders in the state store (all, finished included)', (s) =>
-      s.knownOrders(),
+    gauge(
+      'worker_known_orders',
+      "orders of this replica's partitions in the state store (open, and finished within their retention)",
+      (s) => s.knownOrders(),
     );
     gauge('worker_partitions_owned', 'command partitions assigned to this replica', (s) =>
       s.partitionsOwned(),

@@ -17,6 +17,11 @@ export type NormalizedWebhook =
   | { kind: 'order'; uniqueReference: string; status: string; payloadVersion: 'v1' | 'v2' }
   | { kind: 'kyc'; uniqueReference: string | null; payload: Record<string, unknown> };
 
+export interface Located {
+  orderId: string;
+  partition: number;
+}
+
 export type WebhookVerdict = { ok: true; secretIndex: number } | { ok: false; reason: string };
 
 export interface WebhookReceiverDeps {
@@ -30,7 +35,11 @@ export interface WebhookReceiverDeps {
   firstSeen: (uniqueReference: string, status: string) => Promise<boolean>;
   /** Drops the dedupe mark of a delivery whose hint was not routed, so a later delivery is not a "duplicate". */
   forget: (uniqueReference: string, status: string) => Promise<void>;
-  locate: (uniqueReference: string) => { orderId: string; partition: number } | undefined;
+  /**
+   * The order an exchange order belongs to and the partition it lives on: answered from this replica's own
+   * partitions, else looked up (Redis). Undefined (or a failed or late lookup) drops the hint: the poll covers it.
+   */
+  locate: (uniqueReference: string) => Located | undefined | Promise<Located | undefined>;
   routeHint: (hint: {
     orderId: string;
     partition: number;
@@ -86,6 +95,19 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<Settled<T>> {
 }
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** The order of a reference within the answer's deadline; a lookup that fails or is late counts as unknown. */
+async function locateWithin(
+  deps: Pick<WebhookReceiverDeps, 'locate'>,
+  uniqueReference: string,
+  ms: number,
+): Promise<Located | undefined> {
+  const settled = await within(
+    Promise.resolve().then(() => deps.locate(uniqueReference)),
+    ms,
+  );
+  return settled.kind === 'done' ? settled.value : undefined;
+}
 
 export function createWebhookReceiver(deps: WebhookReceiverDeps): {
   handle: (raw: Buffer, headers: IncomingHttpHeaders) => Promise<WebhookOutcome>;
@@ -145,7 +167,9 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
     normalized: Extract<NormalizedWebhook, { kind: 'kyc' }>,
     deadline: number,
   ): Promise<WebhookOutcome> => {
-    const located = normalized.uniqueReference ? deps.locate(normalized.uniqueReference) : undefined;
+    const located = normalized.uniqueReference
+      ? await locateWithin(deps, normalized.uniqueReference, (deadline - performance.now()) / 2)
+      : undefined;
     const eventId = `kyc:${createHash('sha256').update(raw).digest('hex').slice(0, 32)}`;
     const what = { kind: 'kyc', uniqueReference: normalized.uniqueReference, eventId };
     const publishing = deps.publishKyc({
@@ -176,7 +200,7 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
     deadline: number,
   ): Promise<WebhookOutcome> => {
     const { uniqueReference, status } = normalized;
-    const located = deps.locate(uniqueReference);
+    const located = await locateWithin(deps, uniqueReference, (deadline - performance.now()) / 2);
     if (!located) {
       counters.unknownOrder++;
       log.warn(

@@ -50,6 +50,12 @@ export interface OrderLeases {
   isValid(orderId: string): boolean;
 }
 
+/** Where each order lives, shared by every replica (this one holds only its own partitions' records). */
+export interface OrderHomes {
+  /** Records `partition` as the order's home unless it has one; resolves to its home. */
+  claim(orderId: string, partition: number): Promise<number>;
+}
+
 export interface OrderHostOptions {
   store: OrderStateStore;
   writer: TransactionalWriter;
@@ -70,6 +76,8 @@ export interface OrderHostOptions {
   maxCommandBytes?: number;
   /** Told of commands handled, events committed, leases and restores (metrics). */
   metrics?: OrderHostMetrics;
+  /** Recognises an order.create of an order that lives on a partition this replica does not hold. */
+  homes?: OrderHomes;
 }
 
 /** What the host reports for metrics; label values are command types, reasons and event types only. */
@@ -329,12 +337,13 @@ export class OrderHost {
   }
 
   /**
-   * Partitions moved. Revoked ones: their orders are persisted and their leases released. Added ones: read up to a
-   * barrier, take the leases of their unfinished orders (waiting for a previous owner to let go), then read up to a
-   * second barrier - a previous owner writes its last records before it releases a lease, so only after the lease
-   * is ours is the state topic known to hold the order's latest record - and restore from that. The candidates are
-   * computed again until a round finds none: a previous owner may have created an order after the first barrier.
-   * Safe to call again with the same partitions (a failed restore is retried by the consumer).
+   * Partitions moved. Revoked ones: their orders are persisted, their leases released and their records forgotten
+   * (the store stops reading them). Added ones: read up to a barrier, take the leases of their unfinished orders
+   * (waiting for a previous owner to let go), then read up to a second barrier - a previous owner writes its last
+   * records before it releases a lease, so only after the lease is ours is the state topic known to hold the order's
+   * latest record - and restore from that. The candidates are computed again until a round finds none: a previous
+   * owner may have created an order after the first barrier. Safe to call again with the same partitions (a failed
+   * restore is retried by the consumer).
    */
   async onAssignment(revoked: number[], added: number[]): Promise<void> {
     const revokedSet = new Set(revoked);
@@ -343,6 +352,9 @@ export class OrderHost {
         .filter((slot) => revokedSet.has(slot.partition) && !this.assigned.has(slot.partition))
         .map((slot) => this.unload(slot)),
     );
+    // Their records are the new owner's to read: this replica stops holding them.
+    const released = revoked.filter((partition) => !this.assigned.has(partition));
+    if (released.length) this.opts.store.release(released);
     const attempted = new Set<string>();
     for (;;) {
       const partitions = added.filter((partition) => this.assigned.has(partition));
@@ -930,6 +942,18 @@ export class OrderHost {
           command.order_id,
           message,
           rejection('order_exists', `order ${command.order_id} already exists with different content`),
+        );
+        return;
+      }
+      const home = await this.opts.homes?.claim(command.order_id, message.partition);
+      if (home !== undefined && home !== message.partition) {
+        await this.reject(
+          command.order_id,
+          message,
+          rejection(
+            'malformed',
+            `order ${command.order_id} lives on partition ${home}; this command arrived on partition ${message.partition} (let the key choose the partition)`,
+          ),
         );
         return;
       }

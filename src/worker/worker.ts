@@ -31,7 +31,8 @@ import {
   type WebhookReceiverDeps,
 } from '../webhooks/webhook-receiver.ts';
 import type { MachineBinding } from './machine-binding.ts';
-import { OrderHost, type OrderLeases } from './order-host.ts';
+import { OrderHost, type OrderHomes, type OrderLeases } from './order-host.ts';
+import { retentionSweepIntervalMs, StateRetention } from './state-retention.ts';
 
 export interface WorkerAdapters {
   kafka: Kafka;
@@ -44,9 +45,23 @@ export interface WorkerAdapters {
   inflightExchangeCalls: () => number;
   /** Resolves once no exchange call of the order is in progress, or after timeoutMs. */
   callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
+  /**
+   * Where each exchange order's order lives, shared by the replicas (Redis): the owner of a partition records its
+   * orders' references as it reads them; a webhook for an order of another replica's partition is routed with it.
+   */
+  orderRoutes?: OrderRoutes;
+  /** The partition of every order, shared by the replicas (Redis): refuses a create sent to another partition. */
+  orderHomes?: OrderHomes;
   /** The metrics of the process (the Prometheus text of `/metrics`, and the instruments the parts record to). */
   metrics: WorkerMetrics;
   close: () => Promise<void>;
+}
+
+export interface OrderRoutes {
+  /** Best effort: a failure is logged by the implementation; the webhook of that order falls back to the poll. */
+  record(uniqueReference: string, orderId: string, partition: number): void;
+  locate(uniqueReference: string): Promise<{ orderId: string; partition: number } | undefined>;
+  forget(uniqueReference: string): void;
 }
 
 const tracer = trace.getTracer('exchange-order-worker');
@@ -104,6 +119,7 @@ export class Worker {
   private receiver: ReturnType<typeof createWebhookReceiver> | undefined;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
+  private retentionTimer: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
   private lagAdmin: Admin | undefined;
   private consumerLag = new Map<number, number>();
@@ -179,6 +195,9 @@ export class Worker {
       writer,
       logger,
       transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
+      ...(adapters.orderRoutes
+        ? { onReference: adapters.orderRoutes.record.bind(adapters.orderRoutes) }
+        : {}),
     });
     await store.start();
     this.store = store;
@@ -198,6 +217,7 @@ export class Worker {
       ...(adapters.callsSettled ? { callsSettled: adapters.callsSettled } : {}),
       maxCommandBytes: config.maxCommandBytes,
       metrics: adapters.metrics.hostObserver(),
+      ...(adapters.orderHomes ? { homes: adapters.orderHomes } : {}),
     });
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
@@ -217,10 +237,12 @@ export class Worker {
       ...adapters.webhooks,
       logger,
       now: this.now,
+      // An order of this replica's partitions is known here; another replica's is looked up (a hint to pass on).
       locate: (uniqueReference) => {
         const orderId = store.orderIdByReference(uniqueReference);
         const record = orderId ? store.get(orderId) : undefined;
-        return record ? { orderId: record.order_id, partition: record.partition } : undefined;
+        if (record) return { orderId: record.order_id, partition: record.partition };
+        return adapters.orderRoutes?.locate(uniqueReference);
       },
       routeHint: async (hint) => {
         await sendInSpan(config.topics.commands, (headers) =>
@@ -304,6 +326,22 @@ export class Worker {
     this.backpressureTimer.unref();
     this.reconcileTimer = setInterval(() => hostRef.reconcile(this.now(), config.reconcileMaxAgeMs), 5_000);
     this.reconcileTimer.unref();
+    const retention = new StateRetention({
+      store,
+      writer,
+      leases: adapters.leases,
+      stateTopic: config.topics.state,
+      retentionMs: config.finishedOrderRetentionMs,
+      logger,
+      onTombstoned: ({ uniqueReference }) => {
+        if (uniqueReference) adapters.orderRoutes?.forget(uniqueReference);
+      },
+    });
+    this.retentionTimer = setInterval(
+      () => void retention.sweep(this.now()),
+      retentionSweepIntervalMs(config.finishedOrderRetentionMs),
+    );
+    this.retentionTimer.unref();
     this.lagAdmin = adapters.kafka.admin();
     await this.lagAdmin.connect();
     const measureLag = (): void => void this.measureLag(consumer.assigned).catch(() => {});
@@ -498,6 +536,7 @@ export class Worker {
     this.stopping = true;
     clearInterval(this.backpressureTimer);
     clearInterval(this.reconcileTimer);
+    clearInterval(this.retentionTimer);
     clearInterval(this.lagTimer);
     const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
       try {

@@ -16,6 +16,7 @@ import type {
 import {
   commandContentHash,
   OrderHost,
+  type OrderHomes,
   type OrderHostMetrics,
   type OrderLeases,
 } from '../../../src/worker/order-host.ts';
@@ -41,6 +42,7 @@ interface HarnessOptions {
   metrics?: OrderHostMetrics;
   /** How many acquires find the lease held before one is granted. */
   refuseFirstAcquires?: number;
+  homes?: OrderHomes;
 }
 
 function harness(options: HarnessOptions = {}): Harness {
@@ -108,6 +110,7 @@ function harness(options: HarnessOptions = {}): Harness {
     now: () => 1_000_000,
     ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.homes ? { homes: options.homes } : {}),
   });
   host.setAssignment([0]);
   let offset = 0;
@@ -272,6 +275,27 @@ describe('order host', () => {
     await h.send({ type: 'order.cancel', command_id: 'c-5', order_id: 'o-1' }, 'o-1', { partition: 1 });
     expect(events(h)).toMatchObject([{ reason: 'malformed', seq: 0, event_id: 'rejected:commands:1:0' }]);
     expect(h.leaseCalls).toEqual([]);
+  });
+
+  it('refuses an order.create whose order lives on a partition this replica does not hold, and creates nothing', async () => {
+    const homes = new Map<string, number>([['o-1', 3]]);
+    const h = harness({
+      homes: {
+        claim: (orderId, partition) => {
+          if (!homes.has(orderId)) homes.set(orderId, partition);
+          return Promise.resolve(homes.get(orderId)!);
+        },
+      },
+    });
+    await h.send(create, 'o-1');
+    expect(events(h)).toMatchObject([{ reason: 'malformed', seq: 0, event_id: 'rejected:commands:0:0' }]);
+    expect(String(events(h)[0]?.['message'])).toContain('lives on partition 3');
+    expect(h.leaseCalls).toEqual([]);
+    expect(h.records.has('o-1')).toBe(false);
+
+    await h.send({ ...create, command_id: 'c-2', order_id: 'o-2' }, 'o-2');
+    expect(homes.get('o-2')).toBe(0);
+    expect(h.records.get('o-2')?.partition).toBe(0);
   });
 
   it('restores an order a previous owner created after the first restore barrier', async () => {

@@ -1,0 +1,257 @@
+// The state store against a real broker and Redis: a replica holds only the partitions it was given (two replicas
+// share the orders), forgets a released partition, keeps a finished order only in its compact form, treats a
+// tombstone as "no record" (also when it restores across one), and the retention sweep tombstones a finished
+// order under its lease once its retention passed.
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { Kafka } from 'kafkajs';
+import { OrderStateStore, type OrderRecord } from '../../src/kafka/order-state-store.ts';
+import { TransactionalWriter, type WritableRecord } from '../../src/kafka/transactional-writer.ts';
+import { closeRedis, createRedis, whenRedisReady } from '../../src/redis/connect.ts';
+import { OrderLease } from '../../src/redis/order-lease.ts';
+import { createLogger } from '../../src/telemetry/logger.ts';
+import { RedisOrderLeases } from '../../src/worker/redis-leases.ts';
+import { StateRetention } from '../../src/worker/state-retention.ts';
+import { testKafka } from '../support/kafka-helpers.ts';
+import { services, uniqueName } from '../support/services.ts';
+
+const logger = createLogger({ level: 'silent' });
+
+/** Ends a resource after the test that made it, whatever the outcome. */
+function cleanup(end: () => Promise<unknown>): void {
+  onTestFinished(async () => {
+    await end().catch(() => {});
+  });
+}
+
+const partitions = 4;
+
+async function stateTopic(kafka: Kafka): Promise<string> {
+  const topic = uniqueName('state');
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [
+      { topic, numPartitions: partitions, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+    ],
+    waitForLeaders: true,
+  });
+  cleanup(async () => {
+    await admin.deleteTopics({ topics: [topic] });
+    await admin.disconnect();
+  });
+  return topic;
+}
+
+async function writerFor(kafka: Kafka): Promise<TransactionalWriter> {
+  const writer = new TransactionalWriter({
+    kafka,
+    transactionalId: uniqueName('tx'),
+    consumerGroupId: uniqueName('group'),
+    transactionTimeoutMs: 10_000,
+    logger,
+    onFatal: () => {},
+  });
+  await writer.connect();
+  cleanup(() => writer.close());
+  return writer;
+}
+
+async function storeFor(kafka: Kafka, topic: string, writer: TransactionalWriter): Promise<OrderStateStore> {
+  const store = new OrderStateStore({
+    kafka,
+    topic,
+    workerId: uniqueName('w'),
+    writer,
+    logger,
+    transactionTimeoutMs: 10_000,
+  });
+  await store.start();
+  cleanup(() => store.stop());
+  return store;
+}
+
+function record(orderId: string, partition: number, overrides: Partial<OrderRecord> = {}): OrderRecord {
+  return {
+    v: 1,
+    order_id: orderId,
+    partition,
+    fence: 1,
+    rev: 1,
+    seq: 3,
+    updated_at: new Date().toISOString(),
+    mode: 'cefi',
+    create_hash: `v2:${'a'.repeat(32)}`,
+    commands: [
+      [`${orderId}-create`, `v2:${'a'.repeat(32)}`],
+      [`${orderId}-deposit`, `v2:${'b'.repeat(32)}`],
+    ],
+    unique_reference: `ref-${orderId}`,
+    terminal: false,
+    machine: { resumeFrom: 'awaitingDeposit', context: { padding: 'x'.repeat(2_000) } },
+    ...overrides,
+  };
+}
+
+function written(topic: string, r: OrderRecord): WritableRecord {
+  return { topic, key: r.order_id, partition: r.partition, value: JSON.stringify(r) };
+}
+
+describe('order state store', () => {
+  it('holds only the partitions it was given: two replicas each hold their half', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const records = Array.from({ length: 40 }, (_, i) => record(uniqueName(`o${i}`), i % partitions));
+    await writer.write(records.map((r) => written(topic, r)));
+
+    const a = await storeFor(kafka, topic, writer);
+    const b = await storeFor(kafka, topic, writer);
+    await Promise.all([a.catchUp([0, 1]), b.catchUp([2, 3])]);
+
+    expect(a.size()).toBe(20);
+    expect(b.size()).toBe(20);
+    for (const r of records) {
+      const [owner, other] = r.partition < 2 ? [a, b] : [b, a];
+      expect(owner.get(r.order_id)?.rev).toBe(1);
+      expect(other.get(r.order_id)).toBeUndefined();
+      expect(owner.orderIdByReference(`ref-${r.order_id}`)).toBe(r.order_id);
+      expect(other.orderIdByReference(`ref-${r.order_id}`)).toBeUndefined();
+    }
+    expect(a.recordsOfPartition(2)).toEqual([]);
+    expect(a.heldPartitions()).toEqual([0, 1]);
+  });
+
+  it('forgets a released partition, ignores its records, and reads it again from the beginning when given back', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const records = Array.from({ length: 8 }, (_, i) => record(uniqueName(`o${i}`), i % 2));
+    await writer.write(records.map((r) => written(topic, r)));
+    const store = await storeFor(kafka, topic, writer);
+    await store.catchUp([0, 1]);
+    expect(store.size()).toBe(8);
+
+    store.release([1]);
+    expect(store.size()).toBe(4);
+    expect(store.heldPartitions()).toEqual([0]);
+    const ofOne = records.filter((r) => r.partition === 1);
+    for (const r of ofOne) expect(store.get(r.order_id)).toBeUndefined();
+    // A record written later to the released partition (its new owner) is not held here, nor applied locally.
+    const later = record(uniqueName('later'), 1);
+    await writer.write([written(topic, later)]);
+    store.apply(later);
+    await store.catchUp([0]);
+    expect(store.get(later.order_id)).toBeUndefined();
+
+    await store.catchUp([1]);
+    expect(store.size()).toBe(9);
+    for (const r of [...ofOne, later]) expect(store.get(r.order_id)?.order_id).toBe(r.order_id);
+  });
+
+  it('rejects a catch-up still waiting when its partition is released', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const store = await storeFor(kafka, topic, writer);
+    const catchingUp = store.catchUp([3], 60_000);
+    store.release([3]);
+    await expect(catchingUp).rejects.toThrow(/released/);
+  });
+
+  it('keeps a finished order compact: no machine, its commands, create hash and seq as they were', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const open = record(uniqueName('open'), 0);
+    const finished = record(uniqueName('finished'), 0, { terminal: true, rev: 7, seq: 9 });
+    await writer.write([written(topic, open), written(topic, finished)]);
+    const store = await storeFor(kafka, topic, writer);
+    await store.catchUp([0]);
+
+    expect(store.get(open.order_id)).toEqual(open);
+    const compact = store.get(finished.order_id);
+    expect(compact).toEqual({ ...finished, machine: null });
+    expect(store.recordsOfPartition(0).find((r) => r.order_id === finished.order_id)?.commands).toEqual(
+      finished.commands,
+    );
+    expect(store.orderIdByReference(`ref-${finished.order_id}`)).toBe(finished.order_id);
+    // An older record read late never replaces it; a newer one does.
+    store.apply({ ...finished, rev: 6, terminal: false });
+    expect(store.get(finished.order_id)?.terminal).toBe(true);
+    store.apply({ ...finished, rev: 8, seq: 10 });
+    expect(store.get(finished.order_id)?.seq).toBe(10);
+  });
+
+  it('treats a tombstone as no record, also for a replica that restores across it', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const gone = record(uniqueName('gone'), 2, { terminal: true });
+    const kept = record(uniqueName('kept'), 2);
+    await writer.write([written(topic, gone), written(topic, kept)]);
+    const live = await storeFor(kafka, topic, writer);
+    await live.catchUp([2]);
+    expect(live.get(gone.order_id)).toBeDefined();
+
+    await writer.write([{ topic, key: gone.order_id, partition: 2, value: null }]);
+    await live.catchUp([2]);
+    expect(live.get(gone.order_id)).toBeUndefined();
+    expect(live.orderIdByReference(`ref-${gone.order_id}`)).toBeUndefined();
+
+    const restoring = await storeFor(kafka, topic, writer);
+    await restoring.catchUp([2]);
+    expect(restoring.get(gone.order_id)).toBeUndefined();
+    expect(restoring.get(kept.order_id)).toEqual(kept);
+    expect(restoring.size()).toBe(1);
+  });
+
+  it('tombstones a finished order once its retention passed, under its lease, and leaves open and recent ones', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const old = new Date(Date.now() - 60_000).toISOString();
+    const expired = record(uniqueName('expired'), 1, { terminal: true, updated_at: old });
+    const recent = record(uniqueName('recent'), 1, { terminal: true });
+    const open = record(uniqueName('open'), 1, { updated_at: old });
+    const held = record(uniqueName('held'), 1, { terminal: true, updated_at: old });
+    await writer.write([expired, recent, open, held].map((r) => written(topic, r)));
+    const store = await storeFor(kafka, topic, writer);
+    await store.catchUp([1]);
+
+    const redis = createRedis(services().redisUrl, {
+      keyPrefix: `${uniqueName('retention')}:`,
+      onError: () => {},
+    });
+    cleanup(() => closeRedis(redis));
+    await whenRedisReady(redis, 10_000);
+    const lease = new OrderLease(redis);
+    const leases = new RedisOrderLeases({ lease, owner: 'sweeper', ttlMs: 5_000, logger });
+    cleanup(() => leases.stop());
+    // Another replica answers a late command of this order right now: it is not touched this time.
+    expect(await lease.acquire(held.order_id, 'someone-else', 5_000, 0)).not.toBeNull();
+    const tombstoned: string[] = [];
+    const retention = new StateRetention({
+      store,
+      writer,
+      leases,
+      stateTopic: topic,
+      retentionMs: 30_000,
+      logger,
+      onTombstoned: ({ orderId }) => tombstoned.push(orderId),
+    });
+
+    expect(await retention.sweep(Date.now())).toBe(1);
+    expect(tombstoned).toEqual([expired.order_id]);
+    expect(store.get(expired.order_id)).toBeUndefined();
+    expect(store.get(recent.order_id)).toBeDefined();
+    expect(store.get(open.order_id)).toBeDefined();
+    expect(store.get(held.order_id)).toBeDefined();
+    // Its lease was let go again.
+    expect(await lease.acquire(expired.order_id, 'next', 5_000, 0)).not.toBeNull();
+
+    const restoring = await storeFor(kafka, topic, writer);
+    await restoring.catchUp([1]);
+    expect(restoring.get(expired.order_id)).toBeUndefined();
+    expect(restoring.size()).toBe(3);
+  });
+});
