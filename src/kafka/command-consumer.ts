@@ -63,6 +63,8 @@ export class CommandConsumer {
     groupId: string;
     partitions: number;
     logger: Logger;
+    /** Group session timeout (default 15 s); heartbeats go at a fifth of it, at most every 3 s. */
+    sessionTimeoutMs?: number;
     /** The consumer crashed for good (kafkajs will not restart it); the process should stop. */
     onFatal?: (error: Error) => void;
     /** Backoff between restore attempts (default 1 s doubling up to 30 s). */
@@ -74,8 +76,8 @@ export class CommandConsumer {
     this.logger = opts.logger.child({ component: 'command-consumer' });
     this.consumer = opts.kafka.consumer({
       groupId: opts.groupId,
-      sessionTimeout: 15_000,
-      heartbeatInterval: 3_000,
+      sessionTimeout: opts.sessionTimeoutMs ?? 15_000,
+      heartbeatInterval: Math.min(3_000, Math.floor((opts.sessionTimeoutMs ?? 15_000) / 5)),
       rebalanceTimeout: 30_000,
       maxWaitTimeInMs: 200,
       readUncommitted: false,
