@@ -13,38 +13,25 @@ import { startLocalKafka, startLocalRedis } from '../../dev/services/index.ts';
 import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
-import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import type { Cluster } from '../support/worker-cluster.ts';
 import {
   awaitEndings,
-  checkRun,
-  driveExchangeOrders,
+  cleanupStack,
   historyOf,
   recordFigures,
-  superviseWorkers,
+  startFaultRun,
+  type FaultRun,
 } from './harness.ts';
 import { faultProfile } from './profile.ts';
 import { runSeed } from './seeds.ts';
 
 const profile = faultProfile();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
-
-const sandboxTuning = (
-  config: Parameters<NonNullable<Parameters<typeof startCluster>[0]['sandbox']>>[0],
-) => ({
-  ...config,
-  quotes: { ttlSeconds: 300, actionableDelayMs: 800 },
-  limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
-});
+const cleanups = cleanupStack();
+afterEach(cleanups.run);
 
 function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  cleanups.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
+  cleanups.defer(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
@@ -69,17 +56,16 @@ function orderStream(cluster: Cluster, variant: number) {
 
 async function finish(
   name: string,
-  cluster: Cluster,
+  { cluster, check }: FaultRun,
   orders: AcceptedOrder[],
   figures: Record<string, unknown>,
-  kafkaBrokers?: string[],
 ): Promise<void> {
   const open = await awaitEndings(
     cluster,
     orders.map((o) => o.orderId),
     300_000,
   );
-  const run = await checkRun(cluster, orders, kafkaBrokers);
+  const run = await check(orders);
   recordFigures({
     test: name,
     ...figures,
@@ -96,18 +82,14 @@ describe('infrastructure faults', () => {
   it(`Kafka broker restarted ${profile.brokerRestarts} times and paused past the session timeout`, async () => {
     const seed = runSeed();
     const kafka = await startLocalKafka({ dir: tempDir('fault-kafka-') });
-    cleanups.push(() => kafka.stop('SIGKILL'));
-    const cluster = await startCluster({
+    cleanups.defer(() => kafka.stop('SIGKILL'));
+    const run = await startFaultRun({
+      defer: cleanups.defer,
       workers: 2,
       partitions: 4,
       kafkaBrokers: kafka.brokers,
-      sandbox: sandboxTuning,
     });
-    cleanups.push(() => cluster.stop());
-    const supervisor = superviseWorkers(cluster);
-    cleanups.push(() => supervisor.stop());
-    const driver = driveExchangeOrders(cluster, () => 'completed');
-    cleanups.push(() => driver.stop());
+    const { cluster, supervisor } = run;
     const stream = orderStream(cluster, seed % 50);
     const restartsMs: number[] = [];
     for (let i = 0; i < profile.brokerRestarts; i++) {
@@ -117,44 +99,34 @@ describe('infrastructure faults', () => {
       await kafka.restart();
       restartsMs.push(Date.now() - started);
     }
-    // A broker that stops answering (SIGSTOP) for longer than the consumers' 15 s session timeout.
+    // A broker that stops answering (SIGSTOP) for longer than the consumers' 6 s session timeout.
     await stream.send(3);
     await sleep(1_000);
     process.kill(kafka.state.pid, 'SIGSTOP');
     await sleep(20_000);
     process.kill(kafka.state.pid, 'SIGCONT');
     await stream.send(3);
-    await finish(
-      'infra-kafka',
-      cluster,
-      stream.orders,
-      {
-        seed,
-        brokerRestarts: profile.brokerRestarts,
-        brokerPauses: 1,
-        restartMs: restartsMs,
-        workerExitsRestarted: supervisor.restarts,
-      },
-      kafka.brokers,
-    );
+    await finish('infra-kafka', run, stream.orders, {
+      seed,
+      brokerRestarts: profile.brokerRestarts,
+      brokerPauses: 1,
+      restartMs: restartsMs,
+      workerExitsRestarted: supervisor.restarts,
+    });
   });
 
   it(`Redis restarted ${profile.redisRestarts} times (empty and with its data), unreachable, and a replica paused past its lease`, async () => {
     const seed = runSeed();
     const dir = tempDir('fault-redis-');
     const redis = await startLocalRedis({ dir });
-    cleanups.push(() => redis.stop('SIGKILL'));
-    const cluster = await startCluster({
+    cleanups.defer(() => redis.stop('SIGKILL'));
+    const run = await startFaultRun({
+      defer: cleanups.defer,
       workers: 2,
       partitions: 4,
       redisUrl: redis.url,
-      sandbox: sandboxTuning,
     });
-    cleanups.push(() => cluster.stop());
-    const supervisor = superviseWorkers(cluster);
-    cleanups.push(() => supervisor.stop());
-    const driver = driveExchangeOrders(cluster, () => 'completed');
-    cleanups.push(() => driver.stop());
+    const { cluster, supervisor } = run;
     const stream = orderStream(cluster, 50 + (seed % 40));
     let empty = 0;
     let withData = 0;
@@ -184,7 +156,7 @@ describe('infrastructure faults', () => {
     await sleep(outageMs);
     rmSync(join(dir, 'dump.rdb'), { force: true });
     await redis.start();
-    // A replica paused past its lease (6 s) and the consumer session (15 s), then resumed.
+    // A replica paused past its lease and its consumer session (6 s each), then resumed.
     await stream.send(3);
     await sleep(1_000);
     const sleeper = cluster.workers[1]!;
@@ -192,7 +164,7 @@ describe('infrastructure faults', () => {
     await sleep(20_000);
     sleeper.child.kill('SIGCONT');
     await stream.send(3);
-    await finish('infra-redis', cluster, stream.orders, {
+    await finish('infra-redis', run, stream.orders, {
       seed,
       redisRestartsEmpty: empty,
       redisRestartsWithData: withData,

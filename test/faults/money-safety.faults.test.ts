@@ -8,48 +8,36 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
-import { startCluster, type Cluster } from '../support/worker-cluster.ts';
 import {
   awaitEndings,
-  checkRun,
-  driveExchangeOrders,
+  cleanupStack,
   endingOf,
   historyOf,
   recordFigures,
-  superviseWorkers,
+  startFaultRun,
   type Outcome,
 } from './harness.ts';
 import { faultProfile } from './profile.ts';
 import { mulberry32, runSeed } from './seeds.ts';
 
 const profile = faultProfile();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterAll(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupStack();
+afterAll(cleanups.run);
 
 describe('money safety under creation faults', () => {
   it(`${profile.moneySafetyOrders} orders, creation faults at random, a SIGKILL and a rebalance: one exchange order each`, async () => {
     const seed = runSeed();
     const random = mulberry32(seed);
     console.log(`[money-safety] seed ${seed} (replay with FAULT_SEED=${seed})`);
-    const cluster: Cluster = await startCluster({
+    const outcomes = new Map<string, Outcome>();
+    const { cluster, supervisor, check } = await startFaultRun({
+      defer: cleanups.defer,
       workers: 3,
       partitions: 6,
-      sandboxSeed: seed,
-      env: { LOG_LEVEL: 'info' },
-      sandbox: (config) => ({
-        ...config,
-        quotes: { ttlSeconds: 300, actionableDelayMs: 1_000 },
-        limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
-      }),
+      seed,
+      actionableDelayMs: 1_000,
+      outcomeOf: (orderId) => outcomes.get(orderId) ?? 'completed',
     });
-    cleanups.push(() => cluster.stop());
-    const supervisor = superviseWorkers(cluster);
-    cleanups.push(() => supervisor.stop());
 
     // One in eight orders has a sibling: the same mode, pair, withdraw address and amount under another order_id.
     const total = profile.moneySafetyOrders;
@@ -67,12 +55,10 @@ describe('money safety under creation faults', () => {
         create: { ...original.command, order_id: orderId, command_id: `${orderId}-create` },
       });
     }
-    const outcomes = new Map<string, Outcome>(
-      orders.map((o) => {
-        const r = random();
-        return [o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled'];
-      }),
-    );
+    for (const o of orders) {
+      const r = random();
+      outcomes.set(o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled');
+    }
 
     const create = 'POST /orders/';
     const faults = [
@@ -89,8 +75,6 @@ describe('money safety under creation faults', () => {
     for (const fault of faults)
       cluster.sandbox.injectFault({ target: 'endpoint', endpoint: create, ...fault });
 
-    const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
-    cleanups.push(() => driver.stop());
     // Interleave the orders so siblings are in flight together.
     const shuffled = [...orders].sort(() => random() - 0.5);
     for (const order of shuffled) await cluster.send(order.create);
@@ -113,8 +97,7 @@ describe('money safety under creation faults', () => {
       orders.map((o) => o.orderId),
       profile.name === 'full' ? 900_000 : 420_000,
     );
-    await driver.stop();
-    const run = await checkRun(cluster, orders);
+    const run = await check(orders);
     const fired = cluster.sandbox
       .listFaults()
       .map(
