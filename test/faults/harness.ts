@@ -3,6 +3,7 @@
 // replica driving an order (its Redis lease names the process), drive exchange orders to an outcome once the
 // worker reports them created, wait for every order to end, and check the run with the one invariant checker.
 import { appendFileSync, mkdirSync } from 'node:fs';
+import { expect } from 'vitest';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -19,6 +20,7 @@ import { recordRun } from '../support/run-record.ts';
 import { services } from '../support/services.ts';
 import type { SandboxConfigInput } from '../../src/sandbox/index.ts';
 import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { mulberry32, runSeed } from './seeds.ts';
 import { startWorker, type WorkerProcess } from '../support/worker-process.ts';
 
 const terminal: ReadonlySet<string> = new Set(terminalTypes);
@@ -231,26 +233,38 @@ export interface FaultRun {
   driver: ReturnType<typeof driveExchangeOrders>;
   /** Every span the workers exported (OTLP/HTTP JSON), checked for secrets with the rest of the run. */
   spans: OtlpReceiver;
+  /** The run's seed (printed; FAULT_SEED replays it) and its PRNG. */
+  seed: number;
+  random: () => number;
+  /** The outcome the exchange gives each order (completed when not set). */
+  outcomes: Map<string, Outcome>;
+  /** Draws the orders' outcomes from the run's PRNG: 60 % completed, 20 % refunded, 20 % canceled. */
+  drawOutcomes: (orders: AcceptedOrder[]) => void;
   /** Stops the exchange's side and runs the invariant checker over the run. */
   check: (orders: AcceptedOrder[]) => Promise<CheckedRun>;
 }
 
 /**
- * A fault run: a cluster on the provisioned services (or a broker / Redis of the test's own), fast failover, spans
- * exported to a receiver of the run, the suite's supervisor, and the exchange's side walking every created order
- * to `outcomeOf` its order. Everything started is handed to `defer` for cleanup, in order of birth.
+ * A fault run: a seed (printed), a cluster on the provisioned services (or a broker / Redis of the test's own), fast
+ * failover, spans exported to a receiver of the run, the suite's supervisor, and the exchange's side walking every
+ * created order to its outcome. Everything started is handed to `defer` for cleanup, in order of birth.
  */
 export async function startFaultRun(opts: {
+  name: string;
   defer: (cleanup: () => unknown) => void;
   workers: number;
   partitions: number;
+  /** Default: a fresh run seed (runSeed()). */
   seed?: number;
   actionableDelayMs?: number;
   kafkaBrokers?: string[];
   redisUrl?: string;
   env?: Record<string, string>;
-  outcomeOf?: (orderId: string) => Outcome;
 }): Promise<FaultRun> {
+  const seed = opts.seed ?? runSeed();
+  console.log(`[${opts.name}] seed ${seed} (replay with FAULT_SEED=${seed})`);
+  const random = mulberry32(seed);
+  const outcomes = new Map<string, Outcome>();
   const spans = await startOtlpReceiver();
   opts.defer(() => spans.close());
   const cluster = await startCluster({
@@ -258,7 +272,7 @@ export async function startFaultRun(opts: {
     partitions: opts.partitions,
     ...(opts.kafkaBrokers ? { kafkaBrokers: opts.kafkaBrokers } : {}),
     ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}),
-    ...(opts.seed === undefined ? {} : { sandboxSeed: opts.seed }),
+    sandboxSeed: seed,
     sandbox: faultSandbox(opts.actionableDelayMs ?? 800),
     env: {
       ...fastFailover,
@@ -271,16 +285,64 @@ export async function startFaultRun(opts: {
   opts.defer(() => cluster.stop());
   const supervisor = superviseWorkers(cluster);
   opts.defer(() => supervisor.stop());
-  const driver = driveExchangeOrders(cluster, opts.outcomeOf ?? (() => 'completed'));
+  const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
   opts.defer(() => driver.stop());
   return {
     cluster,
     supervisor,
     driver,
     spans,
+    seed,
+    random,
+    outcomes,
+    drawOutcomes: (orders) => {
+      for (const o of orders) {
+        const r = random();
+        outcomes.set(o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled');
+      }
+    },
     check: async (orders) => {
       await driver.stop();
       return checkRun(cluster, orders, opts.kafkaBrokers, spans);
     },
   };
+}
+
+/**
+ * Ends a fault run: waits for every order to end, runs the invariant checker, records the figures, and fails with
+ * the seed and the history of every order that did not end or broke an invariant.
+ */
+export async function finishFaultRun(
+  { cluster, supervisor, check, seed }: FaultRun,
+  orders: AcceptedOrder[],
+  opts: {
+    test: string;
+    endingTimeoutMs: number;
+    /** The run's own figures, read once every order has ended (faults fired, endings, ...). */
+    figures?: () => Record<string, unknown>;
+  },
+): Promise<void> {
+  const open = await awaitEndings(
+    cluster,
+    orders.map((o) => o.orderId),
+    opts.endingTimeoutMs,
+  );
+  const run = await check(orders);
+  const figures = opts.figures?.() ?? {};
+  recordFigures({
+    test: opts.test,
+    seed,
+    ...figures,
+    orders: orders.length,
+    exchangeOrders: cluster.sandbox.orders.list().length,
+    unfinished: open.length,
+    workerExitsRestarted: supervisor.restarts,
+    violations: run.violations.length,
+    checked: run.checked,
+  });
+  const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
+  expect(
+    run.report,
+    `seed ${seed} (FAULT_SEED=${seed} replays it); ${JSON.stringify(figures)}\n${named.map((id) => `${id}${open.includes(id) ? ' (unfinished)' : ''}: ${historyOf(cluster, id)}`).join('\n')}`,
+  ).toBe('');
 }

@@ -8,22 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, it } from 'vitest';
 import { startLocalKafka, startLocalRedis } from '../../dev/services/index.ts';
 import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 import type { Cluster } from '../support/worker-cluster.ts';
-import {
-  awaitEndings,
-  cleanupStack,
-  historyOf,
-  recordFigures,
-  startFaultRun,
-  type FaultRun,
-} from './harness.ts';
+import { cleanupStack, finishFaultRun, startFaultRun } from './harness.ts';
 import { faultProfile } from './profile.ts';
-import { runSeed } from './seeds.ts';
 
 const profile = faultProfile();
 const cleanups = cleanupStack();
@@ -54,42 +46,18 @@ function orderStream(cluster: Cluster, variant: number) {
   };
 }
 
-async function finish(
-  name: string,
-  { cluster, check }: FaultRun,
-  orders: AcceptedOrder[],
-  figures: Record<string, unknown>,
-): Promise<void> {
-  const open = await awaitEndings(
-    cluster,
-    orders.map((o) => o.orderId),
-    300_000,
-  );
-  const run = await check(orders);
-  recordFigures({
-    test: name,
-    ...figures,
-    orders: orders.length,
-    unfinished: open.length,
-    violations: run.violations.length,
-    checked: run.checked,
-  });
-  const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
-  expect(run.report, named.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n')).toBe('');
-}
-
 describe('infrastructure faults', () => {
   it(`Kafka broker restarted ${profile.brokerRestarts} times and paused past the session timeout`, async () => {
-    const seed = runSeed();
     const kafka = await startLocalKafka({ dir: tempDir('fault-kafka-') });
     cleanups.defer(() => kafka.stop('SIGKILL'));
     const run = await startFaultRun({
+      name: 'infra-kafka',
       defer: cleanups.defer,
       workers: 2,
       partitions: 4,
       kafkaBrokers: kafka.brokers,
     });
-    const { cluster, supervisor } = run;
+    const { cluster, seed } = run;
     const stream = orderStream(cluster, seed % 50);
     const restartsMs: number[] = [];
     for (let i = 0; i < profile.brokerRestarts; i++) {
@@ -106,27 +74,25 @@ describe('infrastructure faults', () => {
     await sleep(20_000);
     process.kill(kafka.state.pid, 'SIGCONT');
     await stream.send(3);
-    await finish('infra-kafka', run, stream.orders, {
-      seed,
-      brokerRestarts: profile.brokerRestarts,
-      brokerPauses: 1,
-      restartMs: restartsMs,
-      workerExitsRestarted: supervisor.restarts,
+    await finishFaultRun(run, stream.orders, {
+      test: 'infra-kafka',
+      endingTimeoutMs: 300_000,
+      figures: () => ({ brokerRestarts: profile.brokerRestarts, brokerPauses: 1, restartMs: restartsMs }),
     });
   });
 
   it(`Redis restarted ${profile.redisRestarts} times (empty and with its data), unreachable, and a replica paused past its lease`, async () => {
-    const seed = runSeed();
     const dir = tempDir('fault-redis-');
     const redis = await startLocalRedis({ dir });
     cleanups.defer(() => redis.stop('SIGKILL'));
     const run = await startFaultRun({
+      name: 'infra-redis',
       defer: cleanups.defer,
       workers: 2,
       partitions: 4,
       redisUrl: redis.url,
     });
-    const { cluster, supervisor } = run;
+    const { cluster, seed } = run;
     const stream = orderStream(cluster, 50 + (seed % 40));
     let empty = 0;
     let withData = 0;
@@ -164,13 +130,15 @@ describe('infrastructure faults', () => {
     await sleep(20_000);
     sleeper.child.kill('SIGCONT');
     await stream.send(3);
-    await finish('infra-redis', run, stream.orders, {
-      seed,
-      redisRestartsEmpty: empty,
-      redisRestartsWithData: withData,
-      redisOutageMs: outageMs,
-      replicaPauses: 1,
-      workerExitsRestarted: supervisor.restarts,
+    await finishFaultRun(run, stream.orders, {
+      test: 'infra-redis',
+      endingTimeoutMs: 300_000,
+      figures: () => ({
+        redisRestartsEmpty: empty,
+        redisRestartsWithData: withData,
+        redisOutageMs: outageMs,
+        replicaPauses: 1,
+      }),
     });
   });
 });

@@ -148,18 +148,17 @@ async function runLane(opts: {
   const { redisUrl } = services();
   const cleanups = cleanupStack();
   const orders: AcceptedOrder[] = [];
-  const outcomes = new Map<string, Outcome>();
   const aimedAt = new Map<string, string>();
   const reachedByMoment: Partial<Record<Moment, number>> = {};
   let kills = 0;
   let missedMoments = 0;
   try {
-    const { cluster, supervisor, check } = await startFaultRun({
+    const { cluster, supervisor, check, outcomes } = await startFaultRun({
+      name: `kill-anywhere lane ${lane}`,
       defer: cleanups.defer,
       workers: 3,
       partitions: 6,
       seed: seed + lane,
-      outcomeOf: (orderId) => outcomes.get(orderId) ?? 'completed',
     });
     const spawned: WorkerProcess[] = [];
     cleanups.defer(() => Promise.all(spawned.map((w) => w.kill('SIGKILL').catch(() => null))));

@@ -9,16 +9,8 @@ import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 import type { Cluster } from '../support/worker-cluster.ts';
-import {
-  awaitEndings,
-  cleanupStack,
-  historyOf,
-  recordFigures,
-  startFaultRun,
-  type Outcome,
-} from './harness.ts';
+import { cleanupStack, finishFaultRun, startFaultRun } from './harness.ts';
 import { faultProfile } from './profile.ts';
-import { mulberry32, runSeed } from './seeds.ts';
 
 const profile = faultProfile();
 const cleanups = cleanupStack();
@@ -42,28 +34,21 @@ const lastSeq = (cluster: Cluster) => cluster.sandbox.listWebhookDeliveries().at
 
 describe('webhook storm and clock skew', () => {
   it('skewed timestamps are judged by the tolerance, a storm of valid deliveries is absorbed: every order ends once', async () => {
-    const seed = runSeed();
-    const random = mulberry32(seed);
-    console.log(`[webhook-storm] seed ${seed} (replay with FAULT_SEED=${seed})`);
-    const outcomes = new Map<string, Outcome>();
-    const { cluster, driver, supervisor, check } = await startFaultRun({
+    const run = await startFaultRun({
+      name: 'webhook-storm',
       defer: cleanups.defer,
       workers: 2,
       partitions: 4,
-      seed,
-      outcomeOf: (orderId) => outcomes.get(orderId) ?? 'completed',
     });
+    const { cluster, seed, outcomes } = run;
     // This test moves the exchange orders itself, phase by phase.
-    await driver.stop();
+    await run.driver.stop();
 
     const count = profile.name === 'full' ? 120 : 24;
     const copies = profile.name === 'full' ? 10 : 5;
     const planned = planOrders(count, { variant: 10 + (seed % 50), orderId: (i) => uniqueName(`ws${i}`) });
     const orders: AcceptedOrder[] = planned.map((p) => ({ orderId: p.orderId, create: p.command }));
-    for (const o of orders) {
-      const r = random();
-      outcomes.set(o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled');
-    }
+    run.drawOutcomes(orders);
     for (const order of orders) await cluster.send(order.create);
     const referenceOf = new Map<string, string>();
     await cluster.collector.waitFor(
@@ -126,32 +111,18 @@ describe('webhook storm and clock skew', () => {
     const refused = Object.entries(stormAnswers).filter(([status]) => !/^2\d\d$/.test(status));
     if (refused.length > 0) problems.push(`storm answers ${JSON.stringify(stormAnswers)}`);
 
-    const open = await awaitEndings(
-      cluster,
-      orders.map((o) => o.orderId),
-      600_000,
-    );
-    const run = await check(orders);
-    recordFigures({
-      test: `webhook-storm (${profile.name})`,
-      seed,
-      orders: orders.length,
-      skews: skewResults,
-      stormDeliveries,
-      stormCopies: copies,
-      stormSeconds,
-      stormAnswers,
-      unfinished: open.length,
-      workerExitsRestarted: supervisor.restarts,
-      violations: run.violations.length,
-      checked: run.checked,
-    });
     expect(problems.join('\n')).toBe('');
     expect(stormDeliveries).toBeGreaterThanOrEqual(orders.length * copies);
-    const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
-    expect(
-      run.report,
-      `seed ${seed}\n${named.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n')}`,
-    ).toBe('');
+    await finishFaultRun(run, orders, {
+      test: `webhook-storm (${profile.name})`,
+      endingTimeoutMs: 600_000,
+      figures: () => ({
+        skews: skewResults,
+        stormDeliveries,
+        stormCopies: copies,
+        stormSeconds,
+        stormAnswers,
+      }),
+    });
   });
 });
