@@ -52,6 +52,24 @@ async function sandboxWithWebhooks(v1: WebhookReceiver, v2: WebhookReceiver) {
   });
 }
 
+type TestSandbox = Awaited<ReturnType<typeof sandboxWithWebhooks>>;
+
+/** A CeFi order created and walked through `statuses`; resolves once its webhooks have gone out. */
+async function walkCefiOrder(
+  handle: TestSandbox,
+  client: ReturnType<typeof sandboxClient>,
+  statuses: Parameters<TestSandbox['advanceOrder']>[1][],
+): Promise<void> {
+  const { order } = await client.createOrder('cefi', {
+    deposit_currency: 'BTC',
+    withdraw_currency: 'ETH',
+    deposit_amount: '0.25',
+    withdraw_address: EVM_ADDRESS,
+  });
+  for (const status of statuses) handle.advanceOrder(order.uniqueReference, status);
+  await handle.webhooksIdle();
+}
+
 describe('v1 and v2 webhook payloads', () => {
   it('verifies both versions on the raw bytes and reads them into the same order model', async () => {
     const [v1, v2] = [await startWebhookReceiver(), await startWebhookReceiver()];
@@ -110,16 +128,7 @@ describe('v1 and v2 webhook payloads', () => {
       times: 1,
       skip: 1,
     });
-    const { order } = await client.createOrder('cefi', {
-      deposit_currency: 'BTC',
-      withdraw_currency: 'ETH',
-      deposit_amount: '0.25',
-      withdraw_address: EVM_ADDRESS,
-    });
-    handle.advanceOrder(order.uniqueReference, 'deposit_seen');
-    handle.advanceOrder(order.uniqueReference, 'confirmed');
-    handle.advanceOrder(order.uniqueReference, 'pre_release');
-    await handle.webhooksIdle();
+    await walkCefiOrder(handle, client, ['deposit_seen', 'confirmed', 'pre_release']);
     const verify = webhookVerifier(secrets.v2);
     const verdicts = v2.received.map((hook) => verify(Buffer.from(hook.rawBody), hook.headers));
     expect(verdicts.map((v) => (v.ok ? 'ok' : v.reason))).toEqual(['mismatch', 'stale', 'ok']);
@@ -136,17 +145,7 @@ describe('v1 and v2 webhook payloads', () => {
     hook({ kind: 'skew_timestamp', skewSeconds: -240, skip: 1 });
     hook({ kind: 'skew_timestamp', skewSeconds: 400, skip: 2 });
     hook({ kind: 'duplicate', copies: 25, skip: 3 });
-    const { order } = await client.createOrder('cefi', {
-      deposit_currency: 'BTC',
-      withdraw_currency: 'ETH',
-      deposit_amount: '0.25',
-      withdraw_address: EVM_ADDRESS,
-    });
-    handle.advanceOrder(order.uniqueReference, 'deposit_seen');
-    handle.advanceOrder(order.uniqueReference, 'confirmed');
-    handle.advanceOrder(order.uniqueReference, 'pre_release');
-    handle.advanceOrder(order.uniqueReference, 'completed');
-    await handle.webhooksIdle();
+    await walkCefiOrder(handle, client, ['deposit_seen', 'confirmed', 'pre_release', 'completed']);
     const verify = webhookVerifier(secrets.v2);
     const received = v2.received.map((h) => ({
       verdict: verify(Buffer.from(h.rawBody), h.headers),
