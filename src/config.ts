@@ -317,6 +317,8 @@ export const configVariables = z.object({
   CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
   KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
+  /** The command consumer's group session: a replica silent this long loses its partitions to the others. */
+  KAFKA_SESSION_TIMEOUT_MS: intFromEnv(15_000, 6_000, 300_000),
   MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
   // Read by the OpenTelemetry SDK itself (the standard variables); validated here so a typo stops start-up.
   OTEL_SDK_DISABLED: z.enum(['true', 'false', 'TRUE', 'FALSE', '']).optional(),
@@ -417,6 +419,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
   parkedRecheckMs: value.PARKED_RECHECK_MS,
   shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
   kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
+  kafkaSessionTimeoutMs: value.KAFKA_SESSION_TIMEOUT_MS,
   maxCommandBytes: value.MAX_COMMAND_BYTES,
   logLevel: value.LOG_LEVEL,
   otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,

@@ -36,6 +36,8 @@ export const webhookFaultKinds = [
   'reorder',
   'bad_signature',
   'stale_timestamp',
+  /** Signed correctly, with X-Webhook-Timestamp off the wall clock by skewSeconds (either way). */
+  'skew_timestamp',
 ] as const;
 export type WebhookFaultKind = (typeof webhookFaultKinds)[number];
 
@@ -87,6 +89,10 @@ export const faultSpecSchema = z.discriminatedUnion('target', [
     webhookId: z.string().optional(),
     /** delay: how long to hold the delivery. */
     delayMs: z.int().nonnegative().optional(),
+    /** duplicate: how many copies of the delivery go out (default 2; a storm when large). */
+    copies: z.int().min(2).max(1_000).optional(),
+    /** skew_timestamp: seconds added to the signing timestamp (negative: in the past). */
+    skewSeconds: z.int().min(-86_400).max(86_400).optional(),
     ...firing,
   }),
 ]);

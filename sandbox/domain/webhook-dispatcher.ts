@@ -157,7 +157,8 @@ export class WebhookDispatcher {
     if (this.#closed) return;
     const faults = this.#faults.webhookFaults(record.config.id);
     const body = JSON.stringify(payload);
-    const copies = faults.some((f) => f.kind === 'duplicate') ? 2 : 1;
+    const duplicate = faults.find((f) => f.kind === 'duplicate');
+    const copies = duplicate ? (duplicate.copies ?? 2) : 1;
     for (let copy = 0; copy < copies; copy++) {
       const delivery: WebhookDelivery = {
         seq: ++this.#seq,
@@ -225,7 +226,8 @@ export class WebhookDispatcher {
     };
     if (record.config.secret) {
       const wall = Math.floor(Date.now() / 1000);
-      const timestamp = String(faults.some((f) => f.kind === 'stale_timestamp') ? wall - 600 : wall);
+      const skew = faults.find((f) => f.kind === 'skew_timestamp')?.skewSeconds ?? 0;
+      const timestamp = String(faults.some((f) => f.kind === 'stale_timestamp') ? wall - 600 : wall + skew);
       const signingSecret = faults.some((f) => f.kind === 'bad_signature')
         ? `${record.config.secret}-wrong`
         : record.config.secret;

@@ -1,7 +1,7 @@
 // Reads the commands topic with a consumer group. Offsets are never auto-committed: they are committed inside
 // the Kafka transaction that writes the command's effects (see transactional-writer.ts). Partition assignment
-// changes are reported before any message of a new partition is handled, and a message waits until its
-// partition is restored. Consumption pauses when the worker has too much in flight (backpressure).
+// changes are reported before any message of a new partition is handled, and a message waits (heartbeating, so the
+// group keeps this member) until its partition is restored. Consumption pauses when the worker has too much in flight (backpressure).
 // A failed restore is retried with backoff for as long as the partition stays assigned; it never escapes as an
 // unhandled rejection, and a message of a partition that was not restored is not handled here.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,6 +45,7 @@ export class CommandConsumer {
   private stopping = false;
   private readonly stopped = new AbortController();
   private readonly retryDelayMs: (attempt: number) => number;
+  private readonly heartbeatIntervalMs: number;
   private paused = false;
   private readonly topic: string;
   private readonly groupId: string;
@@ -63,6 +64,8 @@ export class CommandConsumer {
     groupId: string;
     partitions: number;
     logger: Logger;
+    /** Group session timeout (default 15 s); heartbeats go at a fifth of it, at most every 3 s. */
+    sessionTimeoutMs?: number;
     /** The consumer crashed for good (kafkajs will not restart it); the process should stop. */
     onFatal?: (error: Error) => void;
     /** Backoff between restore attempts (default 1 s doubling up to 30 s). */
@@ -70,12 +73,13 @@ export class CommandConsumer {
   }) {
     this.topic = opts.topic;
     this.retryDelayMs = opts.restoreRetryDelayMs ?? ((attempt) => Math.min(30_000, 1_000 * 2 ** attempt));
+    this.heartbeatIntervalMs = Math.min(3_000, Math.floor((opts.sessionTimeoutMs ?? 15_000) / 5));
     this.groupId = opts.groupId;
     this.logger = opts.logger.child({ component: 'command-consumer' });
     this.consumer = opts.kafka.consumer({
       groupId: opts.groupId,
-      sessionTimeout: 15_000,
-      heartbeatInterval: 3_000,
+      sessionTimeout: opts.sessionTimeoutMs ?? 15_000,
+      heartbeatInterval: this.heartbeatIntervalMs,
       rebalanceTimeout: 30_000,
       maxWaitTimeInMs: 200,
       readUncommitted: false,
@@ -172,9 +176,10 @@ export class CommandConsumer {
     await this.consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently,
-      eachMessage: async ({ topic, partition, message }) => {
+      eachMessage: async (payload) => {
+        const { topic, partition, message } = payload;
         const ready = this.ready.get(partition);
-        if (ready && !(await ready)) {
+        if (ready && !(await this.heartbeatingUntil(ready, () => payload.heartbeat()))) {
           // Revoked before it was restored: not ours to handle; the next owner reads it (its offset is not committed).
           throw new Error(`partition ${partition} is no longer assigned to this replica`);
         }
@@ -189,6 +194,24 @@ export class CommandConsumer {
         });
       },
     });
+  }
+
+  /**
+   * Waits for a partition's restore while heartbeating. kafkajs heartbeats only between messages, and a restore
+   * may wait longer than the session for a previous owner to let go of a lease (its exchange call settling, up to
+   * 35 s): without heartbeats the group would evict this replica, give the partition back to that owner, and the
+   * restore - still counting the partition as ours - would wait for its lease forever. A heartbeat that reports a
+   * rebalance throws, so kafkajs rejoins and the new assignment ends the wait.
+   */
+  private async heartbeatingUntil<T>(restore: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
+    for (;;) {
+      const done = await Promise.race([
+        restore.then((value) => ({ value })),
+        sleep(this.heartbeatIntervalMs, undefined, { ref: false }).then(() => undefined),
+      ]);
+      if (done) return done.value;
+      await heartbeat();
+    }
   }
 
   pause(): void {

@@ -297,6 +297,7 @@ export class Worker {
       partitions,
       logger,
       onFatal,
+      sessionTimeoutMs: config.kafkaSessionTimeoutMs,
     });
     this.consumer = consumer;
     adapters.metrics.observe({

@@ -3,50 +3,26 @@
 // and webhooks dropped, duplicated, reordered, delayed, forged (bad signature) and stale. Every order must still end
 // once, as the exchange decides, and the one invariant checker must find nothing.
 // Replay: FAULT_SEED=<seed> npm run test:faults -- test/faults/exchange-faults.faults.test.ts
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
-import { startCluster, type Cluster } from '../support/worker-cluster.ts';
-import {
-  awaitEndings,
-  checkRun,
-  driveExchangeOrders,
-  historyOf,
-  recordFigures,
-  superviseWorkers,
-  type Outcome,
-} from './harness.ts';
+import { cleanupStack, finishFaultRun, startFaultRun } from './harness.ts';
 import { faultProfile } from './profile.ts';
-import { mulberry32, runSeed } from './seeds.ts';
 
 const profile = faultProfile();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterAll(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupStack();
+afterAll(cleanups.run);
 
 describe('exchange faults', () => {
   it('latency spikes, 5xx bursts, timeouts, 429 storms and unreliable webhooks: every order ends once', async () => {
-    const seed = runSeed();
-    const random = mulberry32(seed);
-    console.log(`[exchange-faults] seed ${seed} (replay with FAULT_SEED=${seed})`);
-    const cluster: Cluster = await startCluster({
+    const run = await startFaultRun({
+      name: 'exchange-faults',
+      defer: cleanups.defer,
       workers: 2,
       partitions: 4,
-      sandboxSeed: seed,
-      sandbox: (config) => ({
-        ...config,
-        quotes: { ttlSeconds: 300, actionableDelayMs: 800 },
-        limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
-      }),
     });
-    cleanups.push(() => cluster.stop());
-    const supervisor = superviseWorkers(cluster);
-    cleanups.push(() => supervisor.stop());
+    const { cluster, seed } = run;
     const faults = [
       { target: 'endpoint', endpoint: '*', kind: 'latency', latencyMs: 1_500, probability: 0.1 },
       { target: 'endpoint', endpoint: '*', kind: 'http_error', status: 503, probability: 0.06 },
@@ -72,42 +48,18 @@ describe('exchange faults', () => {
     const count = profile.name === 'full' ? 60 : 15;
     const planned = planOrders(count, { variant: 40 + (seed % 50), orderId: (i) => uniqueName(`xf${i}`) });
     const orders: AcceptedOrder[] = planned.map((p) => ({ orderId: p.orderId, create: p.command }));
-    const outcomes = new Map<string, Outcome>(
-      orders.map((o) => {
-        const r = random();
-        return [o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled'];
-      }),
-    );
-    const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
-    cleanups.push(() => driver.stop());
+    run.drawOutcomes(orders);
     for (const order of orders) await cluster.send(order.create);
 
-    const open = await awaitEndings(
-      cluster,
-      orders.map((o) => o.orderId),
-      600_000,
-    );
-    await driver.stop();
-    const run = await checkRun(cluster, orders);
-    const fired = cluster.sandbox
-      .listFaults()
-      .map((f) => `${f.spec.target === 'endpoint' ? f.spec.kind : `webhook ${f.spec.kind}`}: ${f.fired}`);
-    recordFigures({
+    await finishFaultRun(run, orders, {
       test: `exchange-faults (${profile.name})`,
-      seed,
-      orders: orders.length,
-      exchangeOrders: cluster.sandbox.orders.list().length,
-      faultsFired: fired,
-      webhookDeliveries: cluster.sandbox.listWebhookDeliveries().length,
-      unfinished: open.length,
-      workerExitsRestarted: supervisor.restarts,
-      violations: run.violations.length,
-      checked: run.checked,
+      endingTimeoutMs: 600_000,
+      figures: () => ({
+        faultsFired: cluster.sandbox
+          .listFaults()
+          .map((f) => `${f.spec.target === 'endpoint' ? f.spec.kind : `webhook ${f.spec.kind}`}: ${f.fired}`),
+        webhookDeliveries: cluster.sandbox.listWebhookDeliveries().length,
+      }),
     });
-    const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
-    expect(
-      run.report,
-      `seed ${seed}\n${named.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n')}`,
-    ).toBe('');
   });
 });

@@ -30,7 +30,9 @@ const seed = runSeed();
 
 beforeAll(async () => {
   console.log(`[fuzz-worker] seed ${seed} (replay with FAULT_SEED=${seed})`);
-  cluster = await startCluster({ workers: 1, partitions: 3 });
+  // A replica answers one command per partition at a time (each answer is a Kafka transaction with the command's
+  // offset); group commit joins the partitions' answers into one transaction. More partitions, more per commit.
+  cluster = await startCluster({ workers: 1, partitions: profile.name === 'full' ? 12 : 3 });
   producer = testKafka(services().kafkaBrokers).producer({ allowAutoTopicCreation: false });
   await producer.connect();
   driver = driveExchangeOrders(cluster, () => 'completed');

@@ -1,7 +1,9 @@
-// The fault suite's harness around a real cluster (sandbox + worker processes on real Kafka and Redis): find the
+// The fault suite's harness around a real cluster (sandbox + worker processes on real Kafka and Redis): start a
+// fault run (the cluster, its supervisor, the exchange's side and a span receiver, torn down in reverse), find the
 // replica driving an order (its Redis lease names the process), drive exchange orders to an outcome once the
 // worker reports them created, wait for every order to end, and check the run with the one invariant checker.
 import { appendFileSync, mkdirSync } from 'node:fs';
+import { expect } from 'vitest';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -13,9 +15,12 @@ import {
 } from '../support/invariants.ts';
 import type { AcceptedOrder, InvariantName, Violation } from '../support/invariants.ts';
 import { testKafka, type PublishedEvent } from '../support/kafka-helpers.ts';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { recordRun } from '../support/run-record.ts';
 import { services } from '../support/services.ts';
-import type { Cluster } from '../support/worker-cluster.ts';
+import type { SandboxConfigInput } from '../../sandbox/index.ts';
+import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { mulberry32, runSeed } from './seeds.ts';
 import { startWorker, type WorkerProcess } from '../support/worker-process.ts';
 
 const terminal: ReadonlySet<string> = new Set(terminalTypes);
@@ -111,12 +116,18 @@ export interface CheckedRun {
   report: string;
 }
 
-/** Reads the state topic and the sandbox's record, and runs the invariant checker over the whole run. */
+/**
+ * Reads the state topic, the sandbox's record and the spans the workers exported, and runs the invariant checker
+ * over the whole run.
+ */
 export async function checkRun(
   cluster: Cluster,
   orders: AcceptedOrder[],
   kafkaBrokers: string[] = services().kafkaBrokers,
+  spans?: OtlpReceiver,
 ): Promise<CheckedRun> {
+  // The workers export spans in batches every 200 ms: let the last ones arrive.
+  if (spans) await sleep(1_500);
   const history = await recordRun({
     kafka: testKafka(kafkaBrokers),
     stateTopic: `${cluster.topics.commands}.state`,
@@ -124,6 +135,7 @@ export async function checkRun(
     workers: cluster.workers,
     orders,
     events: cluster.collector.events,
+    ...(spans ? { spans: spans.spans } : {}),
   });
   const violations = checkInvariants(history);
   return { violations, checked: checkedInvariants(history), report: formatViolations(violations) };
@@ -184,4 +196,153 @@ export function superviseWorkers(
       await loop;
     },
   };
+}
+
+/** Cleanups of a test, run in reverse order of registration (the last resource born is the first let go). */
+export function cleanupStack(): { defer: (cleanup: () => unknown) => void; run: () => Promise<void> } {
+  const cleanups: Array<() => unknown> = [];
+  return {
+    defer: (cleanup) => cleanups.push(cleanup),
+    run: async () => {
+      while (cleanups.length)
+        await Promise.resolve()
+          .then(cleanups.pop())
+          .catch(() => {});
+    },
+  };
+}
+
+/** The workers of a fault run fail over fast: a dead replica's partitions move after 6 s (the broker's minimum). */
+export const fastFailover: Record<string, string> = {
+  KAFKA_SESSION_TIMEOUT_MS: '6000',
+  LEASE_TTL_MS: '6000',
+};
+
+/** Quotes that live long and arrive after `actionableDelayMs`, and fixed-rate quote limits out of the way. */
+export function faultSandbox(actionableDelayMs: number) {
+  return (config: SandboxConfigInput): SandboxConfigInput => ({
+    ...config,
+    quotes: { ttlSeconds: 300, actionableDelayMs },
+    limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
+  });
+}
+
+export interface FaultRun {
+  cluster: Cluster;
+  supervisor: ReturnType<typeof superviseWorkers>;
+  driver: ReturnType<typeof driveExchangeOrders>;
+  /** Every span the workers exported (OTLP/HTTP JSON), checked for secrets with the rest of the run. */
+  spans: OtlpReceiver;
+  /** The run's seed (printed; FAULT_SEED replays it) and its PRNG. */
+  seed: number;
+  random: () => number;
+  /** The outcome the exchange gives each order (completed when not set). */
+  outcomes: Map<string, Outcome>;
+  /** Draws the orders' outcomes from the run's PRNG: 60 % completed, 20 % refunded, 20 % canceled. */
+  drawOutcomes: (orders: AcceptedOrder[]) => void;
+  /** Stops the exchange's side and runs the invariant checker over the run. */
+  check: (orders: AcceptedOrder[]) => Promise<CheckedRun>;
+}
+
+/**
+ * A fault run: a seed (printed), a cluster on the provisioned services (or a broker / Redis of the test's own), fast
+ * failover, spans exported to a receiver of the run, the suite's supervisor, and the exchange's side walking every
+ * created order to its outcome. Everything started is handed to `defer` for cleanup, in order of birth.
+ */
+export async function startFaultRun(opts: {
+  name: string;
+  defer: (cleanup: () => unknown) => void;
+  workers: number;
+  partitions: number;
+  /** Default: a fresh run seed (runSeed()). */
+  seed?: number;
+  actionableDelayMs?: number;
+  kafkaBrokers?: string[];
+  redisUrl?: string;
+  env?: Record<string, string>;
+}): Promise<FaultRun> {
+  const seed = opts.seed ?? runSeed();
+  console.log(`[${opts.name}] seed ${seed} (replay with FAULT_SEED=${seed})`);
+  const random = mulberry32(seed);
+  const outcomes = new Map<string, Outcome>();
+  const spans = await startOtlpReceiver();
+  opts.defer(() => spans.close());
+  const cluster = await startCluster({
+    workers: opts.workers,
+    partitions: opts.partitions,
+    ...(opts.kafkaBrokers ? { kafkaBrokers: opts.kafkaBrokers } : {}),
+    ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}),
+    sandboxSeed: seed,
+    sandbox: faultSandbox(opts.actionableDelayMs ?? 800),
+    env: {
+      ...fastFailover,
+      OTEL_EXPORTER_OTLP_ENDPOINT: spans.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+      ...opts.env,
+    },
+  });
+  opts.defer(() => cluster.stop());
+  const supervisor = superviseWorkers(cluster);
+  opts.defer(() => supervisor.stop());
+  const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
+  opts.defer(() => driver.stop());
+  return {
+    cluster,
+    supervisor,
+    driver,
+    spans,
+    seed,
+    random,
+    outcomes,
+    drawOutcomes: (orders) => {
+      for (const o of orders) {
+        const r = random();
+        outcomes.set(o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled');
+      }
+    },
+    check: async (orders) => {
+      await driver.stop();
+      return checkRun(cluster, orders, opts.kafkaBrokers, spans);
+    },
+  };
+}
+
+/**
+ * Ends a fault run: waits for every order to end, runs the invariant checker, records the figures, and fails with
+ * the seed and the history of every order that did not end or broke an invariant.
+ */
+export async function finishFaultRun(
+  { cluster, supervisor, check, seed }: FaultRun,
+  orders: AcceptedOrder[],
+  opts: {
+    test: string;
+    endingTimeoutMs: number;
+    /** The run's own figures, read once every order has ended (faults fired, endings, ...). */
+    figures?: () => Record<string, unknown>;
+  },
+): Promise<void> {
+  const open = await awaitEndings(
+    cluster,
+    orders.map((o) => o.orderId),
+    opts.endingTimeoutMs,
+  );
+  const run = await check(orders);
+  const figures = opts.figures?.() ?? {};
+  recordFigures({
+    test: opts.test,
+    seed,
+    ...figures,
+    orders: orders.length,
+    exchangeOrders: cluster.sandbox.orders.list().length,
+    unfinished: open.length,
+    workerExitsRestarted: supervisor.restarts,
+    violations: run.violations.length,
+    checked: run.checked,
+  });
+  const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
+  expect(
+    run.report,
+    `seed ${seed} (FAULT_SEED=${seed} replays it); ${JSON.stringify(figures)}\n${named.map((id) => `${id}${open.includes(id) ? ' (unfinished)' : ''}: ${historyOf(cluster, id)}`).join('\n')}`,
+  ).toBe('');
 }

@@ -8,43 +8,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, it } from 'vitest';
 import { startLocalKafka, startLocalRedis } from '../../dev/services/index.ts';
 import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
-import { startCluster, type Cluster } from '../support/worker-cluster.ts';
-import {
-  awaitEndings,
-  checkRun,
-  driveExchangeOrders,
-  historyOf,
-  recordFigures,
-  superviseWorkers,
-} from './harness.ts';
+import type { Cluster } from '../support/worker-cluster.ts';
+import { cleanupStack, finishFaultRun, startFaultRun } from './harness.ts';
 import { faultProfile } from './profile.ts';
-import { runSeed } from './seeds.ts';
 
 const profile = faultProfile();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
-
-const sandboxTuning = (
-  config: Parameters<NonNullable<Parameters<typeof startCluster>[0]['sandbox']>>[0],
-) => ({
-  ...config,
-  quotes: { ttlSeconds: 300, actionableDelayMs: 800 },
-  limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
-});
+const cleanups = cleanupStack();
+afterEach(cleanups.run);
 
 function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  cleanups.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
+  cleanups.defer(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
@@ -67,47 +46,18 @@ function orderStream(cluster: Cluster, variant: number) {
   };
 }
 
-async function finish(
-  name: string,
-  cluster: Cluster,
-  orders: AcceptedOrder[],
-  figures: Record<string, unknown>,
-  kafkaBrokers?: string[],
-): Promise<void> {
-  const open = await awaitEndings(
-    cluster,
-    orders.map((o) => o.orderId),
-    300_000,
-  );
-  const run = await checkRun(cluster, orders, kafkaBrokers);
-  recordFigures({
-    test: name,
-    ...figures,
-    orders: orders.length,
-    unfinished: open.length,
-    violations: run.violations.length,
-    checked: run.checked,
-  });
-  const named = [...new Set([...open, ...run.violations.flatMap((v) => (v.orderId ? [v.orderId] : []))])];
-  expect(run.report, named.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n')).toBe('');
-}
-
 describe('infrastructure faults', () => {
   it(`Kafka broker restarted ${profile.brokerRestarts} times and paused past the session timeout`, async () => {
-    const seed = runSeed();
     const kafka = await startLocalKafka({ dir: tempDir('fault-kafka-') });
-    cleanups.push(() => kafka.stop('SIGKILL'));
-    const cluster = await startCluster({
+    cleanups.defer(() => kafka.stop('SIGKILL'));
+    const run = await startFaultRun({
+      name: 'infra-kafka',
+      defer: cleanups.defer,
       workers: 2,
       partitions: 4,
       kafkaBrokers: kafka.brokers,
-      sandbox: sandboxTuning,
     });
-    cleanups.push(() => cluster.stop());
-    const supervisor = superviseWorkers(cluster);
-    cleanups.push(() => supervisor.stop());
-    const driver = driveExchangeOrders(cluster, () => 'completed');
-    cleanups.push(() => driver.stop());
+    const { cluster, seed } = run;
     const stream = orderStream(cluster, seed % 50);
     const restartsMs: number[] = [];
     for (let i = 0; i < profile.brokerRestarts; i++) {
@@ -117,44 +67,32 @@ describe('infrastructure faults', () => {
       await kafka.restart();
       restartsMs.push(Date.now() - started);
     }
-    // A broker that stops answering (SIGSTOP) for longer than the consumers' 15 s session timeout.
+    // A broker that stops answering (SIGSTOP) for longer than the consumers' 6 s session timeout.
     await stream.send(3);
     await sleep(1_000);
     process.kill(kafka.state.pid, 'SIGSTOP');
     await sleep(20_000);
     process.kill(kafka.state.pid, 'SIGCONT');
     await stream.send(3);
-    await finish(
-      'infra-kafka',
-      cluster,
-      stream.orders,
-      {
-        seed,
-        brokerRestarts: profile.brokerRestarts,
-        brokerPauses: 1,
-        restartMs: restartsMs,
-        workerExitsRestarted: supervisor.restarts,
-      },
-      kafka.brokers,
-    );
+    await finishFaultRun(run, stream.orders, {
+      test: 'infra-kafka',
+      endingTimeoutMs: 300_000,
+      figures: () => ({ brokerRestarts: profile.brokerRestarts, brokerPauses: 1, restartMs: restartsMs }),
+    });
   });
 
   it(`Redis restarted ${profile.redisRestarts} times (empty and with its data), unreachable, and a replica paused past its lease`, async () => {
-    const seed = runSeed();
     const dir = tempDir('fault-redis-');
     const redis = await startLocalRedis({ dir });
-    cleanups.push(() => redis.stop('SIGKILL'));
-    const cluster = await startCluster({
+    cleanups.defer(() => redis.stop('SIGKILL'));
+    const run = await startFaultRun({
+      name: 'infra-redis',
+      defer: cleanups.defer,
       workers: 2,
       partitions: 4,
       redisUrl: redis.url,
-      sandbox: sandboxTuning,
     });
-    cleanups.push(() => cluster.stop());
-    const supervisor = superviseWorkers(cluster);
-    cleanups.push(() => supervisor.stop());
-    const driver = driveExchangeOrders(cluster, () => 'completed');
-    cleanups.push(() => driver.stop());
+    const { cluster, seed } = run;
     const stream = orderStream(cluster, 50 + (seed % 40));
     let empty = 0;
     let withData = 0;
@@ -184,7 +122,7 @@ describe('infrastructure faults', () => {
     await sleep(outageMs);
     rmSync(join(dir, 'dump.rdb'), { force: true });
     await redis.start();
-    // A replica paused past its lease (6 s) and the consumer session (15 s), then resumed.
+    // A replica paused past its lease and its consumer session (6 s each), then resumed.
     await stream.send(3);
     await sleep(1_000);
     const sleeper = cluster.workers[1]!;
@@ -192,13 +130,15 @@ describe('infrastructure faults', () => {
     await sleep(20_000);
     sleeper.child.kill('SIGCONT');
     await stream.send(3);
-    await finish('infra-redis', cluster, stream.orders, {
-      seed,
-      redisRestartsEmpty: empty,
-      redisRestartsWithData: withData,
-      redisOutageMs: outageMs,
-      replicaPauses: 1,
-      workerExitsRestarted: supervisor.restarts,
+    await finishFaultRun(run, stream.orders, {
+      test: 'infra-redis',
+      endingTimeoutMs: 300_000,
+      figures: () => ({
+        redisRestartsEmpty: empty,
+        redisRestartsWithData: withData,
+        redisOutageMs: outageMs,
+        replicaPauses: 1,
+      }),
     });
   });
 });

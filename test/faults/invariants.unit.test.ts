@@ -236,4 +236,23 @@ describe('invariant checker', () => {
     expect(violations[0]?.detail).toContain('log of w2');
     expect(formatViolations(violations)).not.toContain('sandbox-demo-defi-key');
   });
+
+  it('no_secret: a key in an exported span (name, attribute or span event) is reported without repeating it', () => {
+    const quiet = { name: 'POST /orders/', attributes: { 'http.response.status_code': 201 }, events: [] };
+    const history = { ...cleanRun(), spans: [quiet] };
+    expect(checkInvariants(history)).toEqual([]);
+    for (const leaky of [
+      { ...quiet, attributes: { 'http.request.header.x-api-key': 'sandbox-demo-defi-key' } },
+      {
+        ...quiet,
+        events: [{ name: 'exception', attributes: { 'exception.message': 'key sandbox-demo-defi-key' } }],
+      },
+      { ...quiet, name: 'GET /rate/?token=sandbox-demo-defi-key' },
+    ]) {
+      const violations = checkInvariants({ ...cleanRun(), spans: [quiet, leaky] });
+      expect(violations.map((v) => v.invariant)).toEqual(['no_secret']);
+      expect(violations[0]?.detail).toContain('span ');
+      expect(formatViolations(violations)).not.toContain('sandbox-demo-defi-key');
+    }
+  });
 });

@@ -2,26 +2,25 @@
 // jitter - and the run SIGKILLs the replica driving that order at that moment, then starts a replacement. Moments
 // are opened with sandbox faults (a request held for a while is a request in flight) or watched from outside (the
 // exchange order appearing, a rebalance, a restore). After the plan, every order must end and the one invariant
-// checker must find nothing. The test files in this folder run it at two sizes.
+// checker must find nothing. The test files in this folder run it at two sizes. A large plan runs in lanes:
+// independent clusters (own topics, consumer group, sandbox and lease keys) side by side, each taking every
+// lanes-th point of the one plan, so the waits of one lane (a dead replica's session, a restore) overlap the others.
 import fc from 'fast-check';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
 import type { AcceptedOrder } from '../support/invariants.ts';
 import { orderCreateCommand, modeSpecs } from '../support/order-specs.ts';
-import { uniqueName } from '../support/services.ts';
-import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { services, uniqueName } from '../support/services.ts';
 import { startWorker, type WorkerProcess } from '../support/worker-process.ts';
 import {
   awaitEndings,
-  checkRun,
-  driveExchangeOrders,
+  cleanupStack,
   historyOf,
   leaseHolder,
   recordFigures,
-  superviseWorkers,
+  startFaultRun,
   type Outcome,
 } from './harness.ts';
-import { services } from '../support/services.ts';
 import { runSeed } from './seeds.ts';
 
 export const moments = [
@@ -78,33 +77,91 @@ async function until(
   return true;
 }
 
-export async function runKillAnywhere(opts: { killPoints: number; label: string }): Promise<void> {
+export interface LaneResult {
+  lane: number;
+  kills: number;
+  missedMoments: number;
+  reached: Partial<Record<Moment, number>>;
+  orders: number;
+  exchangeOrders: number;
+  unfinished: number;
+  workerExitsRestarted: string[];
+  checked: string[];
+  violations: number;
+  /** The checker's report with the named orders' histories; empty when the lane held. */
+  failure: string;
+}
+
+export async function runKillAnywhere(opts: {
+  killPoints: number;
+  lanes: number;
+  label: string;
+}): Promise<void> {
   const seed = runSeed();
   const plan = killPlan(seed, opts.killPoints);
+  const lanes = Math.max(1, Math.min(opts.lanes, plan.length));
   console.log(
-    `[kill-anywhere] seed ${seed}: ${opts.killPoints} kill points (replay with FAULT_SEED=${seed})`,
+    `[kill-anywhere] seed ${seed}: ${opts.killPoints} kill points in ${lanes} lanes (replay with FAULT_SEED=${seed})`,
   );
-  const { redisUrl } = services();
-  const cluster: Cluster = await startCluster({
-    workers: 3,
-    partitions: 6,
-    sandboxSeed: seed,
-    sandbox: (config) => ({
-      ...config,
-      quotes: { ttlSeconds: 300, actionableDelayMs: 800 },
-      limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
-    }),
+  const started = Date.now();
+  const results = await Promise.all(
+    Array.from({ length: lanes }, (_, lane) =>
+      runLane({
+        seed,
+        lane,
+        points: plan.flatMap((point, i) => (i % lanes === lane ? [{ point, index: i + 1 }] : [])),
+      }),
+    ),
+  );
+  const sum = (pick: (r: LaneResult) => number) => results.reduce((total, r) => total + pick(r), 0);
+  const reached: Record<string, number> = {};
+  for (const r of results)
+    for (const [moment, n] of Object.entries(r.reached)) reached[moment] = (reached[moment] ?? 0) + n;
+  recordFigures({
+    test: `kill-anywhere (${opts.label})`,
+    seed,
+    lanes,
+    killPoints: plan.length,
+    killPointsReached: sum((r) => Object.values(r.reached).reduce((a, b) => a + b, 0)),
+    reachedByMoment: reached,
+    missedMoments: sum((r) => r.missedMoments),
+    sigkills: sum((r) => r.kills),
+    workerExitsRestarted: results.flatMap((r) => r.workerExitsRestarted),
+    orders: sum((r) => r.orders),
+    exchangeOrders: sum((r) => r.exchangeOrders),
+    unfinished: sum((r) => r.unfinished),
+    violations: sum((r) => r.violations),
+    checked: results[0]?.checked ?? [],
+    minutes: Math.round((Date.now() - started) / 6_000) / 10,
   });
-  const spawned: WorkerProcess[] = [];
+  expect(results.map((r) => r.failure).join(''), `seed ${seed} (FAULT_SEED=${seed} replays the plan)`).toBe(
+    '',
+  );
+}
+
+async function runLane(opts: {
+  seed: number;
+  lane: number;
+  points: Array<{ point: KillPoint; index: number }>;
+}): Promise<LaneResult> {
+  const { seed, lane } = opts;
+  const { redisUrl } = services();
+  const cleanups = cleanupStack();
   const orders: AcceptedOrder[] = [];
-  const outcomes = new Map<string, Outcome>();
   const aimedAt = new Map<string, string>();
-  const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
-  const supervisor = superviseWorkers(cluster);
-  const tally: Record<string, number> = {};
+  const reachedByMoment: Partial<Record<Moment, number>> = {};
   let kills = 0;
   let missedMoments = 0;
   try {
+    const { cluster, supervisor, check, outcomes } = await startFaultRun({
+      name: `kill-anywhere lane ${lane}`,
+      defer: cleanups.defer,
+      workers: 3,
+      partitions: 6,
+      seed: seed + lane,
+    });
+    const spawned: WorkerProcess[] = [];
+    cleanups.defer(() => Promise.all(spawned.map((w) => w.kill('SIGKILL').catch(() => null))));
     const live = () =>
       cluster.workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null);
     const receiver = cluster.workers[0]!;
@@ -126,9 +183,7 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
       const candidates = live();
       return candidates[Math.floor(Math.random() * candidates.length)] ?? receiver;
     };
-    let index = 0;
-    for (const point of plan) {
-      index++;
+    for (const { point, index } of opts.points) {
       const spec = modeSpecs.find((s) => s.mode === point.mode) ?? modeSpecs[0];
       const amount = (spec.base * (1.5 + (seed % 89) / 1000) + index / 997).toFixed(6);
       const orderId = uniqueName(`ka${index}-${point.moment}`);
@@ -253,11 +308,11 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
           break;
         }
       }
-      if (!reached) missedMoments++;
+      if (reached) reachedByMoment[point.moment] = (reachedByMoment[point.moment] ?? 0) + 1;
+      else missedMoments++;
       console.log(
-        `[kill-anywhere] ${index}/${plan.length} ${point.moment} +${point.jitterMs}ms ${point.mode}: ${reached ? 'killed' : 'moment missed, killed anyway'} (${kills} kills so far)`,
+        `[kill-anywhere] lane ${lane} point ${index} ${point.moment} +${point.jitterMs}ms ${point.mode}: ${reached ? 'killed' : 'moment missed, killed anyway'} (${kills} kills so far in this lane)`,
       );
-      tally[point.moment] = (tally[point.moment] ?? 0) + 1;
       // Let the cluster settle (every live replica ready, its partitions restored) before the next point; bounded,
       // so a replica that never settles shows up as missed moments rather than a stalled plan.
       await Promise.race([Promise.all(live().map((w) => w.ready())), sleep(45_000)]).catch(() => {});
@@ -266,33 +321,27 @@ export async function runKillAnywhere(opts: { killPoints: number; label: string 
     const open = await awaitEndings(
       cluster,
       orders.map((o) => o.orderId),
-      Math.max(300_000, opts.killPoints * 6_000),
+      Math.max(300_000, opts.points.length * 6_000),
     );
-    await driver.stop();
-    const run = await checkRun(cluster, orders);
-    recordFigures({
-      test: `kill-anywhere (${opts.label})`,
-      seed,
-      killPoints: plan.length,
-      kills,
-      moments: tally,
-      missedMoments,
-      workerExitsRestarted: supervisor.restarts,
-      orders: orders.length,
-      exchangeOrders: cluster.sandbox.orders.list().length,
-      unfinished: open.length,
-      violations: run.violations.length,
-      checked: run.checked,
-    });
+    const run = await check(orders);
     const named = [...new Set(run.violations.flatMap((v) => (v.orderId ? [v.orderId] : [])))];
     const histories = named
       .map((id) => `${id} [killed at ${aimedAt.get(id) ?? '?'}]: ${historyOf(cluster, id)}`)
       .join('\n');
-    expect(run.report, `seed ${seed} (FAULT_SEED=${seed} replays the plan)\n${histories}`).toBe('');
+    return {
+      lane,
+      kills,
+      missedMoments,
+      reached: reachedByMoment,
+      orders: orders.length,
+      exchangeOrders: cluster.sandbox.orders.list().length,
+      unfinished: open.length,
+      workerExitsRestarted: supervisor.restarts,
+      checked: run.checked,
+      violations: run.violations.length,
+      failure: run.report === '' ? '' : `lane ${lane}:\n${run.report}\n${histories}\n`,
+    };
   } finally {
-    await supervisor.stop();
-    await driver.stop();
-    await Promise.all(spawned.map((w) => w.kill('SIGKILL').catch(() => null)));
-    await cluster.stop();
+    await cleanups.run();
   }
 }

@@ -4,52 +4,27 @@
 // is SIGKILLed and another joins (a rebalance) in the middle. Then the one invariant checker: at most one exchange
 // order per order_id, no unique_reference shared, every order ending once (terminal or parked), seq gapless.
 // Replay: FAULT_SEED=<seed printed on failure> npm run test:faults -- test/faults/money-safety.faults.test.ts
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import type { AcceptedOrder } from '../support/invariants.ts';
 import { planOrders } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
-import { startCluster, type Cluster } from '../support/worker-cluster.ts';
-import {
-  awaitEndings,
-  checkRun,
-  driveExchangeOrders,
-  endingOf,
-  historyOf,
-  recordFigures,
-  superviseWorkers,
-  type Outcome,
-} from './harness.ts';
+import { cleanupStack, endingOf, finishFaultRun, startFaultRun } from './harness.ts';
 import { faultProfile } from './profile.ts';
-import { mulberry32, runSeed } from './seeds.ts';
 
 const profile = faultProfile();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterAll(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupStack();
+afterAll(cleanups.run);
 
 describe('money safety under creation faults', () => {
   it(`${profile.moneySafetyOrders} orders, creation faults at random, a SIGKILL and a rebalance: one exchange order each`, async () => {
-    const seed = runSeed();
-    const random = mulberry32(seed);
-    console.log(`[money-safety] seed ${seed} (replay with FAULT_SEED=${seed})`);
-    const cluster: Cluster = await startCluster({
+    const run = await startFaultRun({
+      name: 'money-safety',
+      defer: cleanups.defer,
       workers: 3,
       partitions: 6,
-      sandboxSeed: seed,
-      env: { LOG_LEVEL: 'info' },
-      sandbox: (config) => ({
-        ...config,
-        quotes: { ttlSeconds: 300, actionableDelayMs: 1_000 },
-        limits: { sameChainFixedRateQuotesPerMinute: 10_000, crossChainFixedRateQuotesPerMinute: 10_000 },
-      }),
+      actionableDelayMs: 1_000,
     });
-    cleanups.push(() => cluster.stop());
-    const supervisor = superviseWorkers(cluster);
-    cleanups.push(() => supervisor.stop());
+    const { cluster, seed, random } = run;
 
     // One in eight orders has a sibling: the same mode, pair, withdraw address and amount under another order_id.
     const total = profile.moneySafetyOrders;
@@ -67,12 +42,7 @@ describe('money safety under creation faults', () => {
         create: { ...original.command, order_id: orderId, command_id: `${orderId}-create` },
       });
     }
-    const outcomes = new Map<string, Outcome>(
-      orders.map((o) => {
-        const r = random();
-        return [o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled'];
-      }),
-    );
+    run.drawOutcomes(orders);
 
     const create = 'POST /orders/';
     const faults = [
@@ -89,8 +59,6 @@ describe('money safety under creation faults', () => {
     for (const fault of faults)
       cluster.sandbox.injectFault({ target: 'endpoint', endpoint: create, ...fault });
 
-    const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
-    cleanups.push(() => driver.stop());
     // Interleave the orders so siblings are in flight together.
     const shuffled = [...orders].sort(() => random() - 0.5);
     for (const order of shuffled) await cluster.send(order.create);
@@ -108,40 +76,24 @@ describe('money safety under creation faults', () => {
     console.log(`[money-safety] a fourth replica joins (rebalance) with ${createdCount()} orders created`);
     await (await cluster.startAnotherWorker(uniqueName('ms-late'))).ready();
 
-    const open = await awaitEndings(
-      cluster,
-      orders.map((o) => o.orderId),
-      profile.name === 'full' ? 900_000 : 420_000,
-    );
-    await driver.stop();
-    const run = await checkRun(cluster, orders);
-    const fired = cluster.sandbox
-      .listFaults()
-      .map(
-        (f) => `${f.spec.kind}${'status' in f.spec && f.spec.status ? `/${f.spec.status}` : ''}: ${f.fired}`,
-      );
-    const endings = orders.map((o) => endingOf(cluster.collector.of(o.orderId))?.type ?? 'none');
-    const tally = Object.fromEntries(
-      [...new Set(endings)].map((t) => [t, endings.filter((e) => e === t).length]),
-    );
-    recordFigures({
+    await finishFaultRun(run, orders, {
       test: 'money-safety',
-      seed,
-      orders: orders.length,
-      siblings,
-      exchangeOrders: cluster.sandbox.orders.list().length,
-      faultsFired: fired,
-      endings: tally,
-      workerExitsRestarted: supervisor.restarts,
-      violations: run.violations.length,
-      checked: run.checked,
+      endingTimeoutMs: profile.name === 'full' ? 900_000 : 420_000,
+      figures: () => {
+        const endings = orders.map((o) => endingOf(cluster.collector.of(o.orderId))?.type ?? 'none');
+        return {
+          siblings,
+          faultsFired: cluster.sandbox
+            .listFaults()
+            .map(
+              (f) =>
+                `${f.spec.kind}${'status' in f.spec && f.spec.status ? `/${f.spec.status}` : ''}: ${f.fired}`,
+            ),
+          endings: Object.fromEntries(
+            [...new Set(endings)].map((t) => [t, endings.filter((e) => e === t).length]),
+          ),
+        };
+      },
     });
-    const unfinished = open.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n');
-    const named = [...new Set(run.violations.flatMap((v) => (v.orderId ? [v.orderId] : [])))];
-    const histories = named.map((id) => `${id}: ${historyOf(cluster, id)}`).join('\n');
-    expect(
-      run.report,
-      `seed ${seed}; faults fired: ${fired.join(', ')}\nhistories:\n${histories}\nunfinished:\n${unfinished}`,
-    ).toBe('');
   });
 });

@@ -1,6 +1,6 @@
 // How big a fault run is: the quick profile runs inside `npm test` (unit, adapter and integration tiers), the full
 // profile in `npm run test:faults` (the counts docs/faults.md reports). The project decides through vitest's
-// provide/inject (FAULT_PROFILE=quick|full overrides it, FAULT_KILL_POINTS sets the kill points); a seed can be pinned for replay with FAULT_SEED (fast-check prints the failing seed and path).
+// provide/inject (FAULT_PROFILE=quick|full overrides it, FAULT_KILL_POINTS sets the kill points, FAULT_KILL_LANES the lanes); a seed can be pinned for replay with FAULT_SEED (fast-check prints the failing seed and path).
 import { inject } from 'vitest';
 
 declare module 'vitest' {
@@ -13,12 +13,17 @@ export interface FaultProfile {
   name: 'quick' | 'full';
   /** Fuzzed inputs of each kind checked in-process (command decoding, webhook handling, exchange responses). */
   fuzzRuns: number;
-  /** Fuzzed command messages sent to a real worker (each rejection is a Kafka transaction: 8-30/s here). */
+  /**
+   * Fuzzed command messages sent to a real worker. Each rejection is a step of its partition's transaction chain
+   * (one at a time per partition, joined across partitions by group commit): about 10 per partition per second here.
+   */
   fuzzCommandsThroughWorker: number;
   /** Fuzzed webhook deliveries sent to a real worker's HTTP endpoint. */
   fuzzWebhooksThroughWorker: number;
   /** Kill points (one SIGKILL each) chosen by fast-check. */
   killPoints: number;
+  /** Independent clusters the kill points are spread over, side by side. */
+  killLanes: number;
   /** Orders of the money-safety run. */
   moneySafetyOrders: number;
   brokerRestarts: number;
@@ -32,6 +37,7 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
     fuzzCommandsThroughWorker: 300,
     fuzzWebhooksThroughWorker: 300,
     killPoints: 3,
+    killLanes: 1,
     moneySafetyOrders: 30,
     brokerRestarts: 1,
     redisRestarts: 1,
@@ -42,6 +48,7 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
     fuzzCommandsThroughWorker: 10_000,
     fuzzWebhooksThroughWorker: 10_000,
     killPoints: 100,
+    killLanes: 4,
     moneySafetyOrders: 200,
     brokerRestarts: 10,
     redisRestarts: 10,
@@ -51,7 +58,12 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
 export function faultProfile(): FaultProfile {
   const profile = chosenProfile();
   const killPoints = process.env['FAULT_KILL_POINTS'];
-  return killPoints ? { ...profile, killPoints: Number(killPoints) } : profile;
+  const killLanes = process.env['FAULT_KILL_LANES'];
+  return {
+    ...profile,
+    ...(killPoints ? { killPoints: Number(killPoints) } : {}),
+    ...(killLanes ? { killLanes: Number(killLanes) } : {}),
+  };
 }
 
 function chosenProfile(): FaultProfile {

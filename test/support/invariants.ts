@@ -77,9 +77,34 @@ export interface RunHistory {
   states?: StateRecordView[];
   /** The sandbox's own refusals; omit to skip the throttle checks. */
   throttleRefusals?: ThrottleRefusalRecord[];
-  /** Texts that must hold no secret: log files, exported spans, serialised events. */
+  /** Texts that must hold no secret: log files, serialised events. */
   texts?: { source: string; text: string }[];
+  /** Spans the workers exported: their names, attributes and events must hold no secret either. */
+  spans?: SpanView[];
   secrets?: string[];
+}
+
+/** What of an exported span can carry text. */
+export interface SpanView {
+  name: string;
+  attributes: Record<string, string | number | boolean>;
+  events: Array<{ name: string; attributes: Record<string, string | number | boolean> }>;
+}
+
+/** A span as one text per span: its name, every attribute and every event with its attributes. */
+function spanTexts(spans: SpanView[]): { source: string; text: string }[] {
+  // The source names the span by its place, not its name: the name itself may be what holds the secret.
+  return spans.map((span, index) => ({
+    source: `span ${index + 1} of ${spans.length}`,
+    text: [
+      span.name,
+      ...Object.entries(span.attributes).map(([key, value]) => `${key}=${String(value)}`),
+      ...span.events.flatMap((event) => [
+        event.name,
+        ...Object.entries(event.attributes).map(([key, value]) => `${key}=${String(value)}`),
+      ]),
+    ].join('\n'),
+  }));
 }
 
 /** What makes two orders indistinguishable on the exchange: mode, pair, withdraw address and the amount given. */
@@ -341,6 +366,7 @@ export function checkInvariants(history: RunHistory): Violation[] {
     ...(history.states ? checkStates(histories, history.states) : []),
     ...(history.throttleRefusals ? checkThrottles(history.throttleRefusals) : []),
     ...(history.texts && history.secrets ? checkSecrets(history.texts, history.secrets) : []),
+    ...(history.spans && history.secrets ? checkSecrets(spanTexts(history.spans), history.secrets) : []),
   ];
 }
 

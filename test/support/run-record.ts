@@ -5,7 +5,13 @@ import { readFileSync } from 'node:fs';
 import type { Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { demoKeys, demoReferral, type SandboxHandle } from '../../sandbox/index.ts';
-import type { AcceptedOrder, ExchangeOrderRecord, RunHistory, StateRecordView } from './invariants.ts';
+import type {
+  AcceptedOrder,
+  ExchangeOrderRecord,
+  RunHistory,
+  SpanView,
+  StateRecordView,
+} from './invariants.ts';
 import type { PublishedEvent } from './kafka-helpers.ts';
 import { uniqueName } from './unique-name.ts';
 import { webhookSecret } from './worker-environment.ts';
@@ -113,6 +119,8 @@ export async function recordRun(opts: {
   workers: readonly WorkerProcess[];
   orders: AcceptedOrder[];
   events: PublishedEvent[];
+  /** Spans the workers exported, when the run had a receiver. */
+  spans?: SpanView[];
 }): Promise<RunHistory> {
   return {
     orders: opts.orders,
@@ -124,6 +132,7 @@ export async function recordRun(opts: {
       ...workerLogTexts(opts.workers),
       { source: 'events topic', text: opts.events.map((e) => JSON.stringify(e)).join('\n') },
     ],
+    ...(opts.spans ? { spans: opts.spans } : {}),
     secrets: environmentSecrets,
   };
 }

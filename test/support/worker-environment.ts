@@ -94,7 +94,14 @@ export async function startWorkerEnvironment(opts: {
   // The first worker creates the topics and receives the webhooks; the others join its consumer group.
   for (let i = 0; i < opts.workers; i++)
     await startAnotherWorker(`${name}-w${i + 1}`, i === 0 ? webhookPort : undefined);
-  await Promise.all(workers.map((w) => w.ready()));
+  try {
+    await Promise.all(workers.map((w) => w.ready()));
+  } catch (error) {
+    // Nobody gets a handle to stop them: a replica that never got ready must not outlive the test.
+    await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+    await sandbox.close();
+    throw error;
+  }
   return {
     sandbox,
     workers,

@@ -6,7 +6,7 @@ import { parseOrderWebhook } from '../../../src/exchange/order-webhook.ts';
 import { toOrderView } from '../../../src/exchange/order-view.ts';
 import { parseV1Order, parseV1OrderPage } from '../../../src/exchange/v1-mapping.ts';
 import { webhookVerifier } from '../../../src/exchange/webhook-signature.ts';
-import { demoConfig } from '../../../sandbox/index.ts';
+import { demoConfig, type FaultSpec } from '../../../sandbox/index.ts';
 import { sandboxClient } from '../../support/exchange/sandbox-client.ts';
 import {
   EVM_ADDRESS,
@@ -50,6 +50,24 @@ async function sandboxWithWebhooks(v1: WebhookReceiver, v2: WebhookReceiver) {
       ...others,
     ],
   });
+}
+
+type TestSandbox = Awaited<ReturnType<typeof sandboxWithWebhooks>>;
+
+/** A CeFi order created and walked through `statuses`; resolves once its webhooks have gone out. */
+async function walkCefiOrder(
+  handle: TestSandbox,
+  client: ReturnType<typeof sandboxClient>,
+  statuses: Parameters<TestSandbox['advanceOrder']>[1][],
+): Promise<void> {
+  const { order } = await client.createOrder('cefi', {
+    deposit_currency: 'BTC',
+    withdraw_currency: 'ETH',
+    deposit_amount: '0.25',
+    withdraw_address: EVM_ADDRESS,
+  });
+  for (const status of statuses) handle.advanceOrder(order.uniqueReference, status);
+  await handle.webhooksIdle();
 }
 
 describe('v1 and v2 webhook payloads', () => {
@@ -110,19 +128,37 @@ describe('v1 and v2 webhook payloads', () => {
       times: 1,
       skip: 1,
     });
-    const { order } = await client.createOrder('cefi', {
-      deposit_currency: 'BTC',
-      withdraw_currency: 'ETH',
-      deposit_amount: '0.25',
-      withdraw_address: EVM_ADDRESS,
-    });
-    handle.advanceOrder(order.uniqueReference, 'deposit_seen');
-    handle.advanceOrder(order.uniqueReference, 'confirmed');
-    handle.advanceOrder(order.uniqueReference, 'pre_release');
-    await handle.webhooksIdle();
+    await walkCefiOrder(handle, client, ['deposit_seen', 'confirmed', 'pre_release']);
     const verify = webhookVerifier(secrets.v2);
     const verdicts = v2.received.map((hook) => verify(Buffer.from(hook.rawBody), hook.headers));
     expect(verdicts.map((v) => (v.ok ? 'ok' : v.reason))).toEqual(['mismatch', 'stale', 'ok']);
+    await client.close();
+  });
+
+  it('skews the signing timestamp either way (accepted within the tolerance, stale beyond) and storms copies', async () => {
+    const [v1, v2] = [await startWebhookReceiver(), await startWebhookReceiver()];
+    const handle = await sandboxWithWebhooks(v1, v2);
+    const client = sandboxClient(handle);
+    const hook = (spec: Omit<Extract<FaultSpec, { target: 'webhook' }>, 'target'>) =>
+      handle.injectFault({ ...spec, target: 'webhook', webhookId: 'hook-v2', times: 1 });
+    hook({ kind: 'skew_timestamp', skewSeconds: 240 });
+    hook({ kind: 'skew_timestamp', skewSeconds: -240, skip: 1 });
+    hook({ kind: 'skew_timestamp', skewSeconds: 400, skip: 2 });
+    hook({ kind: 'duplicate', copies: 25, skip: 3 });
+    await walkCefiOrder(handle, client, ['deposit_seen', 'confirmed', 'pre_release', 'completed']);
+    const verify = webhookVerifier(secrets.v2);
+    const received = v2.received.map((h) => ({
+      verdict: verify(Buffer.from(h.rawBody), h.headers),
+      skew: Number(h.headers['x-webhook-timestamp']) - Math.floor(Date.now() / 1000),
+    }));
+    expect(received.slice(0, 3).map((r) => (r.verdict.ok ? 'ok' : r.verdict.reason))).toEqual([
+      'ok',
+      'ok',
+      'stale',
+    ]);
+    expect(received.slice(0, 3).map((r) => Math.round(r.skew / 10) * 10)).toEqual([240, -240, 400]);
+    expect(received.slice(3).every((r) => r.verdict.ok)).toBe(true);
+    expect(received.length).toBeGreaterThanOrEqual(3 + 25);
     await client.close();
   });
 });

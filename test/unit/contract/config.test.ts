@@ -66,6 +66,14 @@ describe('configuration', () => {
     }
   });
 
+  it('takes the consumer group session timeout, 15 s by default and never under the broker default minimum of 6 s', () => {
+    expect(loadConfig(valid).kafkaSessionTimeoutMs).toBe(15_000);
+    expect(loadConfig({ ...valid, KAFKA_SESSION_TIMEOUT_MS: '6000' }).kafkaSessionTimeoutMs).toBe(6_000);
+    expect(() => loadConfig({ ...valid, KAFKA_SESSION_TIMEOUT_MS: '5999' })).toThrow(
+      /KAFKA_SESSION_TIMEOUT_MS: Too small/,
+    );
+  });
+
   it('bounds the command size limit (MAX_COMMAND_BYTES, 64 KiB by default)', () => {
     expect(loadConfig(valid).maxCommandBytes).toBe(65_536);
     expect(loadConfig({ ...valid, MAX_COMMAND_BYTES: '4096' }).maxCommandBytes).toBe(4_096);

@@ -12,6 +12,7 @@ type EachMessage = (payload: {
   topic: string;
   partition: number;
   message: { offset: string; key: Buffer | null; value: Buffer | null };
+  heartbeat: () => Promise<void>;
 }) => Promise<void>;
 
 function fakeKafka() {
@@ -35,14 +36,24 @@ function fakeKafka() {
       listeners.get('group_join')?.({ payload: { memberAssignment: { commands: partitions } } }),
     crash: (restart: boolean) =>
       listeners.get('crash')?.({ payload: { error: new Error('broker gone'), restart } }),
-    deliver: (partition: number) =>
-      eachMessage?.({ topic: 'commands', partition, message: { offset: '0', key: null, value: null } }),
+    deliver: (partition: number, heartbeat: () => Promise<void> = () => Promise.resolve()) =>
+      eachMessage?.({
+        topic: 'commands',
+        partition,
+        message: { offset: '0', key: null, value: null },
+        heartbeat,
+      }),
   };
 }
 
-function consumerWith(kafka: Kafka, onFatal?: (error: Error) => void): CommandConsumer {
+function consumerWith(
+  kafka: Kafka,
+  onFatal?: (error: Error) => void,
+  sessionTimeoutMs?: number,
+): CommandConsumer {
   return new CommandConsumer({
     ...(onFatal ? { onFatal } : {}),
+    ...(sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs }),
     kafka,
     topic: 'commands',
     groupId: 'group',
@@ -149,5 +160,48 @@ describe('command consumer restores', () => {
     expect(fatal).toEqual([]);
     fake.crash(false);
     expect(fatal.map((e) => e.message)).toEqual(['broker gone']);
+  });
+
+  it('heartbeats while a message waits for its partition restore, so a long lease wait does not get it evicted', async () => {
+    const fake = fakeKafka();
+    // Heartbeats every 20 ms; the restore takes 300 ms (a previous owner letting go of a lease).
+    const consumer = consumerWith(fake.kafka, undefined, 100);
+    const handled: InboundCommandMessage[] = [];
+    await consumer.start(
+      {
+        onAssignment: () => new Promise((resolve) => setTimeout(resolve, 300)),
+        onMessage: (message) => {
+          handled.push(message);
+          return Promise.resolve();
+        },
+      },
+      1,
+    );
+    fake.join([0]);
+    let heartbeats = 0;
+    await fake.deliver(0, () => {
+      heartbeats++;
+      return Promise.resolve();
+    });
+    expect(handled).toHaveLength(1);
+    expect(heartbeats).toBeGreaterThanOrEqual(5);
+  });
+
+  it('ends the wait for a restore when a heartbeat reports a rebalance, so the group can move on', async () => {
+    const fake = fakeKafka();
+    const consumer = consumerWith(fake.kafka, undefined, 100);
+    await consumer.start(
+      {
+        onAssignment: () => new Promise(() => {}), // a lease that is never let go
+        onMessage: () => Promise.resolve(),
+      },
+      1,
+    );
+    fake.join([0]);
+    let heartbeats = 0;
+    const delivery = fake.deliver(0, () =>
+      ++heartbeats < 3 ? Promise.resolve() : Promise.reject(new Error('The group is rebalancing')),
+    );
+    await expect(delivery).rejects.toThrow(/rebalancing/);
   });
 });
