@@ -23,6 +23,10 @@ describe('money safety under creation faults', () => {
       workers: 3,
       partitions: 6,
       actionableDelayMs: 1_000,
+      // The worker's documented floor (README, CREATE_SETTLE_MS): the create timeout (30 s) plus LEASE_TTL_MS
+      // (6 s here). The suite's faults deliver creates up to 32 s late; below the floor a successor's lookup can
+      // run before a killed replica's create lands (seed 1909660767 with 8 s: two CeFi orders owned two each).
+      env: { CREATE_SETTLE_MS: '40000' },
     });
     const { cluster, seed, random } = run;
 
