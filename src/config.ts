@@ -500,6 +500,22 @@ function urlPassword(url: string): string | undefined {
 }
 
 /** Every secret value of a configuration, for the log scrubber: keys, referral tokens, webhook secrets, passwords. */
+/**
+ * Settings that are valid one by one but unsafe together, for a warning at start (tests and the demo shorten them on
+ * purpose). CREATE_SETTLE_MS below the create timeout plus LEASE_TTL_MS lets a successor look a CeFi create up
+ * before a create its dead predecessor sent can land: a second exchange order.
+ */
+export function configWarnings(config: WorkerConfig, facts: { createOrderTimeoutMs: number }): string[] {
+  const floor = facts.createOrderTimeoutMs + config.leaseTtlMs;
+  return config.createSettleMs < floor
+    ? [
+        `CREATE_SETTLE_MS (${config.createSettleMs}) is below the create timeout (${facts.createOrderTimeoutMs}) ` +
+          `plus LEASE_TTL_MS (${config.leaseTtlMs}): a create that lands late after a takeover can be missed by ` +
+          `the successor's lookup and made twice; use at least ${floor}`,
+      ]
+    : [];
+}
+
 export function secretValues(config: WorkerConfig): string[] {
   return [
     ...Object.values(config.exchange.credentials),

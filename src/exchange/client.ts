@@ -64,12 +64,15 @@ export type ExchangeOperation =
 /** The document asks for 15 s or more on actionable quotes and DeFi fixed-rate creation; shorter settings are raised. */
 export const minimumSlowQuoteTimeoutMs = 15_000;
 
+/** How long POST /orders/ may take before its outcome is unknown (the settle window must outlast it: config). */
+export const createOrderTimeoutMs = 30_000;
+
 const defaultTimeoutsMs: Readonly<Record<ExchangeOperation | 'actionableQuote', number>> = {
   listCurrencies: 10_000,
   listNetworks: 10_000,
   getRates: 10_000,
   actionableQuote: 25_000,
-  createOrder: 30_000,
+  createOrder: createOrderTimeoutMs,
   listOrders: 15_000,
   getOrder: 10_000,
   submitDepositTransaction: 15_000,

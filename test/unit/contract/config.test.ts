@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, secretValues } from '../../../src/config.ts';
+import { ConfigError, configWarnings, loadConfig, secretValues } from '../../../src/config.ts';
 
 const valid = {
   KAFKA_BROKERS: '127.0.0.1:9092, 127.0.0.1:9093',
@@ -20,6 +20,21 @@ function problemsOf(env: Record<string, string | undefined>): string[] {
 }
 
 describe('configuration', () => {
+  it('warns when the create settle window is shorter than the create timeout plus the lease ttl', () => {
+    const facts = { createOrderTimeoutMs: 30_000 };
+    expect(configWarnings(loadConfig(valid), facts)).toEqual([]);
+    expect(
+      configWarnings(loadConfig({ ...valid, CREATE_SETTLE_MS: '45000', LEASE_TTL_MS: '15000' }), facts),
+    ).toEqual([]);
+    const [warning, ...more] = configWarnings(
+      loadConfig({ ...valid, CREATE_SETTLE_MS: '8000', LEASE_TTL_MS: '6000' }),
+      facts,
+    );
+    expect(more).toEqual([]);
+    expect(warning).toContain('CREATE_SETTLE_MS (8000)');
+    expect(warning).toContain('use at least 36000');
+  });
+
   it('parses the environment once into a frozen object with documented defaults', () => {
     const config = loadConfig(valid);
     expect(config.kafkaBrokers).toEqual(['127.0.0.1:9092', '127.0.0.1:9093']);
