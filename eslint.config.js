@@ -43,7 +43,7 @@ const adaptersIgnoreWorker = {
   patterns: [
     {
       regex: '^(\\.\\./)+worker(/|$)',
-      message: 'adapters (src/exchange, kafka, redis, webhooks, telemetry) never import src/worker/.',
+      message: 'adapters (src/exchange, kafka, redis, http, telemetry) never import src/worker/.',
     },
   ],
 };
@@ -58,7 +58,7 @@ const sandboxStaysAlone = (depth) => ({
   ],
 });
 
-const adapterFolders = ['exchange', 'kafka', 'redis', 'webhooks', 'telemetry'];
+const adapterFolders = ['exchange', 'kafka', 'redis', 'http', 'telemetry'];
 const zones = [
   { files: ['machines/**/*.ts'], rules: [machinesStayPure, machinesIgnoreSrc] },
   { files: ['src/sandbox/*.ts'], rules: [sandboxStaysAlone(1), kafkajsOnlyInKafka] },

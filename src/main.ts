@@ -14,7 +14,7 @@ import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
-import { normalizeWebhook } from './webhooks/normalize-webhook.ts';
+import { normalizeWebhook } from './http/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
 import { Worker } from './worker/worker.ts';

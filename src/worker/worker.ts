@@ -24,12 +24,12 @@ import {
   ATTR_MESSAGING_SYSTEM,
   ATTR_URL_PATH,
 } from '../telemetry/semconv.ts';
-import { createOpsServer, createWebhookServer, type WebhookOutcome } from '../webhooks/http-server.ts';
+import { createOpsServer, createWebhookServer, type WebhookOutcome } from '../http/http-server.ts';
 import {
   createWebhookReceiver,
   type WebhookCounters,
   type WebhookReceiverDeps,
-} from '../webhooks/webhook-receiver.ts';
+} from '../http/webhook-receiver.ts';
 import type { MachineBinding } from './machine-binding.ts';
 import { OrderHost, type OrderLeases } from './order-host.ts';
 

@@ -5,7 +5,7 @@ import type { Kafka } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { CommandConsumer } from '../../../src/kafka/command-consumer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
-import { createOpsServer } from '../../../src/webhooks/http-server.ts';
+import { createOpsServer } from '../../../src/http/http-server.ts';
 
 /** Just enough of a kafkajs client to emit consumer instrumentation events (no broker involved). */
 function kafkaEmittingEvents(): { kafka: Kafka; emit: (event: string, payload: unknown) => void } {

@@ -98,7 +98,7 @@ describe('import boundaries (eslint.config.js)', () => {
   it('keeps the adapters from importing src/worker/, together with the kafkajs rule', async () => {
     const source =
       "import { Worker } from '../worker/worker.ts';\nimport { Kafka } from 'kafkajs';\nexport { Worker, Kafka };\n";
-    for (const folder of ['exchange', 'redis', 'webhooks', 'telemetry']) {
+    for (const folder of ['exchange', 'redis', 'http', 'telemetry']) {
       const errors = await boundaryErrors(`src/${folder}/probe.ts`, source);
       expect(
         errors.some((e) => e.includes('never import src/worker/')),
