@@ -25,7 +25,7 @@ const machinesIgnoreSrc = {
   ],
 };
 
-/** kafkajs stays behind src/kafka/ (it must stay swappable): others import our interfaces or its re-exports. */
+/** kafkajs stays behind src/kafka/ (it must stay swappable): everything else imports our interfaces from there. */
 const kafkajsOnlyInKafka = {
   paths: [
     { name: 'kafkajs', message: 'kafkajs is imported only in src/kafka/: import from src/kafka/ instead.' },

@@ -5,7 +5,8 @@
 // seen every committed record before the barrier (including the last words of a replica that died).
 // Records are ordered by (fence, rev): a record from an older lease holder never replaces a newer one.
 import { randomUUID } from 'node:crypto';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
+import { KafkaClient } from './kafka-client.ts';
 import { z } from 'zod';
 import type { Logger } from '../telemetry/logger.ts';
 import type { TransactionalWriter } from './transactional-writer.ts';
@@ -57,7 +58,7 @@ export class OrderStateStore {
   private readonly references = new Map<string, string>();
   private readonly waiters = new Map<string, () => void>();
   private consumer: Consumer | undefined;
-  private readonly kafka: Kafka;
+  private readonly kafka: KafkaClient;
   private readonly topic: string;
   private readonly workerId: string;
   private readonly writer: TransactionalWriter;
@@ -66,7 +67,7 @@ export class OrderStateStore {
   invalidRecords = 0;
 
   constructor(opts: {
-    kafka: Kafka;
+    kafka: KafkaClient;
     topic: string;
     workerId: string;
     writer: TransactionalWriter;
@@ -84,7 +85,7 @@ export class OrderStateStore {
 
   async start(): Promise<void> {
     // A group of its own (one member) so this replica reads every partition from the beginning; it never commits.
-    this.consumer = this.kafka.consumer({
+    this.consumer = KafkaClient.kafkajs(this.kafka).consumer({
       groupId: `${this.topic}.reader.${this.workerId}.${randomUUID()}`,
       sessionTimeout: 30_000,
       readUncommitted: false,

@@ -3,8 +3,10 @@
 // and the command consumer, started in dependency order and stopped in reverse within a bounded time.
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
 import type { IncomingHttpHeaders, Server } from 'node:http';
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { Partitioners, type Admin, type Kafka, type Producer } from '../kafka/kafkajs-exports.ts';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { BestEffortProducer } from '../kafka/best-effort-producer.ts';
+import { ClusterAdmin } from '../kafka/cluster-admin.ts';
+import type { KafkaClient } from '../kafka/kafka-client.ts';
 import type { WorkerConfig } from '../config.ts';
 import { CommandConsumer } from '../kafka/command-consumer.ts';
 import { OrderStateStore } from '../kafka/order-state-store.ts';
@@ -12,16 +14,12 @@ import { ensureTopics } from '../kafka/topics.ts';
 import { TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
-import { extractContext, injectContext } from '../telemetry/propagation.ts';
+import { extractContext } from '../telemetry/propagation.ts';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_HTTP_ROUTE,
-  ATTR_MESSAGING_DESTINATION_NAME,
-  ATTR_MESSAGING_OPERATION_NAME,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM,
   ATTR_URL_PATH,
 } from '../telemetry/semconv.ts';
 import { createOpsServer, createWebhookServer, type WebhookOutcome } from '../http/http-server.ts';
@@ -34,7 +32,7 @@ import type { MachineBinding } from './machine-binding.ts';
 import { OrderHost, type OrderLeases } from './order-host.ts';
 
 export interface WorkerAdapters {
-  kafka: Kafka;
+  kafka: KafkaClient;
   leases: OrderLeases & { onLost(handler: (orderId: string) => void): void; stop(): Promise<void> };
   /** Builds the machine binding; it may use the host (durability barrier, lease validity) lazily. */
   binding: (host: () => OrderHost) => MachineBinding;
@@ -50,36 +48,6 @@ export interface WorkerAdapters {
 }
 
 const tracer = trace.getTracer('exchange-order-worker');
-
-function notRunning(): never {
-  throw new Error('hint producer not running');
-}
-
-/** `send <topic>`: a producer span whose context the sent messages carry (traceparent in their headers). */
-function sendInSpan<T>(topic: string, send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(
-    `send ${topic}`,
-    {
-      kind: SpanKind.PRODUCER,
-      attributes: {
-        [ATTR_MESSAGING_SYSTEM]: 'kafka',
-        [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
-        [ATTR_MESSAGING_OPERATION_NAME]: 'send',
-        [ATTR_MESSAGING_DESTINATION_NAME]: topic,
-      },
-    },
-    async (span) => {
-      try {
-        return await send(injectContext(context.active()));
-      } catch (error) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
-}
 
 /** The result label of a webhook delivery, from the receiver's answer. */
 function webhookResult(outcome: WebhookOutcome): string {
@@ -98,14 +66,14 @@ export class Worker {
   private store: OrderStateStore | undefined;
   private host: OrderHost | undefined;
   private consumer: CommandConsumer | undefined;
-  private hintProducer: Producer | undefined;
+  private hintProducer: BestEffortProducer | undefined;
   private server: Server | undefined;
   private opsServer: Server | undefined;
   private receiver: ReturnType<typeof createWebhookReceiver> | undefined;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
-  private lagAdmin: Admin | undefined;
+  private admin: ClusterAdmin | undefined;
   private consumerLag = new Map<number, number>();
   private stopping = false;
   private kafkaHealthy = { ok: false, at: 0 };
@@ -202,16 +170,10 @@ export class Worker {
     this.host = hostRef;
     adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
 
-    // Hints and KYC events are best effort (a duplicate hint is one more poll; a lost one is covered by polling), so
-    // the producer gives up after a few seconds instead of retrying forever behind a pending webhook answer.
-    this.hintProducer = adapters.kafka.producer({
-      idempotent: false,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-      retry: { retries: 4, initialRetryTime: 100, maxRetryTime: 1_000 },
-    });
-    await this.hintProducer.connect();
+    // Hints and KYC events are best effort: a duplicate hint is one more poll; a lost one is covered by polling.
+    const hintProducer = new BestEffortProducer(adapters.kafka);
+    await hintProducer.connect();
+    this.hintProducer = hintProducer;
 
     this.receiver = createWebhookReceiver({
       ...adapters.webhooks,
@@ -223,48 +185,35 @@ export class Worker {
         return record ? { orderId: record.order_id, partition: record.partition } : undefined;
       },
       routeHint: async (hint) => {
-        await sendInSpan(config.topics.commands, (headers) =>
-          (this.hintProducer ?? notRunning()).send({
-            topic: config.topics.commands,
-            messages: [
-              {
-                key: hint.orderId,
-                partition: hint.partition,
-                headers,
-                value: JSON.stringify({
-                  type: 'order.webhook_hint',
-                  command_id: hint.commandId,
-                  order_id: hint.orderId,
-                  unique_reference: hint.uniqueReference,
-                  status: hint.status,
-                  received_at: hint.receivedAt,
-                }),
-              },
-            ],
+        await hintProducer.send({
+          topic: config.topics.commands,
+          key: hint.orderId,
+          partition: hint.partition,
+          value: JSON.stringify({
+            type: 'order.webhook_hint',
+            command_id: hint.commandId,
+            order_id: hint.orderId,
+            unique_reference: hint.uniqueReference,
+            status: hint.status,
+            received_at: hint.receivedAt,
           }),
-        );
+        });
       },
       publishKyc: async (event) => {
-        await sendInSpan(config.topics.events, (traceHeaders) =>
-          (this.hintProducer ?? notRunning()).send({
-            topic: config.topics.events,
-            messages: [
-              {
-                key: event.orderId ?? event.uniqueReference ?? event.eventId,
-                value: JSON.stringify({
-                  type: 'exchange.kyc_status_changed',
-                  event_id: event.eventId,
-                  order_id: event.orderId,
-                  seq: 0,
-                  occurred_at: new Date(this.now()).toISOString(),
-                  unique_reference: event.uniqueReference,
-                  payload: event.payload,
-                }),
-                headers: { 'event-type': 'exchange.kyc_status_changed', ...traceHeaders },
-              },
-            ],
+        await hintProducer.send({
+          topic: config.topics.events,
+          key: event.orderId ?? event.uniqueReference ?? event.eventId,
+          value: JSON.stringify({
+            type: 'exchange.kyc_status_changed',
+            event_id: event.eventId,
+            order_id: event.orderId,
+            seq: 0,
+            occurred_at: new Date(this.now()).toISOString(),
+            unique_reference: event.uniqueReference,
+            payload: event.payload,
           }),
-        );
+          headers: { 'event-type': 'exchange.kyc_status_changed' },
+        });
       },
     });
 
@@ -304,8 +253,9 @@ export class Worker {
     this.backpressureTimer.unref();
     this.reconcileTimer = setInterval(() => hostRef.reconcile(this.now(), config.reconcileMaxAgeMs), 5_000);
     this.reconcileTimer.unref();
-    this.lagAdmin = adapters.kafka.admin();
-    await this.lagAdmin.connect();
+    const admin = new ClusterAdmin(adapters.kafka);
+    await admin.connect();
+    this.admin = admin;
     const measureLag = (): void => void this.measureLag(consumer.assigned).catch(() => {});
     measureLag();
     this.lagTimer = setInterval(measureLag, 10_000);
@@ -410,16 +360,8 @@ export class Worker {
     checks['redis'] = { ok: redis };
     checks['exchange'] = { ok: exchange };
     if (this.now() - this.kafkaHealthy.at > 10_000) {
-      const admin = this.adapters.kafka.admin();
-      const ok = await timed(async () => {
-        await admin.connect();
-        try {
-          await admin.describeCluster();
-          return true;
-        } finally {
-          await admin.disconnect();
-        }
-      });
+      const probe = this.admin ?? new ClusterAdmin(this.adapters.kafka);
+      const ok = await timed(() => probe.reachable());
       this.kafkaHealthy = { ok, at: this.now() };
     }
     checks['kafka'] = { ok: this.kafkaHealthy.ok };
@@ -472,25 +414,12 @@ export class Worker {
    * replacement replica would have to redo). Measured every 10 s; read by the `worker_consumer_lag` gauge.
    */
   private async measureLag(assigned: readonly number[]): Promise<void> {
-    const admin = this.lagAdmin;
-    if (!admin || this.stopping) return;
-    const topic = this.config.topics.commands;
-    const [ends, committed] = await Promise.all([
-      admin.fetchTopicOffsets(topic),
-      admin.fetchOffsets({ groupId: this.config.consumerGroup, topics: [topic] }),
-    ]);
-    const committedOf = new Map(
-      (committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)] as const),
+    if (!this.admin || this.stopping) return;
+    this.consumerLag = await this.admin.consumerLag(
+      this.config.topics.commands,
+      this.config.consumerGroup,
+      assigned,
     );
-    const lag = new Map<number, number>();
-    for (const partition of assigned) {
-      const end = ends.find((e) => e.partition === partition);
-      if (!end) continue;
-      const done = committedOf.get(partition) ?? -1n;
-      const from = done >= 0n ? done : BigInt(end.low);
-      lag.set(partition, Number(BigInt(end.high) - from));
-    }
-    this.consumerLag = lag;
   }
 
   async stop(): Promise<void> {
@@ -516,7 +445,7 @@ export class Worker {
       new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await step('http', () => close(this.server));
     await step('hint producer', async () => this.hintProducer?.disconnect());
-    await step('lag admin', async () => this.lagAdmin?.disconnect());
+    await step('lag admin', async () => this.admin?.disconnect());
     await step('state store', async () => this.store?.stop());
     await step('metrics http', () => close(this.opsServer));
     await step('adapters', async () => this.adapters.close());

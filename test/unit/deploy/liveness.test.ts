@@ -3,6 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Kafka } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
 import { CommandConsumer } from '../../../src/kafka/command-consumer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 import { createOpsServer } from '../../../src/http/http-server.ts';
@@ -24,7 +25,7 @@ describe('liveness', () => {
   it('marks the command consumer dead only on a crash kafkajs does not restart from', () => {
     const { kafka, emit } = kafkaEmittingEvents();
     const consumer = new CommandConsumer({
-      kafka,
+      kafka: KafkaClient.wrap(kafka),
       topic: 'commands',
       groupId: 'group',
       partitions: 1,
