@@ -1,10 +1,21 @@
-// The composition root: loads configuration, builds the adapters (Kafka, Redis, the exchange client), provides
-// them to the order machine, starts the worker and owns shutdown. Nothing else reads process.env.
+// The composition root: loads configuration, builds every part in dependency order (Kafka, Redis, the exchange
+// client, the order machine's actors, the writer, the state store, the order host, the consumer, the HTTP face,
+// telemetry), hands each what it needs - dependencies flow forward only - then starts the worker and owns
+// shutdown. Nothing else reads process.env.
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './config.ts';
 import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
+import { HttpFace } from './http/http-face.ts';
+import { normalizeWebhook } from './http/normalize-webhook.ts';
+import { createWebhookReceiver, type WebhookReceiverDeps } from './http/webhook-receiver.ts';
+import { BestEffortProducer } from './kafka/best-effort-producer.ts';
+import { ClusterAdmin } from './kafka/cluster-admin.ts';
+import { CommandConsumer } from './kafka/command-consumer.ts';
 import { createKafka } from './kafka/kafka-client.ts';
+import { OrderStateStore } from './kafka/order-state-store.ts';
+import { ensureTopics } from './kafka/topics.ts';
+import { TransactionalWriter } from './kafka/transactional-writer.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
@@ -14,9 +25,11 @@ import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
-import { normalizeWebhook } from './http/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
+import { WorkerHealth } from './worker/health.ts';
+import { OrderHost } from './worker/order-host.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
+import { webhookRouting } from './worker/webhook-routing.ts';
 import { Worker } from './worker/worker.ts';
 import { createXStateBinding } from './worker/xstate-binding.ts';
 
@@ -33,6 +46,17 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
+}
+
+/** The receiver's signature check over every configured secret (the newest first). */
+function webhookSignatureCheck(secrets: readonly string[]): NonNullable<WebhookReceiverDeps['verify']> {
+  const verifier = webhookVerifier(secrets);
+  return (raw, headers) => {
+    const verdict = verifier(raw, headers);
+    return verdict.ok
+      ? { ok: true, secretIndex: verdict.secretIndex }
+      : { ok: false, reason: verdict.reason };
+  };
 }
 
 async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): Promise<void> {
@@ -95,64 +119,131 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
           logger: logger.child({ component: 'currency-catalog' }),
         });
   const pairingLog = logger.child({ component: 'address-pairing' });
-  let actors: ReturnType<typeof createExchangeActors> | undefined;
-  const worker = new Worker(config, logger, {
+  const exchangeActors = createExchangeActors({
+    client,
+    cooldown,
+    claims: referenceClaims,
+    ...(catalog ? { catalog } : {}),
+    onUnchecked: (orderId, unchecked) =>
+      pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),
+    now: () => Date.now(),
+  });
+
+  // The process stops when Kafka can no longer be written or read for good; another replica takes over.
+  const fatal = new AbortController();
+  // Aborted first when the writer fails: the order host stops every actor before any waiter of a write resumes.
+  const writerFailed = new AbortController();
+  const writer = new TransactionalWriter({
     kafka,
+    transactionalId: `${config.consumerGroup}.${config.workerId}`,
+    consumerGroupId: config.consumerGroup,
+    transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
+    logger,
+    onFatal: (error) => {
+      writerFailed.abort(error);
+      fatal.abort(error);
+    },
+    onTransaction: ({ outcome, seconds }) => {
+      telemetry.metrics.kafkaCommitDuration.record(seconds, { outcome });
+      if (outcome === 'committed') telemetry.metrics.kafkaTransactions.add(1);
+    },
+  });
+  const store = new OrderStateStore({
+    kafka,
+    topic: config.topics.state,
+    workerId: config.workerId,
+    writer,
+    logger,
+    transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
+  });
+  const host = new OrderHost({
+    store,
+    writer,
     leases,
-    binding: (host) => {
-      actors = createExchangeActors({
-        client,
-        cooldown,
-        durable: (orderId) => host().durable(orderId),
-        mayAct: (orderId) => host().mayAct(orderId),
-        claims: referenceClaims,
-        ownerOfReference: (reference) => host().ownerOfReference(reference),
-        ...(catalog ? { catalog } : {}),
-        onUnchecked: (orderId, unchecked) =>
-          pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),
-        now: () => Date.now(),
-      });
-      return createXStateBinding({
-        actors,
+    binding: (barrier) =>
+      createXStateBinding({
+        actors: exchangeActors.actors(barrier),
         orderConfig: {
           pollIntervalMs: config.pollIntervalMs,
           quoteCooldownMs: config.quoteCooldownMs,
           createSettleMs: config.createSettleMs,
           parkedRecheckMs: config.parkedRecheckMs,
         },
-      });
-    },
-    inflightExchangeCalls: () => actors?.inflight() ?? 0,
-    callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
-    metrics: telemetry.metrics,
-    webhooks: {
-      // config.ts refuses to start without a signing secret unless WEBHOOK_ALLOW_UNSIGNED=true.
-      verify:
-        config.webhooks.secrets.length > 0
-          ? (() => {
-              const verifier = webhookVerifier(config.webhooks.secrets);
-              return (raw: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>) => {
-                const verdict = verifier(raw, headers);
-                return verdict.ok
-                  ? { ok: true as const, secretIndex: verdict.secretIndex }
-                  : { ok: false as const, reason: verdict.reason };
-              };
-            })()
-          : undefined,
-      normalize: normalizeWebhook,
-      firstSeen: (reference, status) => dedupe.firstSeen(reference, status),
-      forget: (reference, status) => dedupe.forget(reference, status),
-    },
+      }),
+    writerFailed: writerFailed.signal,
+    topics: config.topics,
+    logger,
+    now: () => Date.now(),
+    callsSettled: exchangeActors.settled,
+    maxCommandBytes: config.maxCommandBytes,
+    metrics: telemetry.metrics.hostObserver(),
+  });
+  const consumer = new CommandConsumer({
+    kafka,
+    topic: config.topics.commands,
+    groupId: config.consumerGroup,
+    logger,
+    onFatal: (error) => fatal.abort(error),
+  });
+
+  const hints = new BestEffortProducer(kafka);
+  const cluster = new ClusterAdmin(kafka);
+  const health = new WorkerHealth({
+    consumer,
+    kafka: cluster,
     checks: {
       redis: async () => (await redis.ping()) === 'PONG',
       exchange: () => tcpReachable(config.exchange.baseUrl),
     },
+    now: () => Date.now(),
+  });
+  // config.ts refuses to start without a signing secret unless WEBHOOK_ALLOW_UNSIGNED=true.
+  const verify =
+    config.webhooks.secrets.length > 0 ? webhookSignatureCheck(config.webhooks.secrets) : undefined;
+  const receiver = createWebhookReceiver({
+    logger,
+    verify,
+    normalize: normalizeWebhook,
+    firstSeen: (reference, status) => dedupe.firstSeen(reference, status),
+    forget: (reference, status) => dedupe.forget(reference, status),
+    ...webhookRouting({ state: store, producer: hints, topics: config.topics, now: () => Date.now() }),
+    now: () => Date.now(),
+  });
+  const http = new HttpFace({
+    logger,
+    receiver,
+    verify,
+    readiness: () => health.readiness(),
+    liveness: () => health.liveness(),
+    metrics: telemetry.metrics,
+  });
+
+  const worker = new Worker(config, logger, {
+    http,
+    ensureTopics: () => ensureTopics(kafka, config.topics, logger),
+    writer,
+    store,
+    hints,
+    host,
+    consumer,
+    cluster,
+    health,
+    inflightExchangeCalls: exchangeActors.inflight,
     close: async () => {
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
       await telemetry.shutdown().catch(() => {});
     },
+  });
+  telemetry.metrics.observe({
+    activeOrders: () => host.activeOrders,
+    knownOrders: () => store.size(),
+    openOrdersByState: () => host.openOrdersByState(),
+    partitionsOwned: () => consumer.assigned.length,
+    consumerPaused: () => consumer.isPaused,
+    inflightExchangeCalls: exchangeActors.inflight,
+    consumerLag: () => worker.consumerLag,
   });
 
   if (config.webhooks.secrets.length === 0)
@@ -179,13 +270,18 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   };
   process.once('SIGTERM', () => shutdown('SIGTERM', 0));
   process.once('SIGINT', () => shutdown('SIGINT', 0));
-  await worker.start((error) => {
-    logger.fatal(
-      { err: { message: error.message } },
-      'Kafka writer failed for good; stopping so another replica takes over',
-    );
-    shutdown('fatal', 1);
-  });
+  fatal.signal.addEventListener(
+    'abort',
+    () => {
+      logger.fatal(
+        { err: { message: (fatal.signal.reason as Error).message } },
+        'Kafka writer failed for good; stopping so another replica takes over',
+      );
+      shutdown('fatal', 1);
+    },
+    { once: true },
+  );
+  await worker.start();
 }
 
 let config: WorkerConfig;

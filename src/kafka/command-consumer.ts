@@ -62,7 +62,6 @@ export class CommandConsumer {
     kafka: KafkaClient;
     topic: string;
     groupId: string;
-    partitions: number;
     logger: Logger;
     /** The consumer crashed for good (kafkajs will not restart it); the process should stop. */
     onFatal?: (error: Error) => void;

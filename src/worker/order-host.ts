@@ -40,11 +40,15 @@ import type {
   MachineBinding,
   OrderActorEvent,
   OrderActorHandle,
+  OrderBarrier,
 } from './machine-binding.ts';
 
 export interface OrderLeases {
-  /** Acquires the lease with a fencing token above minFence; null when another owner holds it. */
-  acquire(orderId: string, minFence: number): Promise<{ fence: number } | null>;
+  /**
+   * Acquires the lease with a fencing token above minFence; null when another owner holds it. `onLost` runs (once,
+   * never synchronously) if the lease is lost while held: expired, taken, or Redis restarted empty.
+   */
+  acquire(orderId: string, minFence: number, onLost: () => void): Promise<{ fence: number } | null>;
   release(orderId: string): Promise<void>;
   /** False once the lease may have passed to someone else (lost, expired, or unrenewed for too long). */
   isValid(orderId: string): boolean;
@@ -54,7 +58,10 @@ export interface OrderHostOptions {
   store: OrderStateStore;
   writer: TransactionalWriter;
   leases: OrderLeases;
-  binding: MachineBinding;
+  /** Builds the machine binding; the host hands it its barrier (durability, lease validity, reference owners). */
+  binding: (barrier: OrderBarrier) => MachineBinding;
+  /** Aborted when the Kafka writer failed for good: every order actor stops at once (see halt). */
+  writerFailed?: AbortSignal;
   topics: { events: string; state: string };
   logger: Logger;
   now: () => number;
@@ -199,6 +206,7 @@ export class OrderHost {
   /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
   private readonly reloading = new Map<string, Promise<void>>();
   private readonly opts: OrderHostOptions;
+  private readonly binding: MachineBinding;
   private readonly logger: Logger;
   private readonly maxCommands: number;
   private writerFailed = false;
@@ -210,14 +218,17 @@ export class OrderHost {
     this.logger = opts.logger.child({ component: 'order-host' });
     this.maxCommands = opts.maxRememberedCommands ?? 200;
     this.maxCommandBytes = opts.maxCommandBytes;
+    this.binding = opts.binding({
+      durable: (orderId) => this.durable(orderId),
+      mayAct: (orderId) => this.mayAct(orderId),
+      ownerOfReference: (uniqueReference) => this.ownerOfReference(uniqueReference),
+    });
+    const writerFailed = opts.writerFailed;
+    writerFailed?.addEventListener('abort', () => this.halt(writerFailed.reason as Error), { once: true });
   }
 
   get activeOrders(): number {
     return this.slots.size;
-  }
-
-  activeOrderIds(): string[] {
-    return [...this.slots.keys()];
   }
 
   /** Unfinished orders driven here, per machine state (`a.b` for a nested state value). */
@@ -230,10 +241,6 @@ export class OrderHost {
       counts.set(state, (counts.get(state) ?? 0) + 1);
     }
     return counts;
-  }
-
-  slotStatus(orderId: string): ReturnType<OrderActorHandle['status']> | undefined {
-    return this.slots.get(orderId)?.actor?.status();
   }
 
   /**
@@ -412,7 +419,8 @@ export class OrderHost {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) onWait?.();
       if (!this.assigned.has(partition)) return null;
-      const grant = await this.opts.leases.acquire(orderId, minFence).catch((error: unknown) => {
+      const lost = (): void => void this.onLeaseLost(orderId);
+      const grant = await this.opts.leases.acquire(orderId, minFence, lost).catch((error: unknown) => {
         this.logger.warn({ orderId, err: { message: (error as Error).message } }, 'lease acquire failed');
         return null;
       });
@@ -441,7 +449,7 @@ export class OrderHost {
     const slot = this.newSlot(record, fence);
     this.slots.set(orderId, slot);
     try {
-      slot.actor = this.opts.binding.restore(record.machine, this.startOptions(slot));
+      slot.actor = this.binding.restore(record.machine, this.startOptions(slot));
     } catch (error) {
       this.logger.error(
         { orderId, err: { message: (error as Error).message } },
@@ -1071,7 +1079,7 @@ export class OrderHost {
     if (origin) record.trace_origin = origin;
     const slot = this.newSlot(record, fence);
     this.slots.set(command.order_id, slot);
-    slot.actor = this.opts.binding.create(command, this.startOptions(slot));
+    slot.actor = this.binding.create(command, this.startOptions(slot));
     await this.requireWritten(await this.persist(slot, { offset }), command.order_id);
     this.finishIfTerminal(slot);
   }

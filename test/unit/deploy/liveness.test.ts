@@ -28,7 +28,6 @@ describe('liveness', () => {
       kafka: KafkaClient.wrap(kafka),
       topic: 'commands',
       groupId: 'group',
-      partitions: 1,
       logger: createLogger({ level: 'silent' }),
     });
     emit('consumer.crash', { error: new Error('broker went away'), restart: true, groupId: 'group' });

@@ -47,7 +47,6 @@ function consumerWith(kafka: Kafka, onFatal?: (error: Error) => void): CommandCo
     kafka: KafkaClient.wrap(kafka),
     topic: 'commands',
     groupId: 'group',
-    partitions: 2,
     logger: createLogger({ level: 'silent' }),
     restoreRetryDelayMs: () => 5,
   });

@@ -71,7 +71,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
     store,
     writer,
     leases,
-    binding,
+    binding: () => binding,
     topics: { events: 'events', state: 'state' },
     logger: createLogger({ level: 'silent' }),
     now: () => 1_000_000,
