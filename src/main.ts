@@ -28,6 +28,7 @@ import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
+import { OrderJournal } from './worker/order-journal.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
 import { webhookRouting } from './worker/webhook-routing.ts';
 import { Worker } from './worker/worker.ts';
@@ -156,9 +157,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
   });
+  const journal = new OrderJournal({ writer, store, topics: config.topics, logger, now: () => Date.now() });
   const host = new OrderHost({
-    store,
-    writer,
+    state: store,
+    journal,
     leases,
     binding: (barrier) =>
       createXStateBinding({
@@ -171,7 +173,6 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         },
       }),
     writerFailed: writerFailed.signal,
-    topics: config.topics,
     logger,
     now: () => Date.now(),
     callsSettled: exchangeActors.settled,

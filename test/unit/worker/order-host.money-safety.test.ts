@@ -10,7 +10,9 @@ import type {
   OrderActorHandle,
   StartOrderOptions,
 } from '../../../src/worker/machine-binding.ts';
-import { commandContentHash, OrderHost, type OrderLeases } from '../../../src/worker/order-host.ts';
+import { commandContentHash } from '../../../src/worker/command-intake.ts';
+import { OrderJournal } from '../../../src/worker/order-journal.ts';
+import { OrderHost, type OrderLeases } from '../../../src/worker/order-host.ts';
 import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
 
 const create = {
@@ -67,13 +69,20 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
     },
     restore: () => handle,
   };
-  const host = new OrderHost({
-    store,
+  const logger = createLogger({ level: 'silent' });
+  const journal = new OrderJournal({
     writer,
+    store,
+    topics: { events: 'events', state: 'state' },
+    logger,
+    now: () => 1_000_000,
+  });
+  const host = new OrderHost({
+    state: store,
+    journal,
     leases,
     binding: () => binding,
-    topics: { events: 'events', state: 'state' },
-    logger: createLogger({ level: 'silent' }),
+    logger,
     now: () => 1_000_000,
   });
   host.setAssignment([0]);

@@ -13,12 +13,9 @@ import type {
   OrderActorEvent,
   OrderActorHandle,
 } from '../../../src/worker/machine-binding.ts';
-import {
-  commandContentHash,
-  OrderHost,
-  type OrderHostMetrics,
-  type OrderLeases,
-} from '../../../src/worker/order-host.ts';
+import { commandContentHash } from '../../../src/worker/command-intake.ts';
+import { OrderJournal } from '../../../src/worker/order-journal.ts';
+import { OrderHost, type OrderHostMetrics, type OrderLeases } from '../../../src/worker/order-host.ts';
 
 interface Harness {
   host: OrderHost;
@@ -98,13 +95,20 @@ function harness(options: HarnessOptions = {}): Harness {
       return handle;
     },
   };
-  const host = new OrderHost({
-    store,
+  const logger = createLogger({ level: 'silent' });
+  const journal = new OrderJournal({
     writer,
+    store,
+    topics: { events: 'events', state: 'state' },
+    logger,
+    now: () => 1_000_000,
+  });
+  const host = new OrderHost({
+    state: store,
+    journal,
     leases,
     binding: () => binding,
-    topics: { events: 'events', state: 'state' },
-    logger: createLogger({ level: 'silent' }),
+    logger,
     now: () => 1_000_000,
     ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
     ...(options.metrics ? { metrics: options.metrics } : {}),
