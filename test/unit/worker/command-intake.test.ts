@@ -5,17 +5,9 @@ import { parseCommand, type OrderCommand } from '../../../src/contract/commands.
 import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import { commandContentHash, decide, type OrderHere } from '../../../src/worker/command-intake.ts';
 import type { OrderActorEvent } from '../../../src/worker/machine-binding.ts';
+import { createCommand, openRecord } from './host-fixtures.ts';
 
-const create = {
-  type: 'order.create',
-  command_id: 'c-1',
-  order_id: 'o-1',
-  mode: 'cefi',
-  deposit_currency: 'ETH',
-  withdraw_currency: 'BTC',
-  deposit_amount: '1',
-  withdraw_address: 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4',
-};
+const create = createCommand;
 const cancel = { type: 'order.cancel', command_id: 'c-2', order_id: 'o-1' };
 const hint = {
   type: 'order.webhook_hint',
@@ -36,22 +28,13 @@ const hashOf = (command: Record<string, unknown>): string =>
   commandContentHash(command as unknown as OrderCommand);
 
 function record(overrides: Partial<OrderRecord> = {}): OrderRecord {
-  return {
-    v: 1,
-    order_id: 'o-1',
-    partition: 0,
-    fence: 1,
-    rev: 3,
-    seq: 4,
-    updated_at: new Date(0).toISOString(),
-    mode: 'cefi',
+  return openRecord('o-1', 0, {
     create_hash: hashOf(create),
     commands: [['c-1', hashOf(create)]],
     unique_reference: null,
-    terminal: false,
     machine: null,
     ...overrides,
-  };
+  });
 }
 
 /** An order driven here whose machine is in `state` and accepts the events `accepts` allows. */

@@ -4,15 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
-import { createLogger } from '../../../src/telemetry/logger.ts';
 import type {
   MachineBinding,
   OrderActorHandle,
   StartOrderOptions,
 } from '../../../src/worker/machine-binding.ts';
 import { commandContentHash } from '../../../src/worker/command-intake.ts';
-import { OrderJournal } from '../../../src/worker/order-journal.ts';
-import { OrderHost, type OrderLeases } from '../../../src/worker/order-host.ts';
+import { hostOver } from './host-fixtures.ts';
+import type { OrderLeases } from '../../../src/worker/order-host.ts';
 import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
 
 const create = {
@@ -69,22 +68,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
     },
     restore: () => handle,
   };
-  const logger = createLogger({ level: 'silent' });
-  const journal = new OrderJournal({
-    writer,
-    store,
-    topics: { events: 'events', state: 'state' },
-    logger,
-    now: () => 1_000_000,
-  });
-  const host = new OrderHost({
-    state: store,
-    journal,
-    leases,
-    binding: () => binding,
-    logger,
-    now: () => 1_000_000,
-  });
+  const host = hostOver({ store, writer, leases, binding });
   host.setAssignment([0]);
   void host.onAssignment([], [0]);
   let offset = 0;

@@ -5,25 +5,17 @@ import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 import { OrderJournal } from '../../../src/worker/order-journal.ts';
+import { openRecord } from './host-fixtures.ts';
 
-const previous: OrderRecord = {
-  v: 1,
-  order_id: 'o-1',
-  partition: 2,
-  fence: 1,
-  rev: 3,
-  seq: 4,
-  updated_at: new Date(0).toISOString(),
-  mode: 'cefi',
+const previous: OrderRecord = openRecord('o-1', 2, {
   create_hash: 'h',
   commands: [
     ['c-0', 'h0'],
     ['c-1', 'h1'],
   ],
   unique_reference: null,
-  terminal: false,
   machine: null,
-};
+});
 
 function journal(committed: boolean) {
   const writes: Array<{ records: OutboundRecord[]; offsets: OffsetToCommit[] }> = [];
