@@ -48,30 +48,45 @@ const adaptersIgnoreWorker = {
   ],
 };
 
-/** The sandbox judges the worker, so it imports none of it: nothing outside src/sandbox/ (depth of the file). */
+/**
+ * The sandbox judges the worker, so it imports none of it: no relative import climbs out of sandbox/ (to src/,
+ * machines/ or anything else). `depth`: how many `../` leave sandbox/ from the file's folder (deeper files than
+ * sandbox/a/b/ are held to depth 3, which is stricter than needed, never looser).
+ */
 const sandboxStaysAlone = (depth) => ({
   patterns: [
     {
       regex: `^(\\.\\./){${depth},}`,
-      message: 'src/sandbox/ never imports worker code (src/ outside src/sandbox/, machines/).',
+      message: 'sandbox/ never imports worker code (src/, machines/): it is a test double of the exchange.',
     },
   ],
 });
 
+/** The worker never imports the sandbox either, so the build (src/, machines/) never compiles it. */
+const workerIgnoresSandbox = {
+  patterns: [
+    {
+      regex: '^(\\.\\./)+sandbox(/|$)',
+      message: 'src/ and machines/ never import sandbox/: the sandbox stays out of the build and the image.',
+    },
+  ],
+};
+
 const adapterFolders = ['exchange', 'kafka', 'redis', 'http', 'telemetry'];
 const zones = [
-  { files: ['machines/**/*.ts'], rules: [machinesStayPure, machinesIgnoreSrc] },
-  { files: ['src/sandbox/*.ts'], rules: [sandboxStaysAlone(1), kafkajsOnlyInKafka] },
-  { files: ['src/sandbox/*/**/*.ts'], rules: [sandboxStaysAlone(2), kafkajsOnlyInKafka] },
-  { files: ['src/kafka/**/*.ts'], rules: [adaptersIgnoreWorker] },
+  { files: ['machines/**/*.ts'], rules: [machinesStayPure, machinesIgnoreSrc, workerIgnoresSandbox] },
+  { files: ['sandbox/*.ts'], rules: [sandboxStaysAlone(1), kafkajsOnlyInKafka] },
+  { files: ['sandbox/*/*.ts'], rules: [sandboxStaysAlone(2), kafkajsOnlyInKafka] },
+  { files: ['sandbox/*/*/**/*.ts'], rules: [sandboxStaysAlone(3), kafkajsOnlyInKafka] },
+  { files: ['src/kafka/**/*.ts'], rules: [adaptersIgnoreWorker, workerIgnoresSandbox] },
   {
     files: adapterFolders.filter((f) => f !== 'kafka').map((f) => `src/${f}/**/*.ts`),
-    rules: [adaptersIgnoreWorker, kafkajsOnlyInKafka],
+    rules: [adaptersIgnoreWorker, kafkajsOnlyInKafka, workerIgnoresSandbox],
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/sandbox/**', ...adapterFolders.map((f) => `src/${f}/**`)],
-    rules: [kafkajsOnlyInKafka],
+    ignores: adapterFolders.map((f) => `src/${f}/**`),
+    rules: [kafkajsOnlyInKafka, workerIgnoresSandbox],
   },
 ];
 

@@ -16,11 +16,12 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startLocalRedis } from '../dev/services/redis-local.ts';
-import { ExchangeClient } from '../src/exchange/client.ts';
 import { ExchangeError } from '../src/exchange/errors.ts';
 import { RedisRequestBudget } from '../src/exchange/redis-request-budget.ts';
 import type { RequestPriority } from '../src/exchange/request-budget.ts';
-import { demoConfig, demoKeys, startSandbox } from '../src/sandbox/index.ts';
+import { defineRedisScripts } from '../src/redis/scripts.ts';
+import { demoConfig, demoKeys, startSandbox } from '../sandbox/index.ts';
+import { FullExchangeClient } from '../test/support/exchange/full-client.ts';
 import { saveResult } from './lib/harness.ts';
 
 interface ReplicaReport {
@@ -49,7 +50,9 @@ async function runReplica(): Promise<void> {
   const durationMs = Number(env('BENCH_DURATION_MS'));
   const offerPerWindow = Number(env('BENCH_OFFER_PER_WINDOW'));
   const startAt = Number(env('BENCH_START_AT'));
-  const redis = new Redis(env('REDIS_URL'), { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  const redis = defineRedisScripts(
+    new Redis(env('REDIS_URL'), { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
+  );
   await new Promise((resolve) => redis.once('ready', resolve));
   const budget = new RedisRequestBudget({ redis, limit, windowMs, keyPrefix: env('BENCH_PREFIX') });
   const report: ReplicaReport = {
@@ -70,7 +73,7 @@ async function runReplica(): Promise<void> {
     },
     penalize: (key: string, retryAfterMs: number) => budget.penalize(key, retryAfterMs),
   };
-  const measured = new ExchangeClient({
+  const measured = new FullExchangeClient({
     baseUrl: env('BENCH_URL'),
     credentials: { cefi: env('BENCH_KEY') },
     budget: counted,

@@ -8,7 +8,7 @@
 //   node bench/worker-throughput.ts                                  # 300 orders, 1 worker, and the floor
 //   BENCH_ORDERS=1000 BENCH_WORKERS=3 node bench/worker-throughput.ts
 import { randomBytes } from 'node:crypto';
-import { demoConfig, demoKeys, demoReferral, type SandboxConfigInput } from '../src/sandbox/index.ts';
+import { demoConfig, demoKeys, demoReferral, type SandboxConfigInput } from '../sandbox/index.ts';
 import { testKafka } from '../test/support/kafka-helpers.ts';
 import { startWorkerEnvironment, type WorkerEnvironment } from '../test/support/worker-environment.ts';
 import { startWorker } from '../test/support/worker-process.ts';

@@ -1,4 +1,4 @@
-// Import-cycle check for our own modules (src/, machines/, dev/, scripts/, test/, bench/): follows relative
+// Import-cycle check for our own modules (src/, machines/, sandbox/, dev/, scripts/, test/, bench/): follows relative
 // imports (static `import`/`export ... from`, including type-only ones) and fails on any cycle, printing it.
 // A tiny script instead of an ESLint plugin: the plugin's native resolver cannot be locked for every platform.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -6,7 +6,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const roots = ['src', 'machines', 'dev', 'scripts', 'test', 'bench']
+const roots = ['src', 'machines', 'sandbox', 'dev', 'scripts', 'test', 'bench']
   .map((d) => join(root, d))
   .filter(existsSync);
 

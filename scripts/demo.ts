@@ -16,7 +16,7 @@ import {
   startSandbox,
   type SandboxConfigInput,
   type SandboxHandle,
-} from '../src/sandbox/index.ts';
+} from '../sandbox/index.ts';
 import {
   EventCollector,
   commandProducer,

@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './config.ts';
-import { ExchangeClient, RedisRequestBudget, webhookVerifier } from './exchange/index.ts';
+import { ExchangeClient } from './exchange/client.ts';
+import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
+import { webhookVerifier } from './exchange/webhook-signature.ts';
 import { HttpFace } from './http/http-face.ts';
 import { normalizeWebhook } from './http/normalize-webhook.ts';
 import { createWebhookReceiver, type WebhookReceiverDeps } from './http/webhook-receiver.ts';

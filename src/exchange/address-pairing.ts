@@ -53,13 +53,40 @@ interface AddressFamily {
   /** multicoin-address-validator currency symbol whose validator checks this family (checksums included). */
   readonly validator: string;
   readonly describe: string;
+  /** Names of the family besides its key and its validator symbol, in `address_format` or as a network's name. */
+  readonly aliases?: readonly string[];
 }
 
-/** Address families the library validates, by the names an exchange record or a network name may use. */
+/** Address families the library validates. A family is known by its key, its validator symbol and its aliases. */
 const families: Readonly<Record<string, AddressFamily>> = {
   evm: {
     validator: 'eth',
     describe: 'an EVM address: 0x and 40 hex digits, mixed case only with a valid EIP-55 checksum',
+    // EVM chains and token standards: one address form on all of them
+    aliases: [
+      'ethereum',
+      'erc20',
+      'bsc',
+      'bep20',
+      'polygon',
+      'matic',
+      'arbitrum',
+      'arb',
+      'optimism',
+      'op',
+      'base',
+      'avaxc',
+      'avax-c',
+      'avax_c',
+      'fantom',
+      'ftm',
+      'etc',
+      'linea',
+      'zksync',
+      'scroll',
+      'celo',
+      'gnosis',
+    ],
   },
   bitcoin: {
     validator: 'btc',
@@ -70,7 +97,11 @@ const families: Readonly<Record<string, AddressFamily>> = {
     describe: 'a Litecoin address: base58check (L…, M…) or bech32 (ltc1…)',
   },
   dogecoin: { validator: 'doge', describe: 'a Dogecoin address: base58check (D…, A…, 9…)' },
-  tron: { validator: 'trx', describe: 'a Tron address: base58check T… (34 characters)' },
+  tron: {
+    validator: 'trx',
+    describe: 'a Tron address: base58check T… (34 characters)',
+    aliases: ['trc20'],
+  },
   ripple: { validator: 'xrp', describe: 'an XRP Ledger address: r… with a valid checksum' },
   bitcoincash: { validator: 'bch', describe: 'a Bitcoin Cash address (cashaddr or legacy base58check)' },
   solana: { validator: 'sol', describe: 'a Solana address: base58, 32 bytes' },
@@ -84,52 +115,15 @@ const families: Readonly<Record<string, AddressFamily>> = {
   monero: { validator: 'xmr', describe: 'a Monero address' },
 };
 
-/** Other spellings of family names in `address_format`, and network names that fix the family. */
-const familyAliases: Readonly<Record<string, string>> = {
-  ethereum: 'evm',
-  eth: 'evm',
-  erc20: 'evm',
-  bsc: 'evm',
-  bep20: 'evm',
-  polygon: 'evm',
-  matic: 'evm',
-  arbitrum: 'evm',
-  arb: 'evm',
-  optimism: 'evm',
-  op: 'evm',
-  base: 'evm',
-  avaxc: 'evm',
-  'avax-c': 'evm',
-  avax_c: 'evm',
-  fantom: 'evm',
-  ftm: 'evm',
-  etc: 'evm',
-  linea: 'evm',
-  zksync: 'evm',
-  scroll: 'evm',
-  celo: 'evm',
-  gnosis: 'evm',
-  btc: 'bitcoin',
-  ltc: 'litecoin',
-  doge: 'dogecoin',
-  trx: 'tron',
-  trc20: 'tron',
-  xrp: 'ripple',
-  bch: 'bitcoincash',
-  sol: 'solana',
-  xlm: 'stellar',
-  ada: 'cardano',
-  dot: 'polkadot',
-  algo: 'algorand',
-  xtz: 'tezos',
-  zec: 'zcash',
-  xmr: 'monero',
-};
+/** Every name of every family (a Map: a record or network name such as "constructor" is no family). */
+const familiesByName: ReadonlyMap<string, AddressFamily> = new Map(
+  Object.entries(families).flatMap(([key, family]) =>
+    [key, family.validator, ...(family.aliases ?? [])].map((name) => [name, family] as const),
+  ),
+);
 
 function familyNamed(name: string | null): AddressFamily | undefined {
-  if (name === null) return undefined;
-  const key = name.trim().toLowerCase();
-  return families[key] ?? families[familyAliases[key] ?? ''];
+  return name === null ? undefined : familiesByName.get(name.trim().toLowerCase());
 }
 
 /**

@@ -1,8 +1,7 @@
-// The request budget shared by every replica: admissions decided atomically in Redis by request-budget.lua (GCRA
+// The request budget shared by every replica: admissions decided atomically in Redis by request-budget-2.lua (GCRA
 // with a tolerance per priority, on the Redis clock), a 429 penalty that holds the key for all replicas, and a
 // conservative in-process limit whenever Redis does not answer in time - never no limit at all.
 // Invariants: keys are API-key fingerprints; one Redis round trip per admission per process (local queue).
-import { readFileSync } from 'node:fs';
 import {
   AdmissionQueue,
   LocalLimiter,
@@ -15,17 +14,18 @@ import {
   type RequestPriority,
 } from './request-budget.ts';
 
-/** The Redis calls this budget makes (ioredis satisfies it); keep the port narrow. */
+/**
+ * The one Redis call this budget makes: the Lua command src/redis/request-budget-2.lua, which src/redis/scripts.ts
+ * registers on every client it builds (createRedis; `defineRedisScripts` for a client built elsewhere). The reply
+ * is checked here, not trusted.
+ */
 export interface BudgetRedis {
-  defineCommand(name: string, definition: { lua: string; numberOfKeys: number }): void;
+  requestBudget(
+    tatKey: string,
+    penaltyKey: string,
+    ...args: ['acquire', intervalUs: number, capacity: number] | ['penalize', backOffMs: number]
+  ): Promise<unknown>;
 }
-
-interface BudgetRedisWithScript {
-  requestBudget(tatKey: string, penaltyKey: string, ...args: (string | number)[]): Promise<unknown>;
-}
-
-/** Loaded once; the .lua file sits next to this module (run from src/, Node strips the types). */
-const requestBudgetLua = readFileSync(new URL('./request-budget.lua', import.meta.url), 'utf8');
 
 export interface RedisRequestBudgetOptions extends BudgetPolicyInput {
   /** Prefer a connection with `enableOfflineQueue: false`, so an outage fails fast into the fallback. */
@@ -50,7 +50,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 function readReply(reply: unknown): Admission {
-  if (!Array.isArray(reply) || reply.length !== 2) throw new Error('request-budget.lua: unexpected reply');
+  if (!Array.isArray(reply) || reply.length !== 2) throw new Error('request-budget-2.lua: unexpected reply');
   const [admitted, waitUs] = reply.map(Number) as [number, number];
   return admitted === 1 ? { admitted: true } : { admitted: false, waitMs: waitUs / 1000 };
 }
@@ -58,7 +58,7 @@ function readReply(reply: unknown): Admission {
 export class RedisRequestBudget implements RequestBudget {
   readonly policy: BudgetPolicy;
   readonly fallbackPolicy: BudgetPolicy;
-  readonly #redis: BudgetRedisWithScript;
+  readonly #redis: BudgetRedis;
   readonly #prefix: string;
   readonly #fallback: LocalLimiter;
   readonly #redisTimeoutMs: number;
@@ -78,8 +78,7 @@ export class RedisRequestBudget implements RequestBudget {
       limit: options.fallbackLimit ?? Math.max(1, Math.floor(limit / 10)),
       windowMs: this.policy.windowMs,
     });
-    options.redis.defineCommand('requestBudget', { lua: requestBudgetLua, numberOfKeys: 2 });
-    this.#redis = options.redis as unknown as BudgetRedisWithScript;
+    this.#redis = options.redis;
     this.#prefix = options.keyPrefix ?? 'exchange:budget';
     this.#fallback = new LocalLimiter(this.fallbackPolicy);
     this.#redisTimeoutMs = options.redisTimeoutMs ?? 250;

@@ -1,7 +1,7 @@
 // What a webhook body is: an order-status notification (v2 or v1 payload, converted to the v2 vocabulary by the
 // exchange module) or a KYC notification (its shape is not documented: recognised by its kyc/verification keys and
 // passed on as received). Anything else is refused with the reason.
-import { readOrderWebhook } from '../exchange/index.ts';
+import { readOrderWebhook } from '../exchange/order-webhook.ts';
 import type { NormalizedWebhook } from './webhook-receiver.ts';
 
 /** An order-status webhook (v2 or v1 payload) or, failing that, a KYC notification (its shape is not documented). */

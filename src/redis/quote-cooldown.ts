@@ -3,6 +3,7 @@
 // spaces them out across the fleet. This process also remembers its own claims, so while Redis is unreachable
 // (or after it restarted empty) the cooldown still holds locally: conservative, never looser than Redis.
 import type { TradingMode } from '../../machines/domain.ts';
+import { normalizeDecimal } from '../decimal.ts';
 import type { WorkerError } from '../errors.ts';
 import { invalidArgument, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort } from './redis-port.ts';
@@ -15,22 +16,14 @@ export interface QuoteCooldownOptions {
   now?: () => number;
 }
 
-/** "1.50", "01.5", "+1.5" and "1.5" are one amount; rejects anything but a plain non-negative decimal. */
-export function normalizeDecimal(amount: string): string {
-  const match = /^\+?(\d*)(?:\.(\d*))?$/.exec(amount.trim());
-  const whole = match?.[1] ?? '';
-  const fraction = match?.[2] ?? '';
-  if (!match || whole.length + fraction.length === 0)
-    throw invalidArgument(`not a decimal amount: ${JSON.stringify(amount)}`);
-  const integer = whole.replace(/^0+/, '') || '0';
-  const decimals = fraction.replace(/0+$/, '');
-  return decimals ? `${integer}.${decimals}` : integer;
-}
-
+/** One key per request shape: "1.50" and "1.5" are one amount; anything but a plain non-negative decimal is refused. */
 export function quoteCooldownKey(mode: TradingMode, pair: string, amount: string): string {
   const normalizedPair = pair.trim().toUpperCase();
   if (!normalizedPair) throw invalidArgument('pair must not be empty');
-  return `quote-cooldown:${mode}:${normalizedPair}:${normalizeDecimal(amount)}`;
+  const normalizedAmount = normalizeDecimal(amount);
+  if (normalizedAmount === undefined)
+    throw invalidArgument(`not a decimal amount: ${JSON.stringify(amount)}`);
+  return `quote-cooldown:${mode}:${normalizedPair}:${normalizedAmount}`;
 }
 
 const sweepAboveEntries = 256;

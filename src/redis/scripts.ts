@@ -12,6 +12,7 @@ const scriptFiles: Record<keyof RedisScriptCommands, string> = {
   leaseHolder: 'lease-holder-1.lua',
   quoteCooldown: 'quote-cooldown-1.lua',
   referenceClaim: 'reference-claim-1.lua',
+  requestBudget: 'request-budget-2.lua',
 };
 
 export interface LuaScript {

@@ -63,20 +63,23 @@ export class WorkerMetrics {
         unit: 's',
         advice: { explicitBucketBoundaries: latencyBucketsSeconds },
       });
+    const counter = (name: string, description: string) => meter.createCounter(name, { description });
     this.commandDuration = seconds(
       'worker_command_duration_seconds',
       'time to handle one command, from delivery to its committed Kafka transaction (command_type, result)',
     );
-    this.commands = meter.createCounter('worker_commands', {
-      description: 'commands consumed (command_type, result, reason for rejections)',
-    });
+    this.commands = counter(
+      'worker_commands',
+      'commands consumed (command_type, result, reason for rejections)',
+    );
     this.exchangeCallDuration = seconds(
       'worker_exchange_call_duration_seconds',
       'one exchange call including retries and budget waits (operation, mode, outcome)',
     );
-    this.exchangeErrors = meter.createCounter('worker_exchange_errors', {
-      description: 'failed exchange attempts by classification (operation, error_type, action)',
-    });
+    this.exchangeErrors = counter(
+      'worker_exchange_errors',
+      'failed exchange attempts by classification (operation, error_type, action)',
+    );
     this.budgetWait = seconds(
       'worker_exchange_budget_wait_seconds',
       'time an exchange call waited for the shared request budget (mode, priority)',
@@ -85,30 +88,32 @@ export class WorkerMetrics {
       'worker_kafka_transaction_duration_seconds',
       'one Kafka transaction, begin to commit or abort (outcome)',
     );
-    this.kafkaTransactions = meter.createCounter('worker_kafka_transactions', {
-      description: 'Kafka transactions committed',
-    });
-    this.eventsPublished = meter.createCounter('worker_events_published', {
-      description: 'order events committed to the events topic (event_type)',
-    });
-    this.orders = meter.createCounter('worker_orders', {
-      description: 'orders by outcome: created, completed, refunded, canceled, failed',
-    });
-    this.ordersRestored = meter.createCounter('worker_orders_restored', {
-      description: 'orders restored from the state topic (partition moved here, or lease reloaded)',
-    });
-    this.leasesLost = meter.createCounter('worker_lease_lost', {
-      description: 'order leases this replica lost while driving the order',
-    });
-    this.leasesTakenOver = meter.createCounter('worker_lease_taken_over', {
-      description: 'order leases this replica took for orders another replica (or an earlier run) drove',
-    });
-    this.reconcileNudges = meter.createCounter('worker_reconcile_nudges', {
-      description: 'overdue polls started by the reconciliation sweep',
-    });
-    this.webhooks = meter.createCounter('worker_webhooks', {
-      description: 'webhook deliveries by result: routed, duplicate, unknown_order, kyc, refused, failed',
-    });
+    this.kafkaTransactions = counter('worker_kafka_transactions', 'Kafka transactions committed');
+    this.eventsPublished = counter(
+      'worker_events_published',
+      'order events committed to the events topic (event_type)',
+    );
+    this.orders = counter(
+      'worker_orders',
+      'orders by outcome: created, completed, refunded, canceled, failed',
+    );
+    this.ordersRestored = counter(
+      'worker_orders_restored',
+      'orders restored from the state topic (partition moved here, or lease reloaded)',
+    );
+    this.leasesLost = counter('worker_lease_lost', 'order leases this replica lost while driving the order');
+    this.leasesTakenOver = counter(
+      'worker_lease_taken_over',
+      'order leases this replica took for orders another replica (or an earlier run) drove',
+    );
+    this.reconcileNudges = counter(
+      'worker_reconcile_nudges',
+      'overdue polls started by the reconciliation sweep',
+    );
+    this.webhooks = counter(
+      'worker_webhooks',
+      'webhook deliveries by result: routed, duplicate, unknown_order, kyc, refused, failed',
+    );
     this.webhookToEvent = seconds(
       'worker_webhook_to_event_seconds',
       'from a webhook received to the committed event of the poll it triggered',
@@ -155,7 +160,7 @@ export class WorkerMetrics {
       });
   }
 
-  /** The exchange client's observer port (src/exchange/client.ts ExchangeCallObserver). */
+  /** The exchange client's observer port (src/exchange/transport.ts ExchangeCallObserver). */
   exchangeObserver() {
     return {
       callFinished: (call: { operation: string; mode: string; outcome: string; seconds: number }): void =>

@@ -13,6 +13,7 @@ import { toExchangeFailure } from '../exchange/errors.ts';
 import type { CreateOrderRequest } from '../exchange/schemas.ts';
 import { randomUUID } from 'node:crypto';
 import type { CooldownDecision, QuoteCooldown } from '../redis/quote-cooldown.ts';
+import { sameDecimal } from '../decimal.ts';
 import type { ReferenceClaims } from '../redis/reference-claims.ts';
 import type { OrderBarrier } from './machine-binding.ts';
 
@@ -66,12 +67,6 @@ function stamped(error: unknown, at: number, mayHaveTakenEffect: boolean): Actor
   return error instanceof ActorFailure
     ? error
     : new ActorFailure(toExchangeFailure(error, { mayHaveTakenEffect }), at);
-}
-
-function sameDecimal(a: string | null | undefined, b: string | null | undefined): boolean {
-  if (a === null || a === undefined || b === null || b === undefined) return true;
-  const norm = (v: string): string => (v.includes('.') ? v.replace(/0+$/, '').replace(/\.$/, '') : v);
-  return norm(a) === norm(b);
 }
 
 function quoteAmount(request: QuoteRequest): string {

@@ -5,7 +5,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoKeys, demoReferral } from '../../src/sandbox/index.ts';
+import { demoKeys, demoReferral } from '../../sandbox/index.ts';
 import { orderCreateCommand } from '../support/order-specs.ts';
 import {
   isUnder,

@@ -2,7 +2,7 @@
 // belongs to another partner account than the shared EXCHANGE_REFERRAL_TOKEN, so CeFi requests carry
 // EXCHANGE_REFERRAL_TOKEN_CEFI; a referral code the key's owner does not own fails the order with a specific code.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoKeys, demoReferral } from '../../src/sandbox/index.ts';
+import { demoKeys, demoReferral } from '../../sandbox/index.ts';
 import { orderCreateCommand } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 import { startCluster, type Cluster } from '../support/worker-cluster.ts';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { demoKeys, demoReferral, type SandboxHandle } from '../../src/sandbox/index.ts';
+import { demoKeys, demoReferral, type SandboxHandle } from '../../sandbox/index.ts';
 import type { AcceptedOrder, ExchangeOrderRecord, RunHistory, StateRecordView } from './invariants.ts';
 import type { PublishedEvent } from './kafka-helpers.ts';
 import { uniqueName } from './unique-name.ts';

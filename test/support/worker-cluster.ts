@@ -1,6 +1,6 @@
 // A whole system for integration tests: the worker environment (sandbox + worker processes) on the services the
 // global setup provisioned, plus a command producer and an event collector on the run's own topics.
-import type { SandboxConfigInput } from '../../src/sandbox/index.ts';
+import type { SandboxConfigInput } from '../../sandbox/index.ts';
 import { EventCollector, commandProducer, testKafka, type SendOptions } from './kafka-helpers.ts';
 import { services } from './services.ts';
 import { startWorkerEnvironment, type WorkerEnvironment } from './worker-environment.ts';

@@ -10,7 +10,7 @@ import {
   startSandbox,
   type SandboxConfigInput,
   type SandboxHandle,
-} from '../../src/sandbox/index.ts';
+} from '../../sandbox/index.ts';
 import { startWorker, type WorkerProcess } from './worker-process.ts';
 
 export const webhookSecret = 'test-webhook-secret-0123456789';

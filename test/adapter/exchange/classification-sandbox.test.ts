@@ -3,9 +3,9 @@
 // it before sending, which is the point of those rows.
 import { describe, expect, it } from 'vitest';
 import { classificationTable, classifyErrorResponse } from '../../../src/exchange/error-classification.ts';
-import type { ExchangeClient } from '../../../src/exchange/client.ts';
 import type { ExchangeError } from '../../../src/exchange/errors.ts';
-import type { SandboxHandle } from '../../../src/sandbox/index.ts';
+import type { SandboxHandle } from '../../../sandbox/index.ts';
+import type { FullExchangeClient } from '../../support/exchange/full-client.ts';
 import { RecordingBudget } from '../../support/exchange/mock-exchange.ts';
 import { exchangeFailure, sandboxClient } from '../../support/exchange/sandbox-client.ts';
 import {
@@ -51,12 +51,12 @@ async function viaRaw(
   };
 }
 
-async function defiQuote(client: ExchangeClient, pairs: string, amount: string): Promise<string> {
+async function defiQuote(client: FullExchangeClient, pairs: string, amount: string): Promise<string> {
   const [quote] = await client.getRates('defi', { pairs, deposit_amount: amount, actionable_quote: true });
   return quote?.rate_id ?? '';
 }
 
-type Scenario = (handle: SandboxHandle, client: ExchangeClient) => Promise<Produced>;
+type Scenario = (handle: SandboxHandle, client: FullExchangeClient) => Promise<Produced>;
 
 const scenarios: Record<string, { config?: ConfigPatch; produce: Scenario }> = {
   rate_id_invalid_or_expired: {

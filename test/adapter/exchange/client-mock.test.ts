@@ -3,7 +3,7 @@
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExchangeError, toExchangeFailure } from '../../../src/exchange/errors.ts';
-import type { ExchangeLogger } from '../../../src/exchange/client.ts';
+import type { ExchangeLogger } from '../../../src/exchange/transport.ts';
 import { documentedErrors } from '../../support/exchange/documented-errors.ts';
 import {
   RecordingBudget,

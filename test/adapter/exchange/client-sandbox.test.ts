@@ -2,16 +2,16 @@
 // cursor pagination, idempotent reuse and the deposit "already exists" conflict, pre-screening, and transport
 // failures the sandbox injects (hung requests, 5xx, 417).
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ExchangeClient } from '../../../src/exchange/client.ts';
+import type { FullExchangeClient } from '../../support/exchange/full-client.ts';
 import { RecordingBudget, spanRecorder } from '../../support/exchange/mock-exchange.ts';
 import { exchangeFailure, sandboxClient } from '../../support/exchange/sandbox-client.ts';
 import { BTC_ADDRESS, EVM_ADDRESS, demoKeys, demoReferral, startTestSandbox } from '../sandbox/helpers.ts';
 
-const clients: ExchangeClient[] = [];
+const clients: FullExchangeClient[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
 });
-function track(client: ExchangeClient): ExchangeClient {
+function track(client: FullExchangeClient): FullExchangeClient {
   clients.push(client);
   return client;
 }

@@ -3,10 +3,11 @@
 // MockAgent. The pairing check then runs on what the exchange actually published.
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkAddressPairing } from '../../../src/exchange/address-pairing.ts';
-import type { ExchangeClient, ExchangeLogger } from '../../../src/exchange/client.ts';
+import type { ExchangeClient } from '../../../src/exchange/client.ts';
+import type { ExchangeLogger } from '../../../src/exchange/transport.ts';
 import { CurrencyCatalog } from '../../../src/exchange/currency-catalog.ts';
-import { mintAddress } from '../../../src/sandbox/address-formats.ts';
-import { demoConfig } from '../../../src/sandbox/index.ts';
+import { mintAddress } from '../../../sandbox/addresses/address-formats.ts';
+import { demoConfig } from '../../../sandbox/index.ts';
 import { mockedClient, mockExchange, RecordingBudget } from '../../support/exchange/mock-exchange.ts';
 import { exchangeFailure, sandboxClient } from '../../support/exchange/sandbox-client.ts';
 import { BTC_ADDRESS, EVM_ADDRESS, startTestSandbox } from '../sandbox/helpers.ts';

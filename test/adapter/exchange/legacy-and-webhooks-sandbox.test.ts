@@ -6,7 +6,7 @@ import { parseOrderWebhook } from '../../../src/exchange/order-webhook.ts';
 import { toOrderView } from '../../../src/exchange/order-view.ts';
 import { parseV1Order, parseV1OrderPage } from '../../../src/exchange/v1-mapping.ts';
 import { webhookVerifier } from '../../../src/exchange/webhook-signature.ts';
-import { demoConfig } from '../../../src/sandbox/index.ts';
+import { demoConfig } from '../../../sandbox/index.ts';
 import { sandboxClient } from '../../support/exchange/sandbox-client.ts';
 import {
   EVM_ADDRESS,

@@ -8,6 +8,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRedis, type LocalRedis } from '../../../dev/services/redis-local.ts';
 import { RedisRequestBudget } from '../../../src/exchange/redis-request-budget.ts';
+import type { RedisClient } from '../../../src/redis/connect.ts';
+import { defineRedisScripts } from '../../../src/redis/scripts.ts';
 import {
   LocalRequestBudget,
   apiKeyFingerprint,
@@ -21,8 +23,10 @@ let redisServer: LocalRedis;
 let dir: string;
 const connections: Redis[] = [];
 
-async function connect(): Promise<Redis> {
-  const redis = new Redis(redisServer.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+async function connect(): Promise<RedisClient> {
+  const redis = defineRedisScripts(
+    new Redis(redisServer.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 }),
+  );
   redis.on('error', () => undefined); // outages are part of these tests
   connections.push(redis);
   if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));

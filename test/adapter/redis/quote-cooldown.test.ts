@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { WorkerError } from '../../../src/errors.ts';
-import { normalizeDecimal, QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
+import { QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
 import { reconnected, useOwnRedis } from './redis-fixture.ts';
 
 const redis = useOwnRedis();
@@ -104,17 +104,5 @@ describe('QuoteCooldown', () => {
     await expect(cooldown.tryAcquire('defi', 'ETHBTC', '1', 0)).rejects.toMatchObject({
       code: 'invalid_argument',
     });
-  });
-});
-
-describe('normalizeDecimal', () => {
-  it('maps equal decimal strings to one spelling', () => {
-    expect(normalizeDecimal('1.50')).toBe('1.5');
-    expect(normalizeDecimal('001.500')).toBe('1.5');
-    expect(normalizeDecimal('+2.')).toBe('2');
-    expect(normalizeDecimal('.5')).toBe('0.5');
-    expect(normalizeDecimal('0.000')).toBe('0');
-    expect(normalizeDecimal(' 10 ')).toBe('10');
-    expect(normalizeDecimal('0.00000001')).toBe('0.00000001');
   });
 });

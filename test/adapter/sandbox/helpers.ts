@@ -11,10 +11,10 @@ import {
   type SandboxConfigInput,
   type SandboxHandle,
   type SandboxOptions,
-} from '../../../src/sandbox/index.ts';
+} from '../../../sandbox/index.ts';
 
 export { demoKeys };
-export { demoReferral } from '../../../src/sandbox/index.ts';
+export { demoReferral } from '../../../sandbox/index.ts';
 
 export const EVM_ADDRESS = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 export const BTC_ADDRESS = 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4';

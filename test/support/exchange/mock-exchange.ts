@@ -6,8 +6,8 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { ExchangeClient, type ExchangeClientOptions } from '../../../src/exchange/client.ts';
 import type { RequestBudget, RequestPriority } from '../../../src/exchange/request-budget.ts';
+import { FullExchangeClient, type FullExchangeClientOptions } from './full-client.ts';
 
 export const origin = 'http://exchange.test';
 export const basePath = '/en/api/v2';
@@ -160,9 +160,9 @@ export function spanRecorder(): { exporter: InMemorySpanExporter; provider: Basi
 
 export function mockedClient(
   exchange: MockExchange,
-  overrides: Partial<ExchangeClientOptions> = {},
-): ExchangeClient {
-  return new ExchangeClient({
+  overrides: Partial<FullExchangeClientOptions> = {},
+): FullExchangeClient {
+  return new FullExchangeClient({
     baseUrl: `${origin}${basePath}`,
     credentials: secrets,
     referralToken,

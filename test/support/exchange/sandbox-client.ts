@@ -1,15 +1,15 @@
-// An ExchangeClient wired to a sandbox started for one test, with the sandbox's demo keys per trading mode.
-import { ExchangeClient, type ExchangeClientOptions } from '../../../src/exchange/client.ts';
+// An exchange client (every v2 endpoint) wired to a sandbox started for one test, with the sandbox's demo keys per trading mode.
 import { ExchangeError } from '../../../src/exchange/errors.ts';
 import { LocalRequestBudget } from '../../../src/exchange/request-budget.ts';
-import type { SandboxHandle } from '../../../src/sandbox/index.ts';
+import type { SandboxHandle } from '../../../sandbox/index.ts';
 import { demoKeys, demoReferral } from '../../adapter/sandbox/helpers.ts';
+import { FullExchangeClient, type FullExchangeClientOptions } from './full-client.ts';
 
 export function sandboxClient(
   handle: SandboxHandle,
-  overrides: Partial<ExchangeClientOptions> = {},
-): ExchangeClient {
-  return new ExchangeClient({
+  overrides: Partial<FullExchangeClientOptions> = {},
+): FullExchangeClient {
+  return new FullExchangeClient({
     baseUrl: handle.url,
     credentials: { cefi: demoKeys.cefi, cefi_fixed: demoKeys.cefiFixed, defi: demoKeys.defi },
     referralToken: demoReferral.token,

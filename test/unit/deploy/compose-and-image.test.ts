@@ -129,14 +129,15 @@ describe('deploy/Dockerfile', () => {
         .at(-1),
     ).toMatch(/AS worker$/);
     const copies = worker.filter((l) => l.startsWith('COPY'));
-    for (const copy of copies) expect(copy).toMatch(/--from=(dependencies|worker-sources)|package\.json/);
-    expect(all.get('worker-sources')).toContain('RUN rm -rf src/sandbox');
+    for (const copy of copies)
+      expect(copy).toMatch(/^COPY (--from=dependencies \S+|package\.json|src|machines) \.\/\S*$/);
+    expect(worker.join('\n')).not.toContain('sandbox');
   });
 
   it('runs node as PID 1 under a numeric user', () => {
     for (const [name, cmd] of [
       ['worker', '["node", "src/main.ts"]'],
-      ['sandbox', '["node", "src/sandbox/main.ts"]'],
+      ['sandbox', '["node", "sandbox/main.ts"]'],
     ] as const) {
       const lines = all.get(name) ?? [];
       expect(lines).toContain(`CMD ${cmd}`);

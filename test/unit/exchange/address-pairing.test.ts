@@ -8,7 +8,7 @@ import {
   type AddressPairingRequest,
 } from '../../../src/exchange/address-pairing.ts';
 import { buildCatalogSnapshot } from '../../../src/exchange/currency-catalog.ts';
-import { toChecksumAddress } from '../../../src/sandbox/address-formats.ts';
+import { toChecksumAddress } from '../../../sandbox/addresses/address-formats.ts';
 
 const EVM = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 /** The same address with the case of one letter flipped: its EIP-55 checksum no longer holds. */
@@ -261,6 +261,23 @@ describe('checkAddressPairing: address formats and checksums', () => {
       ok: true,
       unchecked: ['withdraw: network NOWHERE has no network record; its address format was not checked'],
     });
+  });
+
+  it('knows no family by a name that is only a property of every object ("constructor", "__proto__")', () => {
+    const odd = buildCatalogSnapshot(
+      [{ code: 'ODD', networks: ['CONSTRUCTOR', '__PROTO__'] }],
+      [{ name: 'CONSTRUCTOR' }, { name: '__PROTO__', address_format: 'toString' }],
+      0,
+    );
+    for (const network of ['CONSTRUCTOR', '__PROTO__']) {
+      const pairing = { withdraw_currency: 'ODD', withdraw_network: network, withdraw_address: 'addr-1' };
+      expect(checkAddressPairing(request(pairing), odd)).toEqual({
+        ok: true,
+        withdrawNetwork: network,
+        refundNetwork: null,
+        unchecked: [`withdraw: no address format is known for network ${network}`],
+      });
+    }
   });
 });
 

@@ -5,10 +5,10 @@ import {
   isValidIban,
   mintAddress,
   toChecksumAddress,
-} from '../../../src/sandbox/address-formats.ts';
-import { base58CheckDecode } from '../../../src/sandbox/base58.ts';
-import { decodeSegwitAddress } from '../../../src/sandbox/bech32.ts';
-import { keccak256Hex } from '../../../src/sandbox/keccak.ts';
+} from '../../../sandbox/addresses/address-formats.ts';
+import { base58CheckDecode } from '../../../sandbox/addresses/base58.ts';
+import { decodeSegwitAddress } from '../../../sandbox/addresses/bech32.ts';
+import { keccak256Hex } from '../../../sandbox/addresses/keccak.ts';
 
 describe('keccak-256', () => {
   it('hashes the empty input to the known Ethereum vector', () => {

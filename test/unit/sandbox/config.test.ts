@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadSandboxConfigFile, parseSandboxConfig } from '../../../src/sandbox/config.ts';
-import { demoConfig } from '../../../src/sandbox/demo-config.ts';
+import { loadSandboxConfigFile, parseSandboxConfig } from '../../../sandbox/config.ts';
+import { demoConfig } from '../../../sandbox/demo-config.ts';
 
 const example = fileURLToPath(new URL('../../../docs/sandbox.config.example.json', import.meta.url));
 

@@ -46,30 +46,43 @@ describe('import boundaries (eslint.config.js)', () => {
     ).toEqual([]);
   });
 
-  it('keeps the sandbox from importing worker code, at any depth', async () => {
-    const [error] = await boundaryErrors(
-      'src/sandbox/probe.ts',
-      "import { classifyErrorResponse } from '../exchange/error-classification.ts';\n",
-    );
-    expect(error).toContain('src/sandbox/ never imports worker code');
+  it('keeps the sandbox from importing worker code (src/, machines/), at any depth', async () => {
+    const forbidden: Array<[path: string, line: string]> = [
+      [
+        'sandbox/probe.ts',
+        "import { classifyErrorResponse } from '../src/exchange/error-classification.ts';",
+      ],
+      ['sandbox/probe.ts', "import type { TradingMode } from '../machines/domain.ts';"],
+      ['sandbox/http/probe.ts', "import type { WorkerConfig } from '../../src/config.ts';"],
+      ['sandbox/http/probe.ts', "import type { TradingMode } from '../../machines/domain.ts';"],
+      ['sandbox/domain/nested/probe.ts', "import { Worker } from '../../../src/worker/worker.ts';"],
+    ];
+    for (const [path, line] of forbidden) {
+      const errors = await boundaryErrors(path, `${line}\n`);
+      expect(errors, `${path}: ${line}`).toHaveLength(1);
+      expect(errors[0], `${path}: ${line}`).toContain('sandbox/ never imports worker code');
+    }
     expect(
       await boundaryErrors(
-        'src/sandbox/probe.ts',
-        "import type { TradingMode } from '../../machines/domain.ts';\n",
-      ),
-    ).toHaveLength(1);
-    expect(
-      await boundaryErrors(
-        'src/sandbox/nested/probe.ts',
-        "import type { WorkerConfig } from '../../config.ts';\n",
-      ),
-    ).toHaveLength(1);
-    expect(
-      await boundaryErrors(
-        'src/sandbox/nested/probe.ts',
-        "import { base58 } from '../base58.ts';\nimport { createServer } from 'node:http';\nexport { base58, createServer };\n",
+        'sandbox/http/probe.ts',
+        "import { base58CheckDecode } from '../addresses/base58.ts';\nimport { demoConfig } from '../demo-config.ts';\nimport { createServer } from 'node:http';\nexport { base58CheckDecode, demoConfig, createServer };\n",
       ),
     ).toEqual([]);
+  });
+
+  it('keeps src/ and machines/ from importing the sandbox, so the build never compiles it', async () => {
+    const forbidden: Array<[path: string, line: string]> = [
+      ['src/main-probe.ts', "import { startSandbox } from '../sandbox/index.ts';"],
+      ['src/worker/probe.ts', "import { demoKeys } from '../../sandbox/demo-config.ts';"],
+      ['src/exchange/probe.ts', "import { messages } from '../../sandbox/wire/messages.ts';"],
+      ['src/kafka/probe.ts', "import { demoKeys } from '../../sandbox/index.ts';"],
+      ['machines/probe.ts', "import type { OrderStatus } from '../sandbox/domain/order-lifecycle.ts';"],
+    ];
+    for (const [path, line] of forbidden) {
+      const errors = await boundaryErrors(path, `${line}\nexport {};\n`);
+      expect(errors, path).toHaveLength(1);
+      expect(errors[0], path).toContain('never import sandbox/');
+    }
   });
 
   it('allows kafkajs only in src/kafka/ (the composition root and every other folder import our interfaces)', async () => {
@@ -81,7 +94,7 @@ describe('import boundaries (eslint.config.js)', () => {
       'src/main-probe.ts',
       'src/config.ts',
       'src/contract/probe.ts',
-      'src/sandbox/probe.ts',
+      'sandbox/probe.ts',
       'src/exchange/probe.ts',
       'src/http/probe.ts',
       'src/redis/probe.ts',

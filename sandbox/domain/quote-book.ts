@@ -2,7 +2,7 @@
 // is actionable (DeFi fixed-rate), the markup it promised and when it expires on the sandbox clock. Orders bind to
 // a quote by rate_id; DeFi quotes remember the order they produced so a repeated POST reuses it (200).
 import { randomBytes } from 'node:crypto';
-import type { TradingMode } from './config.ts';
+import type { TradingMode } from '../config.ts';
 import { multiply } from './decimal.ts';
 import { withdrawFor, type PairRecord } from './world.ts';
 

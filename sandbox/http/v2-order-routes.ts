@@ -3,7 +3,7 @@
 // `status` filter), GET /orders/{unique_reference}/, and PATCH with referral_code and deposit_transaction.
 import { z } from 'zod';
 import { resolveReferral } from './auth.ts';
-import type { SandboxContext } from './context.ts';
+import type { SandboxContext } from '../domain/context.ts';
 import {
   bodyObject,
   route,
@@ -13,11 +13,16 @@ import {
   type Route,
   type SandboxRequest,
 } from './http-kit.ts';
-import { messages } from './messages.ts';
-import { createOrder, resolvePair } from './order-creation.ts';
-import { cancelableStatuses, statusByCode, statusCodes, type OrderStatus } from './order-lifecycle.ts';
-import type { Order } from './order-store.ts';
-import { resolvePricingTerms } from './pricing-terms.ts';
+import { messages } from '../wire/messages.ts';
+import { createOrder, resolvePair } from '../domain/order-creation.ts';
+import {
+  cancelableStatuses,
+  statusByCode,
+  statusCodes,
+  type OrderStatus,
+} from '../domain/order-lifecycle.ts';
+import type { Order } from '../domain/order-store.ts';
+import { resolvePricingTerms } from '../domain/pricing-terms.ts';
 import {
   booleanField,
   choiceField,
@@ -26,9 +31,9 @@ import {
   integerField,
   parseFields,
   stringField,
-} from './request-fields.ts';
+} from '../wire/request-fields.ts';
 import { markupCapFor, requireCaller } from './v2-market-routes.ts';
-import { toV2Order } from './v2-representation.ts';
+import { toV2Order } from '../wire/v2-representation.ts';
 
 export const REFERRAL_CODE_PATTERN = /^[A-Za-z0-9_-]+$/;
 export const referralCodeField = () =>

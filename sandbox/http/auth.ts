@@ -1,11 +1,12 @@
 // v2 authentication as documented: `Authorization: ApiKey <key>` on every endpoint (Bearer and any other scheme
 // are refused with the credentials-not-provided 401), x-referral-token as an alternative credential on /rate/
 // only, and the ownership rule: with an API key, every referral code supplied by any mechanism (header, `ref`
-// query parameter, `referral_code` body field) must belong to the key's partner, else 401.
+// query parameter, `referral_code` body field) must belong to the key's partner, else 401. v1 authentication is
+// optional: an unknown ApiKey is a 401, an absent one leaves the caller anonymous (or known by its referral token).
 import type { Caller } from './caller.ts';
-import { headerValue, v2Error, type SandboxRequest } from './http-kit.ts';
-import { messages } from './messages.ts';
-import type { ReferralCodeRecord, World } from './world.ts';
+import { HttpError, headerValue, v2Error, type SandboxRequest } from './http-kit.ts';
+import { messages } from '../wire/messages.ts';
+import type { ReferralCodeRecord, World } from '../domain/world.ts';
 
 const API_KEY_SCHEME = /^ApiKey\s+(\S+)\s*$/;
 
@@ -33,6 +34,19 @@ export function authenticate(
   if (token !== undefined && (!tokenReferral || tokenReferral.partner.id !== apiKey.partner.id)) {
     throw v2Error(401, messages.referralNotOwned);
   }
+  return { apiKey, tokenReferral, ip: request.ip };
+}
+
+/** The v1 caller: undefined when neither a known ApiKey nor a known referral token names one. */
+export function authenticateV1(request: SandboxRequest, world: World): Caller | undefined {
+  const authorization = headerValue(request.headers, 'authorization');
+  const token = headerValue(request.headers, 'x-referral-token');
+  const keyText = authorization ? /^ApiKey\s+(\S+)$/.exec(authorization)?.[1] : undefined;
+  const apiKey = keyText ? world.apiKey(keyText) : undefined;
+  if (keyText && !apiKey)
+    throw new HttpError({ status: 401, body: { detail: messages.credentialsNotProvided } });
+  const tokenReferral = token ? world.referralToken(token) : undefined;
+  if (!apiKey && !tokenReferral) return undefined;
   return { apiKey, tokenReferral, ip: request.ip };
 }
 

@@ -2,11 +2,11 @@
 // the route answers 404, with a token the operator refused 403. A compliance rejection is a 200 with status
 // `failed`; v2 answers every outcome in {status, message}, v1 in {detail} (pass 200, rejection 400).
 import { isIP } from 'node:net';
-import type { SandboxContext } from './context.ts';
-import { parseDecimal } from './decimal.ts';
+import type { SandboxContext } from '../domain/context.ts';
+import { parseDecimal } from '../domain/decimal.ts';
 import type { HttpError } from './http-kit.ts';
 import { bodyObject, type Reply, type SandboxRequest } from './http-kit.ts';
-import { messages } from './messages.ts';
+import { messages } from '../wire/messages.ts';
 
 export interface ScreeningInput {
   ip: unknown;

@@ -1,19 +1,20 @@
 // Assembles one sandbox: builds the context, mounts three surfaces on one node:http server (v2 under its base
-// path, v1 under its own, the admin API under /_sandbox), and runs the v2 pipeline for every request:
-// route match -> transport faults (latency, timeout, 5xx, 429) -> ApiKey authentication -> global throttle ->
-// handler -> faults that act after the request took effect (lost_response, create_then_error) -> error envelope.
-// Any unexpected error becomes a 500 with `detail`; nothing is left hanging except
-// on purpose (the timeout fault), and close() ends those too.
+// path, v1 under its own, the admin API under /_sandbox), and runs one pipeline for every request:
+// route match -> transport faults (latency, timeout, 5xx, 429) -> caller (v2: ApiKey authentication and the global
+// throttle) -> handler -> faults that act after the request took effect (lost_response, create_then_error) -> the
+// surface's error dialect. What differs between surfaces is a parameter of `Surface`, not a copy of the pipeline.
+// Any unexpected error becomes a 500 with `detail`; nothing is left hanging except on purpose (the timeout fault),
+// and close() ends those too.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { adminRoutes } from './admin-routes.ts';
-import { authenticate } from './auth.ts';
+import { authenticate, authenticateV1 } from './auth.ts';
 import type { Caller } from './caller.ts';
-import { createSandboxClock, type TimeSource } from './clock.ts';
-import { parseSandboxConfig, type SandboxConfig, type SandboxConfigInput } from './config.ts';
-import type { SandboxContext } from './context.ts';
-import { createControl, type SandboxControl } from './control.ts';
-import { FaultBoard } from './faults.ts';
+import { createSandboxClock, type TimeSource } from '../domain/clock.ts';
+import { parseSandboxConfig, type SandboxConfig, type SandboxConfigInput } from '../config.ts';
+import type { SandboxContext } from '../domain/context.ts';
+import { createControl, type SandboxControl } from '../domain/control.ts';
+import { FaultBoard } from '../domain/faults.ts';
 import {
   HttpError,
   headerValue,
@@ -26,17 +27,17 @@ import {
   type Route,
   type SandboxRequest,
 } from './http-kit.ts';
-import { messages } from './messages.ts';
-import { OrderStore } from './order-store.ts';
+import { messages } from '../wire/messages.ts';
+import { OrderStore } from '../domain/order-store.ts';
 import { preScreeningV2, toPreScreeningEnvelope } from './pre-screening.ts';
-import { QuoteBook } from './quote-book.ts';
-import { createSeededRandom } from './seeded-random.ts';
+import { QuoteBook } from '../domain/quote-book.ts';
+import { createSeededRandom } from '../domain/seeded-random.ts';
 import { Throttles } from './throttles.ts';
 import { toV1ErrorReply, v1Routes } from './v1-routes.ts';
 import { v2MarketRoutes } from './v2-market-routes.ts';
 import { v2OrderRoutes } from './v2-order-routes.ts';
-import { WebhookDispatcher } from './webhook-dispatcher.ts';
-import { buildWorld } from './world.ts';
+import { WebhookDispatcher } from '../domain/webhook-dispatcher.ts';
+import { buildWorld } from '../domain/world.ts';
 
 export interface SandboxOptions {
   /** 0 (default) picks a free port. */
@@ -75,9 +76,30 @@ function below(base: string, pathname: string): string | undefined {
   return rest.endsWith('/') ? rest : `${rest}/`;
 }
 
-interface V2RouteMeta {
-  referralTokenAlone: boolean;
-  envelope: 'v2' | 'pre_screening';
+/**
+ * One surface of the server (v2, v1, admin): its routes and what differs in the one request pipeline they share.
+ * The pipeline: route match -> transport faults -> caller -> handler -> after-effect faults -> error dialect.
+ */
+interface Surface {
+  base: string;
+  routes: readonly Route[];
+  /** The answer when no route has this path, or none this method. */
+  unmatched(kind: 'not_found' | 'method_not_allowed', method: string): Reply;
+  /** The name faults aim at for this route; undefined when no fault applies to this surface. */
+  faultEndpoint?: (route: Route) => string;
+  /** Whether lost_response and create_then_error apply (they act after the request took effect). */
+  afterEffectFaults: boolean;
+  /** Who is calling; throws an HttpError to refuse (401, the global 429). */
+  admit(request: SandboxRequest, route: Route): Caller | undefined;
+  /** An HttpError in this surface's dialect. */
+  errorReply(error: HttpError, route: Route): Reply;
+}
+
+/** The exchange's own 404 and 405 bodies (v2 and v1 share them). */
+function exchangeUnmatched(kind: 'not_found' | 'method_not_allowed', method: string): Reply {
+  return kind === 'not_found'
+    ? { status: 404, body: { detail: messages.notFound } }
+    : { status: 405, body: { detail: messages.methodNotAllowed(method) } };
 }
 
 export async function startSandboxServer(
@@ -135,18 +157,48 @@ export async function startSandboxServer(
     schedule: orders.defaultSchedule(),
   }));
 
-  const v2Meta = new Map<Route, V2RouteMeta>();
-  const v2: Route[] = [...v2MarketRoutes(ctx), ...v2OrderRoutes(ctx)];
-  for (const r of v2) v2Meta.set(r, { referralTokenAlone: r.template === '/rate/', envelope: 'v2' });
   const preScreening: Route = {
     method: 'POST',
     template: '/pre_screening/',
     handler: (request) => preScreeningV2(ctx, request),
   };
-  v2.push(preScreening);
-  v2Meta.set(preScreening, { referralTokenAlone: false, envelope: 'pre_screening' });
-  const v1 = v1Routes(ctx, { tokens: new Map() });
-  const admin = adminRoutes(control);
+  const v2: Surface = {
+    base: paths.v2,
+    routes: [...v2MarketRoutes(ctx), ...v2OrderRoutes(ctx), preScreening],
+    unmatched: exchangeUnmatched,
+    faultEndpoint: (route) => `${route.method} ${route.template}`,
+    afterEffectFaults: true,
+    admit(request, route) {
+      const caller = authenticate(request, world, { referralTokenAlone: route.template === '/rate/' });
+      const identity = caller.apiKey ? `key:${caller.apiKey.key}` : `ip:${caller.ip}`;
+      const verdict = ctx.throttles.global(identity, clock.now());
+      if (!verdict.allowed) {
+        throw v2Error(429, messages.throttled(verdict.retryAfterSeconds), undefined, {
+          'Retry-After': String(verdict.retryAfterSeconds),
+        });
+      }
+      return caller;
+    },
+    errorReply: (error, route) => (route === preScreening ? toPreScreeningEnvelope(error) : error.reply),
+  };
+  const v1: Surface = {
+    base: paths.v1,
+    routes: v1Routes(ctx, { tokens: new Map() }),
+    unmatched: exchangeUnmatched,
+    faultEndpoint: (route) => `v1 ${route.method} ${route.template}`,
+    afterEffectFaults: false,
+    admit: (request) => authenticateV1(request, world),
+    errorReply: toV1ErrorReply,
+  };
+  // The control surface is no part of the exchange: no faults, no authentication, and 404 for any mismatch.
+  const admin: Surface = {
+    base: paths.admin,
+    routes: adminRoutes(control),
+    unmatched: (kind) => ({ status: kind === 'not_found' ? 404 : 405, body: { detail: messages.notFound } }),
+    afterEffectFaults: false,
+    admit: () => undefined,
+    errorReply: (error) => error.reply,
+  };
 
   /** Latency, timeout, 5xx and 429 faults armed for this endpoint; `hang` means hold the request that long. */
   async function transportFaults(endpoint: string): Promise<Reply | { hangMs: number } | undefined> {
@@ -185,107 +237,37 @@ export async function startSandboxServer(
     response.destroy();
   }
 
-  async function runV2(request: SandboxRequest, response: ServerResponse): Promise<void> {
-    const match = matchRoute(v2, request.method, request.path);
-    if (match.kind === 'not_found')
-      return sendReply(response, { status: 404, body: { detail: messages.notFound } });
-    if (match.kind === 'method_not_allowed') {
-      return sendReply(response, {
-        status: 405,
-        body: { detail: messages.methodNotAllowed(request.method) },
-      });
-    }
+  async function run(surface: Surface, request: SandboxRequest, response: ServerResponse): Promise<void> {
+    const match = matchRoute(surface.routes, request.method, request.path);
+    if (match.kind !== 'found') return sendReply(response, surface.unmatched(match.kind, request.method));
     request.params = match.params;
-    const meta = v2Meta.get(match.route) ?? { referralTokenAlone: false, envelope: 'v2' };
-    const endpoint = `${match.route.method} ${match.route.template}`;
+    const endpoint = surface.faultEndpoint?.(match.route);
     let reply: Reply;
     try {
-      const fault = await transportFaults(endpoint);
+      const fault = endpoint === undefined ? undefined : await transportFaults(endpoint);
       if (fault && 'hangMs' in fault) return hang(response, fault.hangMs);
       if (fault) {
         reply = fault;
       } else {
-        const caller = authenticate(request, world, { referralTokenAlone: meta.referralTokenAlone });
-        request.caller = caller;
-        const identity = caller.apiKey ? `key:${caller.apiKey.key}` : `ip:${caller.ip}`;
-        const verdict = ctx.throttles.global(identity, clock.now());
-        if (!verdict.allowed) {
-          throw v2Error(429, messages.throttled(verdict.retryAfterSeconds), undefined, {
-            'Retry-After': String(verdict.retryAfterSeconds),
-          });
-        }
+        request.caller = surface.admit(request, match.route);
         reply = await match.route.handler(request);
-        const after = faults.endpointFaults(endpoint, ['lost_response', 'create_then_error']);
-        // The request took effect, but the client never hears of it: its outcome is unknown to the caller.
-        if (after.some((f) => f.kind === 'lost_response')) {
-          response.destroy();
-          return;
+        if (endpoint !== undefined && surface.afterEffectFaults) {
+          const after = faults.endpointFaults(endpoint, ['lost_response', 'create_then_error']);
+          // The request took effect, but the client never hears of it: its outcome is unknown to the caller.
+          if (after.some((f) => f.kind === 'lost_response')) {
+            response.destroy();
+            return;
+          }
+          // The request took effect, but the client hears an error (a gateway or server failing after the work).
+          const late = after.find((f) => f.kind === 'create_then_error');
+          if (late) reply = lateErrorReply(late.status ?? 503);
         }
-        // The request took effect, but the client hears an error (a gateway or server failing after the work).
-        const late = after.find((f) => f.kind === 'create_then_error');
-        if (late) reply = lateErrorReply(late.status ?? 503);
       }
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
-      reply = meta.envelope === 'pre_screening' ? toPreScreeningEnvelope(error) : error.reply;
+      reply = surface.errorReply(error, match.route);
     }
     sendReply(response, reply);
-  }
-
-  function v1Caller(request: SandboxRequest): Caller | undefined {
-    const authorization = headerValue(request.headers, 'authorization');
-    const token = headerValue(request.headers, 'x-referral-token');
-    const keyText = authorization ? /^ApiKey\s+(\S+)$/.exec(authorization)?.[1] : undefined;
-    const apiKey = keyText ? world.apiKey(keyText) : undefined;
-    if (keyText && !apiKey)
-      throw new HttpError({ status: 401, body: { detail: messages.credentialsNotProvided } });
-    const tokenReferral = token ? world.referralToken(token) : undefined;
-    if (!apiKey && !tokenReferral) return undefined;
-    return { apiKey, tokenReferral, ip: request.ip };
-  }
-
-  async function runV1(request: SandboxRequest, response: ServerResponse): Promise<void> {
-    const match = matchRoute(v1, request.method, request.path);
-    if (match.kind === 'not_found')
-      return sendReply(response, { status: 404, body: { detail: messages.notFound } });
-    if (match.kind === 'method_not_allowed') {
-      return sendReply(response, {
-        status: 405,
-        body: { detail: messages.methodNotAllowed(request.method) },
-      });
-    }
-    request.params = match.params;
-    let reply: Reply;
-    try {
-      const fault = await transportFaults(`v1 ${match.route.method} ${match.route.template}`);
-      if (fault && 'hangMs' in fault) return hang(response, fault.hangMs);
-      if (fault) reply = fault;
-      else {
-        request.caller = v1Caller(request);
-        reply = await match.route.handler(request);
-      }
-    } catch (error) {
-      if (!(error instanceof HttpError)) throw error;
-      reply = toV1ErrorReply(error);
-    }
-    sendReply(response, reply);
-  }
-
-  async function runAdmin(request: SandboxRequest, response: ServerResponse): Promise<void> {
-    const match = matchRoute(admin, request.method, request.path);
-    if (match.kind !== 'found') {
-      return sendReply(response, {
-        status: match.kind === 'not_found' ? 404 : 405,
-        body: { detail: messages.notFound },
-      });
-    }
-    request.params = match.params;
-    try {
-      sendReply(response, await match.route.handler(request));
-    } catch (error) {
-      if (!(error instanceof HttpError)) throw error;
-      sendReply(response, error.reply);
-    }
   }
 
   /** The URL as the client addressed it; a malformed Host header falls back to the listen address. */
@@ -296,6 +278,9 @@ export async function startSandboxServer(
       return new URL(target.startsWith('/') ? target : '/', `http://${host}:${port}`);
     }
   }
+
+  // Longest base path first, so nested prefixes (e.g. /api and /api/v2) resolve to the most specific surface.
+  const surfaces = [admin, v2, v1].sort((a, b) => b.base.length - a.base.length);
 
   async function onRequest(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     const raw = await readRawBody(incoming);
@@ -318,17 +303,11 @@ export async function startSandboxServer(
     };
     if (raw.tooLarge)
       return sendReply(response, { status: 400, body: { detail: 'Request body is too large.' } });
-    // Longest base path first, so nested prefixes (e.g. /api and /api/v2) resolve to the most specific surface.
-    const surfaces = [
-      { base: paths.admin, run: runAdmin },
-      { base: paths.v2, run: runV2 },
-      { base: paths.v1, run: runV1 },
-    ].sort((a, b) => b.base.length - a.base.length);
     for (const surface of surfaces) {
       const path = below(surface.base, url.pathname);
       if (path !== undefined) {
         request.path = path;
-        return surface.run(request, response);
+        return run(surface, request, response);
       }
     }
     sendReply(response, { status: 404, body: { detail: messages.notFound } });

@@ -5,7 +5,7 @@ import type { SandboxContext } from './context.ts';
 import type { FaultSpec, FaultView } from './faults.ts';
 import { resolveAdvanceTarget, statusCodes, type OrderStatus } from './order-lifecycle.ts';
 import { TransitionRefused, type AutoSchedule, type Order } from './order-store.ts';
-import { toV2Order } from './v2-representation.ts';
+import { toV2Order } from '../wire/v2-representation.ts';
 import type { WebhookDelivery, WebhookState } from './webhook-dispatcher.ts';
 
 export class NotFound extends Error {

@@ -3,19 +3,19 @@
 // binding by mode, amount bounds as /rate/ reports them), DeFi fixed-rate quote production with its throttles and
 // delay, and idempotent reuse of a DeFi order created from the same rate_id (200 instead of 201).
 import { randomInt } from 'node:crypto';
-import { isValidAddress, mintAddress, normaliseAddressCase } from './address-formats.ts';
-import type { TradingMode } from './config.ts';
+import { isValidAddress, mintAddress, normaliseAddressCase } from '../addresses/address-formats.ts';
+import type { TradingMode } from '../config.ts';
 import type { SandboxContext } from './context.ts';
 import { displayDecimal } from './decimal.ts';
-import type { HttpError } from './http-kit.ts';
-import { v2Error, validationError, type FieldErrorMap } from './http-kit.ts';
-import { messages } from './messages.ts';
+import type { HttpError } from '../http/http-kit.ts';
+import { v2Error, validationError, type FieldErrorMap } from '../http/http-kit.ts';
+import { messages } from '../wire/messages.ts';
 import type { Order, Side } from './order-store.ts';
 import type { PricingTerms } from './pricing-terms.ts';
 import { rateAfterMarkup, type Quote } from './quote-book.ts';
-import type { CurrencySelector } from './request-fields.ts';
+import type { CurrencySelector } from '../wire/request-fields.ts';
 import { depositFor, withdrawFor, type PairRecord, type ReferralCodeRecord } from './world.ts';
-import type { CurrencyConfig } from './config.ts';
+import type { CurrencyConfig } from '../config.ts';
 
 export interface OrderRequest {
   /** Route name for fault lookup, e.g. "POST /orders/" or "v1 POST /orders/". */

@@ -2,9 +2,9 @@
 // the sandbox clock, arm and clear faults, read webhook deliveries and re-enable disabled webhooks. Not part of
 // the exchange; no authentication (the sandbox is a local test double). Bodies use camelCase like the TS handle.
 import { z } from 'zod';
-import type { SandboxControl } from './control.ts';
-import type { AutoSchedule } from './order-store.ts';
-import { faultSpecSchema } from './faults.ts';
+import type { SandboxControl } from '../domain/control.ts';
+import type { AutoSchedule } from '../domain/order-store.ts';
+import { faultSpecSchema } from '../domain/faults.ts';
 import { bodyObject, HttpError, route, type Route, type SandboxRequest } from './http-kit.ts';
 
 function parse<S extends z.ZodType>(schema: S, request: SandboxRequest): z.output<S> {

@@ -6,12 +6,12 @@
 // Signing timestamps use the wall clock (they are about transport freshness), not the sandbox clock.
 import { createHash, createHmac } from 'node:crypto';
 import type { SandboxClock } from './clock.ts';
-import type { SandboxConfig } from './config.ts';
+import type { SandboxConfig } from '../config.ts';
 import type { FaultBoard, WebhookFault } from './faults.ts';
 import type { OrderStatus } from './order-lifecycle.ts';
 import type { Order } from './order-store.ts';
-import { toV1Order } from './v1-representation.ts';
-import { toV2Order } from './v2-representation.ts';
+import { toV1Order } from '../wire/v1-representation.ts';
+import { toV2Order } from '../wire/v2-representation.ts';
 import type { WebhookRecord, World } from './world.ts';
 
 export interface WebhookDelivery {

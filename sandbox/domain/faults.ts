@@ -2,7 +2,7 @@
 // "v1 GET /orders/", or "*") or at webhook deliveries. Whether a fault fires is drawn from the sandbox's seeded
 // PRNG in request order, so a fault sequence replays identically for one seed and one request sequence.
 import { z } from 'zod';
-import { addressCases } from './address-formats.ts';
+import { addressCases } from '../addresses/address-formats.ts';
 import type { SeededRandom } from './seeded-random.ts';
 
 export const endpointFaultKinds = [

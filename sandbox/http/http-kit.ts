@@ -3,7 +3,7 @@
 // handler runs, with a size cap, so a bad request ends in a 400 rather than a crash or a hang.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Caller } from './caller.ts';
-import { messages } from './messages.ts';
+import { messages } from '../wire/messages.ts';
 
 export interface Reply {
   status: number;

@@ -1,12 +1,12 @@
 // The v2 wire shapes: Order (also the webhook body, plus `id`), Pair, Rate, and the currency and network records
 // the document leaves unspecified (fields chosen here are documented in docs/sandbox.md). Amounts are decimal
 // strings with 8 fractional digits; timestamps ISO 8601 UTC; empty optional strings stay empty strings.
-import { addressPatternOf } from './address-formats.ts';
-import type { CurrencyConfig, SandboxConfig } from './config.ts';
-import { formatDecimal } from './decimal.ts';
-import type { Order } from './order-store.ts';
-import type { Quote } from './quote-book.ts';
-import type { PairRecord } from './world.ts';
+import { addressPatternOf } from '../addresses/address-formats.ts';
+import type { CurrencyConfig, SandboxConfig } from '../config.ts';
+import { formatDecimal } from '../domain/decimal.ts';
+import type { Order } from '../domain/order-store.ts';
+import type { Quote } from '../domain/quote-book.ts';
+import type { PairRecord } from '../domain/world.ts';
 
 export const V2_DIGITS = 8;
 

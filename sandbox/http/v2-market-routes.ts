@@ -1,9 +1,9 @@
 // v2 market data: /currency/, /network/, /pair/ (with /pair/random/ and its 417), and /rate/ with its filters,
 // the deposit_amount preview, include_eta, contract-address selectors, markup / referral_rate terms and actionable
 // DeFi quotes (cooldown for identical requests, same-chain / cross-chain throttles, production delay, faults).
-import type { SandboxContext } from './context.ts';
+import type { SandboxContext } from '../domain/context.ts';
 import type { Caller } from './caller.ts';
-import { formatDecimal, parseDecimal } from './decimal.ts';
+import { formatDecimal, parseDecimal } from '../domain/decimal.ts';
 import {
   queryBoolean,
   route,
@@ -14,11 +14,11 @@ import {
   type Route,
   type SandboxRequest,
 } from './http-kit.ts';
-import { messages } from './messages.ts';
-import { fixedRateThrottled, resolveCurrency } from './order-creation.ts';
-import { resolvePricingTerms } from './pricing-terms.ts';
-import { toV2Currency, toV2Network, toV2Pair, toV2Rate } from './v2-representation.ts';
-import type { PairRecord } from './world.ts';
+import { messages } from '../wire/messages.ts';
+import { fixedRateThrottled, resolveCurrency } from '../domain/order-creation.ts';
+import { resolvePricingTerms } from '../domain/pricing-terms.ts';
+import { toV2Currency, toV2Network, toV2Pair, toV2Rate } from '../wire/v2-representation.ts';
+import type { PairRecord } from '../domain/world.ts';
 
 export function requireCaller(request: SandboxRequest): Caller {
   if (!request.caller) throw v2Error(401, messages.credentialsNotProvided);

@@ -3,8 +3,8 @@
 // (the webhook dispatcher) once per change. Time-driven moves (payment-window lapse, the automatic schedule)
 // are applied by `sweep(now)` in time order, so a clock jump replays every step that fell due.
 import { randomBytes } from 'node:crypto';
-import { mintTransactionHash, type AddressCase } from './address-formats.ts';
-import type { TradingMode } from './config.ts';
+import { mintTransactionHash, type AddressCase } from '../addresses/address-formats.ts';
+import type { TradingMode } from '../config.ts';
 import { cancelableStatuses, pathBetween, terminalStatuses, type OrderStatus } from './order-lifecycle.ts';
 import type { PairRecord } from './world.ts';
 

@@ -1,13 +1,13 @@
 // The legacy v1 wire shapes: Order with status_name [[code, name]], 18-digit amount_base / amount_quote, nested
 // pair and address objects and a transactions list; Pair with base / quote and fees; the /info/bulk/ rate.
 // v1 order_type: BUY = 1, SELL = 0 (nexchange's Order.BUY / Order.SELL).
-import type { CurrencyConfig } from './config.ts';
-import { formatDecimal } from './decimal.ts';
-import { statusCodes } from './order-lifecycle.ts';
-import type { Order } from './order-store.ts';
-import type { Quote } from './quote-book.ts';
+import type { CurrencyConfig } from '../config.ts';
+import { formatDecimal } from '../domain/decimal.ts';
+import { statusCodes } from '../domain/order-lifecycle.ts';
+import type { Order } from '../domain/order-store.ts';
+import type { Quote } from '../domain/quote-book.ts';
 import { iso } from './v2-representation.ts';
-import type { PairRecord } from './world.ts';
+import type { PairRecord } from '../domain/world.ts';
 
 export const V1_DIGITS = 18;
 const FEE = '0.00500000';

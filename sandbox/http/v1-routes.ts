@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Caller } from './caller.ts';
-import type { SandboxContext } from './context.ts';
-import { displayDecimal, formatDecimal, parseDecimal } from './decimal.ts';
+import type { SandboxContext } from '../domain/context.ts';
+import { displayDecimal, formatDecimal, parseDecimal } from '../domain/decimal.ts';
 import {
   bodyObject,
   headerValue,
@@ -16,13 +16,13 @@ import {
   type Route,
   type SandboxRequest,
 } from './http-kit.ts';
-import { messages } from './messages.ts';
-import { createOrder } from './order-creation.ts';
+import { messages } from '../wire/messages.ts';
+import { createOrder } from '../domain/order-creation.ts';
 import { preScreeningV1 } from './pre-screening.ts';
-import { decimalField, integerField, parseFields, stringField } from './request-fields.ts';
-import { toV1Currency, toV1Order, toV1Pair, toV1Rate } from './v1-representation.ts';
+import { decimalField, integerField, parseFields, stringField } from '../wire/request-fields.ts';
+import { toV1Currency, toV1Order, toV1Pair, toV1Rate } from '../wire/v1-representation.ts';
 import { findOrder, referralCodeField } from './v2-order-routes.ts';
-import { depositFor, withdrawFor } from './world.ts';
+import { depositFor, withdrawFor } from '../domain/world.ts';
 
 const v1FieldNames: Record<string, string> = {
   deposit_amount: 'amount_quote',

@@ -1,29 +1,29 @@
 // Public face of the exchange sandbox: `startSandbox(options)` starts a server that behaves like the exchange's
 // v2 and v1 HTTP API and returns a handle with its URLs and typed controls. `handle.url` is the v2 base URL:
 // it ends with the v2 prefix and has no trailing slash, so endpoint paths append as `${handle.url}/rate/`.
-import type { AdvanceTarget, OrderStatus } from './order-lifecycle.ts';
-import type { AutoSchedule } from './order-store.ts';
-import type { ControlOrderView } from './control.ts';
+import type { AdvanceTarget, OrderStatus } from './domain/order-lifecycle.ts';
+import type { AutoSchedule } from './domain/order-store.ts';
+import type { ControlOrderView } from './domain/control.ts';
 import type { SandboxConfig } from './config.ts';
 import { demoConfig } from './demo-config.ts';
-import type { FaultSpec, FaultView } from './faults.ts';
-import { startSandboxServer, type SandboxOptions } from './server.ts';
-import type { WebhookDelivery, WebhookState } from './webhook-dispatcher.ts';
-import type { ThrottleRefusal } from './throttles.ts';
+import type { FaultSpec, FaultView } from './domain/faults.ts';
+import { startSandboxServer, type SandboxOptions } from './http/server.ts';
+import type { WebhookDelivery, WebhookState } from './domain/webhook-dispatcher.ts';
+import type { ThrottleRefusal } from './http/throttles.ts';
 
-export type { SandboxOptions } from './server.ts';
+export type { SandboxOptions } from './http/server.ts';
 export type { SandboxConfig, SandboxConfigInput, TradingMode } from './config.ts';
 export { parseSandboxConfig, loadSandboxConfigFile, sandboxConfigSchema } from './config.ts';
 export { demoConfig, demoKeys, demoReferral } from './demo-config.ts';
-export type { FaultSpec, FaultView, EndpointFaultKind, WebhookFaultKind } from './faults.ts';
-export type { AdvanceTarget, OrderStatus } from './order-lifecycle.ts';
-export { statusCodes } from './order-lifecycle.ts';
-export type { AutoSchedule } from './order-store.ts';
-export type { ControlOrderView } from './control.ts';
-export type { WebhookDelivery, WebhookState } from './webhook-dispatcher.ts';
-export type { ThrottleRefusal } from './throttles.ts';
-export { signWebhook, webhookEventId } from './webhook-dispatcher.ts';
-export { messages } from './messages.ts';
+export type { FaultSpec, FaultView, EndpointFaultKind, WebhookFaultKind } from './domain/faults.ts';
+export type { AdvanceTarget, OrderStatus } from './domain/order-lifecycle.ts';
+export { statusCodes } from './domain/order-lifecycle.ts';
+export type { AutoSchedule } from './domain/order-store.ts';
+export type { ControlOrderView } from './domain/control.ts';
+export type { WebhookDelivery, WebhookState } from './domain/webhook-dispatcher.ts';
+export type { ThrottleRefusal } from './http/throttles.ts';
+export { signWebhook, webhookEventId } from './domain/webhook-dispatcher.ts';
+export { messages } from './wire/messages.ts';
 
 export interface SandboxHandle {
   /** v2 base URL, e.g. http://127.0.0.1:40123/api/v2 (no trailing slash). */

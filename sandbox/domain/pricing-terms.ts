@@ -2,8 +2,8 @@
 // (decimal fraction), never both; both capped at N basis points (N from config, interpolated in the message);
 // referral_rate only for referral codes allowed to use it.
 import { SCALE, fromBasisPoints } from './decimal.ts';
-import { validationError, v2Error } from './http-kit.ts';
-import { messages } from './messages.ts';
+import { validationError, v2Error } from '../http/http-kit.ts';
+import { messages } from '../wire/messages.ts';
 import type { ReferralCodeRecord } from './world.ts';
 
 export interface PricingTerms {

@@ -2,8 +2,8 @@
 // "This field is required.", "A valid number is required.", ... Every field tolerates JSON null as "absent"
 // for optional fields, and issues are mapped to the v2 `errors` object keyed by field name.
 import { z } from 'zod';
-import { parseDecimal } from './decimal.ts';
-import { validationError, type FieldErrorMap } from './http-kit.ts';
+import { parseDecimal } from '../domain/decimal.ts';
+import { validationError, type FieldErrorMap } from '../http/http-kit.ts';
 import { messages } from './messages.ts';
 
 type Presence = { required?: boolean };
@@ -15,6 +15,20 @@ function absent(value: unknown): boolean {
 function fail(ctx: z.RefinementCtx, message: string): typeof z.NEVER {
   ctx.addIssue({ code: 'custom', message });
   return z.NEVER;
+}
+
+/**
+ * A field where null, absent and "" all mean "not given" ("This field is required." when it must be given);
+ * any other value goes to `parse`.
+ */
+function givenField<T>(options: Presence, parse: (value: unknown, ctx: z.RefinementCtx) => T) {
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): T | undefined => {
+      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
+      return parse(value, ctx);
+    });
 }
 
 export function stringField(
@@ -41,27 +55,19 @@ export function stringField(
 }
 
 export function decimalField(options: Presence = {}) {
-  return z
-    .unknown()
-    .optional()
-    .transform((value, ctx): bigint | undefined => {
-      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-      const parsed = parseDecimal(value);
-      return parsed === undefined ? fail(ctx, messages.invalidNumber) : parsed;
-    });
+  return givenField(
+    options,
+    (value, ctx): bigint => parseDecimal(value) ?? fail(ctx, messages.invalidNumber),
+  );
 }
 
 export function integerField(options: Presence = {}) {
-  return z
-    .unknown()
-    .optional()
-    .transform((value, ctx): number | undefined => {
-      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-      const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
-      return typeof number === 'number' && Number.isSafeInteger(number)
-        ? number
-        : fail(ctx, messages.invalidInteger);
-    });
+  return givenField(options, (value, ctx): number => {
+    const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
+    return typeof number === 'number' && Number.isSafeInteger(number)
+      ? number
+      : fail(ctx, messages.invalidInteger);
+  });
 }
 
 const TRUE = new Set<unknown>([true, 'true', 'True', 'TRUE', 1, '1', 'yes', 'on']);
@@ -80,15 +86,11 @@ export function booleanField() {
 }
 
 export function choiceField<const T extends string>(choices: readonly T[], options: Presence = {}) {
-  return z
-    .unknown()
-    .optional()
-    .transform((value, ctx): T | undefined => {
-      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-      const text = typeof value === 'string' ? value.toUpperCase() : String(value);
-      const found = choices.find((c) => c.toUpperCase() === text);
-      return found ?? fail(ctx, messages.invalidChoice(String(value)));
-    });
+  return givenField(options, (value, ctx): T => {
+    const text = typeof value === 'string' ? value.toUpperCase() : String(value);
+    const found = choices.find((c) => c.toUpperCase() === text);
+    return found ?? fail(ctx, messages.invalidChoice(String(value)));
+  });
 }
 
 /** Currency given as a code string, or as the object forms real v2 clients send ({code|contract_address, network}). */
@@ -99,24 +101,20 @@ export interface CurrencySelector {
 }
 
 export function currencyField(options: Presence = {}) {
-  return z
-    .unknown()
-    .optional()
-    .transform((value, ctx): CurrencySelector | undefined => {
-      if (absent(value) || value === '') return options.required ? fail(ctx, messages.required) : undefined;
-      if (typeof value === 'string') return { code: value.trim() };
-      if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-        const record = value as Record<string, unknown>;
-        const network = typeof record['network'] === 'string' ? record['network'] : undefined;
-        if (typeof record['code'] === 'string')
-          return network ? { code: record['code'], network } : { code: record['code'] };
-        if ('contract_address' in record && network) {
-          const address = record['contract_address'];
-          if (address === null || typeof address === 'string') return { contractAddress: address, network };
-        }
+  return givenField(options, (value, ctx): CurrencySelector => {
+    if (typeof value === 'string') return { code: value.trim() };
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      const record = value as Record<string, unknown>;
+      const network = typeof record['network'] === 'string' ? record['network'] : undefined;
+      if (typeof record['code'] === 'string')
+        return network ? { code: record['code'], network } : { code: record['code'] };
+      if ('contract_address' in record && network) {
+        const address = record['contract_address'];
+        if (address === null || typeof address === 'string') return { contractAddress: address, network };
       }
-      return fail(ctx, messages.notAString);
-    });
+    }
+    return fail(ctx, messages.notAString);
+  });
 }
 
 /** Validates `body` against a schema built from the fields above; throws the exchange's 400 on any issue. */

@@ -3,8 +3,8 @@
 // pairs with rates and bounds; and the knobs of every limit. Types are inferred from the schema, never restated.
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { addressFormatNames } from './address-formats.ts';
-import { parseDecimal } from './decimal.ts';
+import { addressFormatNames } from './addresses/address-formats.ts';
+import { parseDecimal } from './domain/decimal.ts';
 
 const decimalString = z
   .string()
@@ -104,62 +104,55 @@ const pairSchema = z.object({
 });
 export type PairConfig = z.infer<typeof pairSchema>;
 
+/** A section of knobs, each with its default, so the whole section may be left out of the file. */
+function knobs<Shape extends z.ZodRawShape>(shape: Shape) {
+  return z.object(shape).prefault({} as z.input<z.ZodObject<Shape>>);
+}
+
 export const sandboxConfigSchema = z
   .object({
     partners: z.array(partnerSchema).min(1),
     networks: z.array(networkSchema).min(1),
     currencies: z.array(currencySchema).min(2),
     pairs: z.array(pairSchema).min(1),
-    limits: z
-      .object({
-        globalRequestsPerMinute: z.int().positive().default(2500),
-        actionableCooldownMs: z.int().nonnegative().default(15_000),
-        sameChainFixedRateQuotesPerMinute: z.int().positive().default(20),
-        crossChainFixedRateQuotesPerMinute: z.int().positive().default(10),
-        /** Whether the tighter fixed-rate throttles send Retry-After (the document says they may not). */
-        fixedRateThrottleRetryAfter: z.boolean().default(false),
-        markupCapBps: z.int().nonnegative().default(500),
-      })
-      .prefault({}),
-    quotes: z
-      .object({
-        /** Lifetime of a rate_id. */
-        ttlSeconds: z.int().positive().default(60),
-        /** How long producing an actionable DeFi quote takes (GET /rate/?actionable_quote=true, DeFi POST /orders/). */
-        actionableDelayMs: z.int().nonnegative().default(2_000),
-      })
-      .prefault({}),
-    orders: z
-      .object({
-        paymentWindowMinutes: z.int().positive().default(60),
-        defaultLimitTtlSeconds: z.int().positive().default(86_400),
-        v1PageSize: z.int().positive().default(20),
-        v2PageSize: z.int().positive().default(20),
-      })
-      .prefault({}),
-    webhooks: z
-      .object({
-        timeoutMs: z.int().positive().default(5_000),
-        /** Monitoring window of the auto-disable rule. */
-        errorWindowMs: z.int().positive().default(600_000),
-        /** Fewest deliveries in the window before the error rate can disable an endpoint. */
-        minDeliveriesInWindow: z.int().positive().default(4),
-      })
-      .prefault({}),
-    schedule: z
-      .object({
-        /** Advance every order automatically (deposit seen, confirmed, ... completed) on the sandbox clock. */
-        enabled: z.boolean().default(false),
-        stepMs: z.int().positive().default(5_000),
-        outcome: z.enum(['completed', 'refunded', 'canceled']).default('completed'),
-      })
-      .prefault({}),
-    preScreening: z
-      .object({
-        /** IPs (exact) whose pre-screening answers `failed`. */
-        riskyIps: z.array(z.string()).default([]),
-      })
-      .prefault({}),
+    limits: knobs({
+      globalRequestsPerMinute: z.int().positive().default(2500),
+      actionableCooldownMs: z.int().nonnegative().default(15_000),
+      sameChainFixedRateQuotesPerMinute: z.int().positive().default(20),
+      crossChainFixedRateQuotesPerMinute: z.int().positive().default(10),
+      /** Whether the tighter fixed-rate throttles send Retry-After (the document says they may not). */
+      fixedRateThrottleRetryAfter: z.boolean().default(false),
+      markupCapBps: z.int().nonnegative().default(500),
+    }),
+    quotes: knobs({
+      /** Lifetime of a rate_id. */
+      ttlSeconds: z.int().positive().default(60),
+      /** How long producing an actionable DeFi quote takes (GET /rate/?actionable_quote=true, DeFi POST /orders/). */
+      actionableDelayMs: z.int().nonnegative().default(2_000),
+    }),
+    orders: knobs({
+      paymentWindowMinutes: z.int().positive().default(60),
+      defaultLimitTtlSeconds: z.int().positive().default(86_400),
+      v1PageSize: z.int().positive().default(20),
+      v2PageSize: z.int().positive().default(20),
+    }),
+    webhooks: knobs({
+      timeoutMs: z.int().positive().default(5_000),
+      /** Monitoring window of the auto-disable rule. */
+      errorWindowMs: z.int().positive().default(600_000),
+      /** Fewest deliveries in the window before the error rate can disable an endpoint. */
+      minDeliveriesInWindow: z.int().positive().default(4),
+    }),
+    schedule: knobs({
+      /** Advance every order automatically (deposit seen, confirmed, ... completed) on the sandbox clock. */
+      enabled: z.boolean().default(false),
+      stepMs: z.int().positive().default(5_000),
+      outcome: z.enum(['completed', 'refunded', 'canceled']).default('completed'),
+    }),
+    preScreening: knobs({
+      /** IPs (exact) whose pre-screening answers `failed`. */
+      riskyIps: z.array(z.string()).default([]),
+    }),
     randomPairAttempts: z.int().positive().default(10),
     v1Users: z
       .array(

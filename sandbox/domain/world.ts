@@ -7,7 +7,7 @@ import type {
   SandboxConfig,
   TradingMode,
   WebhookConfig,
-} from './config.ts';
+} from '../config.ts';
 import { decimal, divide, multiply } from './decimal.ts';
 
 export interface ApiKeyRecord {

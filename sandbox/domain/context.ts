@@ -1,12 +1,12 @@
 // Everything a handler may touch, built once per sandbox instance: the world (config indexes), the sandbox clock,
 // the seeded PRNG, and the stateful parts (quotes, orders, throttles, faults, webhooks).
 import type { SandboxClock } from './clock.ts';
-import type { SandboxConfig } from './config.ts';
+import type { SandboxConfig } from '../config.ts';
 import type { FaultBoard } from './faults.ts';
 import type { OrderStore } from './order-store.ts';
 import type { QuoteBook } from './quote-book.ts';
 import type { SeededRandom } from './seeded-random.ts';
-import type { Throttles } from './throttles.ts';
+import type { Throttles } from '../http/throttles.ts';
 import type { WebhookDispatcher } from './webhook-dispatcher.ts';
 import type { World } from './world.ts';
 
