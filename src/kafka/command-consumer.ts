@@ -6,7 +6,8 @@
 // unhandled rejection, and a message of a partition that was not restored is not handled here.
 import { setTimeout as sleep } from 'node:timers/promises';
 // Headers are handed on as text: they carry the caller's trace context (traceparent/tracestate).
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
+import { KafkaClient } from './kafka-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { headersAsText } from '../telemetry/propagation.ts';
 
@@ -58,10 +59,9 @@ export class CommandConsumer {
   crashedForGood: string | undefined;
 
   constructor(opts: {
-    kafka: Kafka;
+    kafka: KafkaClient;
     topic: string;
     groupId: string;
-    partitions: number;
     logger: Logger;
     /** The consumer crashed for good (kafkajs will not restart it); the process should stop. */
     onFatal?: (error: Error) => void;
@@ -72,7 +72,7 @@ export class CommandConsumer {
     this.retryDelayMs = opts.restoreRetryDelayMs ?? ((attempt) => Math.min(30_000, 1_000 * 2 ** attempt));
     this.groupId = opts.groupId;
     this.logger = opts.logger.child({ component: 'command-consumer' });
-    this.consumer = opts.kafka.consumer({
+    this.consumer = KafkaClient.kafkajs(opts.kafka).consumer({
       groupId: opts.groupId,
       sessionTimeout: 15_000,
       heartbeatInterval: 3_000,
