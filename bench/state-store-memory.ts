@@ -7,6 +7,7 @@
 //
 //   node --expose-gc bench/state-store-memory.ts            # 20000 orders (BENCH_ORDERS)
 import { readFileSync } from 'node:fs';
+import { KafkaClient } from '../src/kafka/kafka-client.ts';
 import { OrderStateStore, type OrderRecord } from '../src/kafka/order-state-store.ts';
 import { TransactionalWriter } from '../src/kafka/transactional-writer.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
@@ -63,7 +64,7 @@ async function measure(
   await admin.connect();
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
   const writer = new TransactionalWriter({
-    kafka,
+    kafka: KafkaClient.wrap(kafka),
     transactionalId: uniqueName('bench-tx'),
     consumerGroupId: uniqueName('bench-group'),
     transactionTimeoutMs: 10_000,
@@ -73,7 +74,7 @@ async function measure(
   await writer.connect();
   const newStore = async (held: number[]): Promise<OrderStateStore> => {
     const store = new OrderStateStore({
-      kafka,
+      kafka: KafkaClient.wrap(kafka),
       topic,
       workerId: uniqueName('bench'),
       writer,

@@ -1,12 +1,23 @@
-// The composition root: loads configuration, builds the adapters (Kafka, Redis, the exchange client), provides
-// them to the order machine, starts the worker and owns shutdown. Nothing else reads process.env.
+// The composition root: loads configuration, builds every part in dependency order (Kafka, Redis, the exchange
+// client, the order machine's actors, the writer, the state store, the order host, the consumer, the HTTP face,
+// telemetry), hands each what it needs - dependencies flow forward only - then starts the worker and owns
+// shutdown. Nothing else reads process.env.
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { ConfigError, loadConfig, secretValues, type WorkerConfig } from './config.ts';
-import { ExchangeClient } from './exchange/client.ts';
+import { ConfigError, configWarnings, loadConfig, secretValues, type WorkerConfig } from './config.ts';
+import { createOrderTimeoutMs, ExchangeClient } from './exchange/client.ts';
 import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
 import { webhookVerifier } from './exchange/webhook-signature.ts';
+import { HttpFace } from './http/http-face.ts';
+import { normalizeWebhook } from './http/normalize-webhook.ts';
+import { createWebhookReceiver, type WebhookReceiverDeps } from './http/webhook-receiver.ts';
+import { BestEffortProducer } from './kafka/best-effort-producer.ts';
+import { ClusterAdmin } from './kafka/cluster-admin.ts';
+import { CommandConsumer } from './kafka/command-consumer.ts';
 import { createKafka } from './kafka/kafka-client.ts';
+import { OrderStateStore } from './kafka/order-state-store.ts';
+import { ensureTopics } from './kafka/topics.ts';
+import { TransactionalWriter } from './kafka/transactional-writer.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderHomes } from './redis/order-homes.ts';
 import { OrderIndex } from './redis/order-index.ts';
@@ -18,10 +29,14 @@ import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
-import { normalizeWebhook } from './webhooks/normalize-webhook.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
+import { WorkerHealth } from './worker/health.ts';
+import { OrderHost } from './worker/order-host.ts';
+import { OrderJournal } from './worker/order-journal.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
-import { Worker, type OrderRoutes } from './worker/worker.ts';
+import { retentionSweepIntervalMs, StateRetention } from './worker/state-retention.ts';
+import { webhookRouting, type OrderRoutes } from './worker/webhook-routing.ts';
+import { Worker } from './worker/worker.ts';
 import { createXStateBinding } from './worker/xstate-binding.ts';
 
 function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
@@ -37,6 +52,17 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
+}
+
+/** The receiver's signature check over every configured secret (the newest first). */
+function webhookSignatureCheck(secrets: readonly string[]): NonNullable<WebhookReceiverDeps['verify']> {
+  const verifier = webhookVerifier(secrets);
+  return (raw, headers) => {
+    const verdict = verifier(raw, headers);
+    return verdict.ok
+      ? { ok: true, secretIndex: verdict.secretIndex }
+      : { ok: false, reason: verdict.reason };
+  };
 }
 
 async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): Promise<void> {
@@ -129,69 +155,156 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
           logger: logger.child({ component: 'currency-catalog' }),
         });
   const pairingLog = logger.child({ component: 'address-pairing' });
-  let actors: ReturnType<typeof createExchangeActors> | undefined;
-  const worker = new Worker(config, logger, {
+  const exchangeActors = createExchangeActors({
+    client,
+    cooldown,
+    claims: referenceClaims,
+    ...(catalog ? { catalog } : {}),
+    onUnchecked: (orderId, unchecked) =>
+      pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),
+    now: () => Date.now(),
+  });
+
+  // The process stops when Kafka can no longer be written or read for good; another replica takes over.
+  const fatal = new AbortController();
+  // Aborted first when the writer fails: the order host stops every actor before any waiter of a write resumes.
+  const writerFailed = new AbortController();
+  const writer = new TransactionalWriter({
     kafka,
+    transactionalId: `${config.consumerGroup}.${config.workerId}`,
+    consumerGroupId: config.consumerGroup,
+    transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
+    logger,
+    onFatal: (error) => {
+      writerFailed.abort(error);
+      fatal.abort(error);
+    },
+    onTransaction: ({ outcome, seconds }) => {
+      telemetry.metrics.kafkaCommitDuration.record(seconds, { outcome });
+      if (outcome === 'committed') telemetry.metrics.kafkaTransactions.add(1);
+    },
+  });
+  const store = new OrderStateStore({
+    kafka,
+    topic: config.topics.state,
+    workerId: config.workerId,
+    writer,
+    logger,
+    transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
+    onReference: (reference, orderId, partition) => orderRoutes.record(reference, orderId, partition),
+  });
+  const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
+  const host = new OrderHost({
+    state: store,
+    journal,
     leases,
-    binding: (host) => {
-      actors = createExchangeActors({
-        client,
-        cooldown,
-        durable: (orderId) => host().durable(orderId),
-        mayAct: (orderId) => host().mayAct(orderId),
-        claims: referenceClaims,
-        ownerOfReference: (reference) => host().ownerOfReference(reference),
-        ...(catalog ? { catalog } : {}),
-        onUnchecked: (orderId, unchecked) =>
-          pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),
-        now: () => Date.now(),
-      });
-      return createXStateBinding({
-        actors,
+    binding: (barrier) =>
+      createXStateBinding({
+        actors: exchangeActors.actors(barrier),
         orderConfig: {
           pollIntervalMs: config.pollIntervalMs,
           quoteCooldownMs: config.quoteCooldownMs,
           createSettleMs: config.createSettleMs,
           parkedRecheckMs: config.parkedRecheckMs,
         },
-      });
-    },
-    orderRoutes,
+      }),
+    writerFailed: writerFailed.signal,
+    logger,
+    now: () => Date.now(),
+    callsSettled: exchangeActors.settled,
+    maxCommandBytes: config.maxCommandBytes,
+    metrics: telemetry.metrics.hostObserver(),
     // Kept twice as long as a finished order stays in the state topic, and never under 30 days.
-    orderHomes: new OrderHomes(redis, {
-      ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs),
-    }),
-    inflightExchangeCalls: () => actors?.inflight() ?? 0,
-    callsSettled: (orderId, timeoutMs) => actors?.settled(orderId, timeoutMs) ?? Promise.resolve(),
-    metrics: telemetry.metrics,
-    webhooks: {
-      // config.ts refuses to start without a signing secret unless WEBHOOK_ALLOW_UNSIGNED=true.
-      verify:
-        config.webhooks.secrets.length > 0
-          ? (() => {
-              const verifier = webhookVerifier(config.webhooks.secrets);
-              return (raw: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>) => {
-                const verdict = verifier(raw, headers);
-                return verdict.ok
-                  ? { ok: true as const, secretIndex: verdict.secretIndex }
-                  : { ok: false as const, reason: verdict.reason };
-              };
-            })()
-          : undefined,
-      normalize: normalizeWebhook,
-      firstSeen: (reference, status) => dedupe.firstSeen(reference, status),
-      forget: (reference, status) => dedupe.forget(reference, status),
+    homes: new OrderHomes(redis, { ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs) }),
+  });
+  const retention = new StateRetention({
+    store,
+    writer,
+    leases,
+    stateTopic: config.topics.state,
+    retentionMs: config.finishedOrderRetentionMs,
+    logger,
+    onTombstoned: ({ uniqueReference }) => {
+      if (uniqueReference) orderRoutes.forget(uniqueReference);
     },
+  });
+  const consumer = new CommandConsumer({
+    kafka,
+    topic: config.topics.commands,
+    groupId: config.consumerGroup,
+    logger,
+    onFatal: (error) => fatal.abort(error),
+    sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+  });
+
+  const hints = new BestEffortProducer(kafka);
+  const cluster = new ClusterAdmin(kafka);
+  const health = new WorkerHealth({
+    consumer,
+    kafka: cluster,
     checks: {
       redis: async () => (await redis.ping()) === 'PONG',
       exchange: () => tcpReachable(config.exchange.baseUrl),
     },
+    now: () => Date.now(),
+  });
+  // config.ts refuses to start without a signing secret unless WEBHOOK_ALLOW_UNSIGNED=true.
+  const verify =
+    config.webhooks.secrets.length > 0 ? webhookSignatureCheck(config.webhooks.secrets) : undefined;
+  const receiver = createWebhookReceiver({
+    logger,
+    verify,
+    normalize: normalizeWebhook,
+    firstSeen: (reference, status) => dedupe.firstSeen(reference, status),
+    forget: (reference, status) => dedupe.forget(reference, status),
+    ...webhookRouting({
+      state: store,
+      routes: orderRoutes,
+      producer: hints,
+      topics: config.topics,
+      now: () => Date.now(),
+    }),
+    now: () => Date.now(),
+  });
+  const http = new HttpFace({
+    logger,
+    receiver,
+    verify,
+    readiness: () => health.readiness(),
+    liveness: () => health.liveness(),
+    metrics: telemetry.metrics,
+  });
+
+  const worker = new Worker(config, logger, {
+    http,
+    ensureTopics: () => ensureTopics(kafka, config.topics, logger),
+    writer,
+    store,
+    hints,
+    host,
+    consumer,
+    cluster,
+    health,
+    retention: {
+      sweep: (now) => retention.sweep(now),
+      intervalMs: retentionSweepIntervalMs(config.finishedOrderRetentionMs),
+    },
+    inflightExchangeCalls: exchangeActors.inflight,
     close: async () => {
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
       await telemetry.shutdown().catch(() => {});
     },
+  });
+  telemetry.metrics.observe({
+    activeOrders: () => host.activeOrders,
+    knownOrders: () => store.size(),
+    openOrdersByState: () => host.openOrdersByState(),
+    partitionsOwned: () => consumer.assigned.length,
+    consumerPaused: () => consumer.isPaused,
+    inflightExchangeCalls: exchangeActors.inflight,
+    consumerLag: () => worker.consumerLag,
   });
 
   if (config.webhooks.secrets.length === 0)
@@ -218,13 +331,18 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   };
   process.once('SIGTERM', () => shutdown('SIGTERM', 0));
   process.once('SIGINT', () => shutdown('SIGINT', 0));
-  await worker.start((error) => {
-    logger.fatal(
-      { err: { message: error.message } },
-      'Kafka writer failed for good; stopping so another replica takes over',
-    );
-    shutdown('fatal', 1);
-  });
+  fatal.signal.addEventListener(
+    'abort',
+    () => {
+      logger.fatal(
+        { err: { message: (fatal.signal.reason as Error).message } },
+        'Kafka writer failed for good; stopping so another replica takes over',
+      );
+      shutdown('fatal', 1);
+    },
+    { once: true },
+  );
+  await worker.start();
 }
 
 let config: WorkerConfig;
@@ -242,6 +360,7 @@ const logger = createLogger({
   workerId: config.workerId,
   secrets: [...secretValues(config), ...config.telemetry.exporterHeaderValues],
 });
+for (const warning of configWarnings(config, { createOrderTimeoutMs })) logger.warn(warning);
 // Before anything else runs, so that every span, metric and log line of the process is covered.
 const telemetry = startTelemetry({
   workerId: config.workerId,

@@ -20,7 +20,7 @@ import {
   type StateRecord,
 } from './order-report.ts';
 import { renderReport, renderTimelineEntry } from './render.ts';
-import { readTopic, type TopicMessage } from './topic-reader.ts';
+import { readTopic, type TopicMessage } from '../kafka/topic-reader.ts';
 
 const usage = `usage: exchange-order-inspect <order_id | unique_reference> [--follow] [--json]
   reads the worker's topics and Redis with the worker's variables (KAFKA_BROKERS, REDIS_URL, TOPIC_*, CONSUMER_GROUP)

@@ -6,7 +6,8 @@
 // unhandled rejection, and a message of a partition that was not restored is not handled here.
 import { setTimeout as sleep } from 'node:timers/promises';
 // Headers are handed on as text: they carry the caller's trace context (traceparent/tracestate).
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
+import { KafkaClient } from './kafka-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { headersAsText } from '../telemetry/propagation.ts';
 
@@ -59,10 +60,9 @@ export class CommandConsumer {
   crashedForGood: string | undefined;
 
   constructor(opts: {
-    kafka: Kafka;
+    kafka: KafkaClient;
     topic: string;
     groupId: string;
-    partitions: number;
     logger: Logger;
     /** Group session timeout (default 15 s); heartbeats go at a fifth of it, at most every 3 s. */
     sessionTimeoutMs?: number;
@@ -76,7 +76,7 @@ export class CommandConsumer {
     this.heartbeatIntervalMs = Math.min(3_000, Math.floor((opts.sessionTimeoutMs ?? 15_000) / 5));
     this.groupId = opts.groupId;
     this.logger = opts.logger.child({ component: 'command-consumer' });
-    this.consumer = opts.kafka.consumer({
+    this.consumer = KafkaClient.kafkajs(opts.kafka).consumer({
       groupId: opts.groupId,
       sessionTimeout: opts.sessionTimeoutMs ?? 15_000,
       heartbeatInterval: this.heartbeatIntervalMs,

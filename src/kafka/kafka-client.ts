@@ -1,5 +1,6 @@
-// Builds the kafkajs client for the worker, with kafkajs' own logging routed into our logger.
-// kafkajs stays behind src/kafka/: the rest of the worker sees only our small interfaces.
+// The worker's connection to the Kafka cluster, built from configuration (brokers, TLS, SASL) with the client
+// library's own logging routed into our logger. kafkajs stays behind src/kafka/: the rest of the worker holds an
+// opaque KafkaClient and the small classes of this folder, so the library can be swapped here alone.
 import { readFile } from 'node:fs/promises';
 import type { ConnectionOptions } from 'node:tls';
 import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
@@ -60,40 +61,64 @@ export function kafkaSecurityOptions(security: KafkaSecurity | undefined): Pick<
   return options;
 }
 
+/**
+ * A connection to the cluster as the worker passes it around: the writer, the consumers, the state store and the
+ * admin helpers of src/kafka/ build their own producers and consumers from it. Opaque outside this folder.
+ */
+export class KafkaClient {
+  readonly #kafkajs: Kafka;
+
+  private constructor(kafkajs: Kafka) {
+    this.#kafkajs = kafkajs;
+  }
+
+  /** Wraps a kafkajs client built elsewhere (tests, benchmarks). */
+  static wrap(kafkajs: Kafka): KafkaClient {
+    return new KafkaClient(kafkajs);
+  }
+
+  /** The kafkajs client behind it: for the modules of src/kafka/ only. */
+  static kafkajs(client: KafkaClient): Kafka {
+    return client.#kafkajs;
+  }
+}
+
 export function createKafka(opts: {
   clientId: string;
   brokers: string[];
   logger: Logger;
   security?: KafkaSecurity;
-}): Kafka {
+}): KafkaClient {
   silenceKafkajsTimerWarning();
   const log = opts.logger.child({ component: 'kafkajs' });
-  return new Kafka({
-    clientId: opts.clientId,
-    brokers: opts.brokers,
-    ...kafkaSecurityOptions(opts.security),
-    connectionTimeout: 5_000,
-    requestTimeout: 30_000,
-    retry: { initialRetryTime: 200, retries: 12, maxRetryTime: 5_000 },
-    logLevel: logLevel.WARN,
-    logCreator:
-      () =>
-      ({ level, log: entry }: LogEntry) => {
-        const { message, ...rest } = entry;
-        const fields = {
-          namespace: entry['namespace'] as unknown,
-          error: rest['error'] as unknown,
-          broker: rest['broker'] as unknown,
-        };
-        // The broker answers CONCURRENT_TRANSACTIONS while the previous commit's markers are still being written;
-        // kafkajs retries it. It is routine, not an error an operator should be paged for.
-        const routine = /concurrent operation on the same transaction|CONCURRENT_TRANSACTIONS/.test(
-          `${message} ${String(rest['error'] ?? '')}`,
-        );
-        if (routine) log.debug(fields, message);
-        else if (level === logLevel.ERROR) log.error(fields, message);
-        else if (level === logLevel.WARN) log.warn(fields, message);
-        else log.debug(fields, message);
-      },
-  });
+  return KafkaClient.wrap(
+    new Kafka({
+      clientId: opts.clientId,
+      brokers: opts.brokers,
+      ...kafkaSecurityOptions(opts.security),
+      connectionTimeout: 5_000,
+      requestTimeout: 30_000,
+      retry: { initialRetryTime: 200, retries: 12, maxRetryTime: 5_000 },
+      logLevel: logLevel.WARN,
+      logCreator:
+        () =>
+        ({ level, log: entry }: LogEntry) => {
+          const { message, ...rest } = entry;
+          const fields = {
+            namespace: entry['namespace'] as unknown,
+            error: rest['error'] as unknown,
+            broker: rest['broker'] as unknown,
+          };
+          // The broker answers CONCURRENT_TRANSACTIONS while the previous commit's markers are still being written;
+          // kafkajs retries it. It is routine, not an error an operator should be paged for.
+          const routine = /concurrent operation on the same transaction|CONCURRENT_TRANSACTIONS/.test(
+            `${message} ${String(rest['error'] ?? '')}`,
+          );
+          if (routine) log.debug(fields, message);
+          else if (level === logLevel.ERROR) log.error(fields, message);
+          else if (level === logLevel.WARN) log.warn(fields, message);
+          else log.debug(fields, message);
+        },
+    }),
+  );
 }

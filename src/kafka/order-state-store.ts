@@ -7,7 +7,8 @@
 // same way: its create hash, its remembered command ids, its seq), until the retention sweep tombstones it.
 // Records are ordered by (fence, rev): a record from an older lease holder never replaces a newer one.
 import { randomUUID } from 'node:crypto';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
+import { KafkaClient } from './kafka-client.ts';
 import { z } from 'zod';
 import type { Logger } from '../telemetry/logger.ts';
 import type { TransactionalWriter } from './transactional-writer.ts';
@@ -114,7 +115,7 @@ export class OrderStateStore {
   /** Partitions this replica reads (assigned and caught up, or catching up). */
   private readonly held = new Set<number>();
   private consumer: Consumer | undefined;
-  private readonly kafka: Kafka;
+  private readonly kafka: KafkaClient;
   private readonly topic: string;
   private readonly workerId: string;
   private readonly writer: TransactionalWriter;
@@ -124,7 +125,7 @@ export class OrderStateStore {
   invalidRecords = 0;
 
   constructor(opts: {
-    kafka: Kafka;
+    kafka: KafkaClient;
     topic: string;
     workerId: string;
     writer: TransactionalWriter;
@@ -149,13 +150,14 @@ export class OrderStateStore {
   async start(): Promise<void> {
     // A group of its own (one member) that never commits: it is given every partition and reads only the held
     // ones (the others stay paused), each from its beginning when catchUp takes it.
-    this.consumer = this.kafka.consumer({
+    const kafka = KafkaClient.kafkajs(this.kafka);
+    this.consumer = kafka.consumer({
       groupId: `${this.topic}.reader.${this.workerId}.${randomUUID()}`,
       sessionTimeout: 30_000,
       readUncommitted: false,
       maxWaitTimeInMs: 100,
     });
-    const admin = this.kafka.admin();
+    const admin = kafka.admin();
     await admin.connect();
     const partitions = await admin
       .fetchTopicMetadata({ topics: [this.topic] })

@@ -1,7 +1,7 @@
 // Creates the worker's topics when they are missing: commands and events (delete policy) and the compacted
 // state topic with the same partition count as commands (co-partitioning is what lets a replica restore exactly
 // the orders of the partitions it is assigned). An existing commands topic decides the partition count.
-import type { Kafka } from 'kafkajs';
+import { KafkaClient } from './kafka-client.ts';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
@@ -16,11 +16,11 @@ export interface TopicsConfig {
 }
 
 export async function ensureTopics(
-  kafka: Kafka,
+  client: KafkaClient,
   topics: TopicsConfig,
   logger: Logger,
 ): Promise<{ partitions: number }> {
-  const admin = kafka.admin();
+  const admin = KafkaClient.kafkajs(client).admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());

@@ -7,20 +7,14 @@
 // size refusal is split around - only a write that is too large on its own fails, and only its caller hears of it.
 // Tracing: each write is a producer span (`send <topic>`) of the context that asked for it, and its records carry
 // that span's traceparent, so a consumer of our events continues the order's trace whatever batch they shared.
-import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { Partitioners, type Producer } from 'kafkajs';
+import { KafkaClient } from './kafka-client.ts';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { injectContext } from '../telemetry/propagation.ts';
-import {
-  ATTR_MESSAGING_BATCH_MESSAGE_COUNT,
-  ATTR_MESSAGING_DESTINATION_NAME,
-  ATTR_MESSAGING_OPERATION_NAME,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM,
-} from '../telemetry/semconv.ts';
-
-const tracer = trace.getTracer('exchange-order-worker');
+import { ATTR_MESSAGING_BATCH_MESSAGE_COUNT } from '../telemetry/semconv.ts';
+import { startSendSpan } from './send-span.ts';
 
 export interface OutboundRecord {
   topic: string;
@@ -134,7 +128,7 @@ export function isRecordSizeError(error: unknown): boolean {
 }
 
 export interface TransactionalWriterOptions {
-  kafka: Kafka;
+  kafka: KafkaClient;
   transactionalId: string;
   consumerGroupId: string;
   transactionTimeoutMs: number;
@@ -180,7 +174,7 @@ export class TransactionalWriter {
   }
 
   private newProducer(): Producer {
-    return this.opts.kafka.producer({
+    return KafkaClient.kafkajs(this.opts.kafka).producer({
       transactionalId: this.opts.transactionalId,
       transactionTimeout: this.opts.transactionTimeoutMs,
       idempotent: true,
@@ -243,17 +237,9 @@ export class TransactionalWriter {
 
   /** `send <topic>` (the first record's topic: an order's events come before its state record). */
   private startSendSpan(records: WritableRecord[]): Span {
-    const topic = records[0]?.topic ?? 'unknown';
-    return tracer.startSpan(`send ${topic}`, {
-      kind: SpanKind.PRODUCER,
-      attributes: {
-        [ATTR_MESSAGING_SYSTEM]: 'kafka',
-        [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
-        [ATTR_MESSAGING_OPERATION_NAME]: 'send',
-        [ATTR_MESSAGING_DESTINATION_NAME]: topic,
-        [ATTR_MESSAGING_BATCH_MESSAGE_COUNT]: records.length,
-        'messaging.kafka.transactional_id': this.opts.transactionalId,
-      },
+    return startSendSpan(records[0]?.topic ?? 'unknown', {
+      [ATTR_MESSAGING_BATCH_MESSAGE_COUNT]: records.length,
+      'messaging.kafka.transactional_id': this.opts.transactionalId,
     });
   }
 

@@ -1,7 +1,8 @@
-// The runtime's implementations of the order machine's actors, on the exchange client and Redis. Before every
-// call with a side effect, an actor waits until the order's latest state (which names the intent) is durable in
-// Kafka and checks that this replica still holds the order's lease; failures reach the machine as plain
-// ExchangeFailure objects stamped with the runtime's clock.
+// The runtime's implementations of the order machine's actors, on the exchange client and Redis. They are built
+// from the client, the cooldown, the claims and a clock; the order host hands them its barrier (through the machine
+// binding it owns). Before every call with a side effect, an actor waits until the order's latest state (which
+// names the intent) is durable in Kafka and checks that this replica still holds the order's lease; failures reach
+// the machine as plain ExchangeFailure objects stamped with the runtime's clock.
 import type { ExchangeFailure, ExchangeOrderView } from '../../machines/domain.ts';
 import type { CreateOrderInput, OrderActorFunctions, QuoteRequest } from '../../machines/order-types.ts';
 import { sameAddress } from '../exchange/address-match.ts';
@@ -14,18 +15,15 @@ import { randomUUID } from 'node:crypto';
 import type { CooldownDecision, QuoteCooldown } from '../redis/quote-cooldown.ts';
 import { sameDecimal } from '../decimal.ts';
 import type { ReferenceClaims } from '../redis/reference-claims.ts';
+import type { OrderBarrier } from './machine-binding.ts';
+
+export type { OrderBarrier };
 
 export interface ExchangeActorDeps {
   client: ExchangeClient;
   cooldown: QuoteCooldown;
-  /** Resolves when the order's state, with its intent, is durable; rejects when the order is no longer ours. */
-  durable: (orderId: string) => Promise<void>;
-  /** True while this replica still holds the order's lease: checked immediately before a request leaves. */
-  mayAct: (orderId: string) => boolean;
   /** Who owns which exchange order across the fleet (taken before an order adopts or records a reference). */
   claims: ReferenceClaims;
-  /** The order whose durable record already names this unique_reference, if any (the state topic's view). */
-  ownerOfReference: (uniqueReference: string) => string | undefined;
   now: () => number;
   /** The exchange's currency and network records (cached); absent = the pairing check is skipped. */
   catalog?: Pick<CurrencyCatalog, 'snapshot'>;
@@ -75,14 +73,16 @@ function quoteAmount(request: QuoteRequest): string {
   return request.depositAmount ?? request.withdrawAmount ?? '';
 }
 
-export interface ExchangeActors extends OrderActorFunctions {
+export interface ExchangeActors {
+  /** The machine's actors, fenced by the order host's barrier. */
+  actors: (barrier: OrderBarrier) => OrderActorFunctions;
   /** Exchange calls in progress (waiting for the request budget or for the exchange): the backpressure signal. */
-  inflight(): number;
+  inflight: () => number;
   /**
    * Resolves once no call of this order is in progress, or after `timeoutMs`. A lease is released only after
    * this, so a request already sent (a POST in flight) ends before another replica may act for the order.
    */
-  settled(orderId: string, timeoutMs: number): Promise<void>;
+  settled: (orderId: string, timeoutMs: number) => Promise<void>;
 }
 
 /** Does this exchange order look like the one this create asked for? */
@@ -127,345 +127,349 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   const failure = (action: ExchangeFailure['action'], code: string, message: string): ActorFailure =>
     new ActorFailure({ kind: 'exchange_failure', action, code, message }, now());
 
-  // Counted from the moment the machine invokes the call (synchronously, as the transition is taken), so the
-  // consumer sees the pressure before it takes the next command.
-  const guarded = <T>(
-    orderId: string,
-    call: (beforeSend: () => void) => Promise<T>,
-    opts: { mayHaveTakenEffect?: boolean } = {},
-  ): Promise<T> => {
-    inflight++;
-    const beforeSend = (): void => {
-      // Fencing: the lease is checked again after every wait (durability, budget), as the request leaves.
-      if (!deps.mayAct(orderId))
-        throw failure('backoff', 'not_owner', `order ${orderId} is no longer driven by this replica`);
-    };
-    const run = (async () => {
-      try {
-        await deps.durable(orderId);
-      } catch (error) {
-        // Not ours any more, or its intent could not be written: no call is made.
-        throw failure('backoff', 'not_owner', (error as Error).message);
-      }
-      return await call(beforeSend);
-    })().catch((error: unknown) => {
-      throw stamped(error, now(), opts.mayHaveTakenEffect === true);
-    });
-    let set = calls.get(orderId);
-    if (!set) calls.set(orderId, (set = new Set()));
-    const entry = run.finally(() => {
-      inflight--;
-      set.delete(entry);
-      if (set.size === 0 && calls.get(orderId) === set) calls.delete(orderId);
-    });
-    entry.catch(() => {});
-    set.add(entry);
-    return run;
-  };
-
-  /** Claims a reference for an order; false when another order owns it (durably or by claim). */
-  const claim = async (uniqueReference: string, orderId: string): Promise<boolean> => {
-    const owner = deps.ownerOfReference(uniqueReference);
-    if (owner !== undefined && owner !== orderId) return false;
-    return deps.claims.claim(uniqueReference, orderId);
-  };
-
-  return {
-    checkAddress: (input, signal) =>
-      guarded(input.orderId, async () => {
-        if (!deps.catalog) return { ok: true, at: now() };
-        const snapshot = await deps.catalog.snapshot({ signal });
-        const result = checkAddressPairing(
-          {
-            deposit_currency: input.depositCurrency,
-            withdraw_currency: input.withdrawCurrency,
-            withdraw_address: input.withdrawAddress,
-            ...(input.withdrawNetwork !== null ? { withdraw_network: input.withdrawNetwork } : {}),
-            ...(input.refundAddress !== null ? { refund_address: input.refundAddress } : {}),
-            ...(input.refundNetwork !== null ? { refund_network: input.refundNetwork } : {}),
-          },
-          snapshot,
-        );
-        if (!result.ok) return { ok: false, code: result.reason, message: result.message, at: now() };
-        if (result.unchecked.length > 0) deps.onUnchecked?.(input.orderId, result.unchecked);
-        return { ok: true, at: now() };
+  const settled = async (orderId: string, timeoutMs: number): Promise<void> => {
+    const pending = calls.get(orderId);
+    if (!pending || pending.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...pending]),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
       }),
-    inflight: () => inflight,
-    settled: async (orderId, timeoutMs) => {
-      const pending = calls.get(orderId);
-      if (!pending || pending.size === 0) return;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...pending]),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, timeoutMs);
-        }),
-      ]);
-      clearTimeout(timer);
-    },
-    acquireQuoteSlot: async (input) => {
-      // The ~15 s cooldown concerns identical *actionable* quote requests; other quotes need no slot. The slot is
-      // held (not yet counted) until the request leaves; see requestQuote.
-      if (!input.actionable) return { granted: true, at: now() };
-      const token = `${input.orderId}:${randomUUID()}`;
-      const decision = await deps.cooldown.tryAcquire(
-        input.mode,
-        input.pair,
-        quoteAmount(input),
-        input.cooldownMs + slotHoldMs,
-        now(),
-        token,
-      );
-      // A slot still held by a request about to leave (or in flight) is re-armed to the bare cooldown once that
-      // request completes: look again within one cooldown rather than waiting out the whole hold.
-      if (!decision.granted)
-        return { granted: false, retryAt: Math.min(decision.retryAt, now() + input.cooldownMs), at: now() };
-      quoteSlots.set(input.orderId, { token, cooldownMs: input.cooldownMs });
-      return { granted: true, at: now() };
-    },
+    ]);
+    clearTimeout(timer);
+  };
 
-    requestQuote: (input, signal) =>
-      guarded(input.orderId, async (leaseCheck) => {
-        const slot = input.actionable ? quoteSlots.get(input.orderId) : undefined;
-        if (input.actionable) quoteSlots.delete(input.orderId);
-        let sent = false;
-        // The cooldown is counted between requests as the exchange sees them: the slot is re-armed as the request
-        // leaves (after every wait) and once more when it has completed, whatever the answer.
-        const rearm = async (windowMs: number): Promise<CooldownDecision | undefined> =>
-          input.actionable && slot
-            ? deps.cooldown.tryAcquire(
-                input.mode,
-                input.pair,
-                quoteAmount(input),
-                windowMs,
-                now(),
-                slot.token,
-              )
-            : undefined;
-        const beforeSend = async (): Promise<void> => {
-          leaseCheck();
-          if (!input.actionable) return;
-          if (!slot)
-            throw failure(
-              'throttled',
-              'quote_cooldown',
-              'no cooldown slot is held for this actionable quote',
-            );
-          const decision = await rearm(slot.cooldownMs + actionableSendHoldMs);
-          if (decision && !decision.granted) {
-            const failed = failure(
-              'throttled',
-              'quote_cooldown',
-              'an identical actionable quote request holds the cooldown',
-            );
-            throw Object.assign(failed, { retryAfterMs: Math.max(0, decision.retryAt - now()) });
-          }
-          sent = true;
-        };
+  return { actors: (barrier) => fencedActors(barrier), inflight: () => inflight, settled };
+
+  function fencedActors(barrier: OrderBarrier): OrderActorFunctions {
+    // Counted from the moment the machine invokes the call (synchronously, as the transition is taken), so the
+    // consumer sees the pressure before it takes the next command.
+    const guarded = <T>(
+      orderId: string,
+      call: (beforeSend: () => void) => Promise<T>,
+      opts: { mayHaveTakenEffect?: boolean } = {},
+    ): Promise<T> => {
+      inflight++;
+      const beforeSend = (): void => {
+        // Fencing: the lease is checked again after every wait (durability, budget), as the request leaves.
+        if (!barrier.mayAct(orderId))
+          throw failure('backoff', 'not_owner', `order ${orderId} is no longer driven by this replica`);
+      };
+      const run = (async () => {
         try {
-          const rates = await client.getRates(
+          await barrier.durable(orderId);
+        } catch (error) {
+          // Not ours any more, or its intent could not be written: no call is made.
+          throw failure('backoff', 'not_owner', (error as Error).message);
+        }
+        return await call(beforeSend);
+      })().catch((error: unknown) => {
+        throw stamped(error, now(), opts.mayHaveTakenEffect === true);
+      });
+      let set = calls.get(orderId);
+      if (!set) calls.set(orderId, (set = new Set()));
+      const entry = run.finally(() => {
+        inflight--;
+        set.delete(entry);
+        if (set.size === 0 && calls.get(orderId) === set) calls.delete(orderId);
+      });
+      entry.catch(() => {});
+      set.add(entry);
+      return run;
+    };
+
+    /** Claims a reference for an order; false when another order owns it (durably or by claim). */
+    const claim = async (uniqueReference: string, orderId: string): Promise<boolean> => {
+      const owner = barrier.ownerOfReference(uniqueReference);
+      if (owner !== undefined && owner !== orderId) return false;
+      return deps.claims.claim(uniqueReference, orderId);
+    };
+
+    return {
+      checkAddress: (input, signal) =>
+        guarded(input.orderId, async () => {
+          if (!deps.catalog) return { ok: true, at: now() };
+          const snapshot = await deps.catalog.snapshot({ signal });
+          const result = checkAddressPairing(
+            {
+              deposit_currency: input.depositCurrency,
+              withdraw_currency: input.withdrawCurrency,
+              withdraw_address: input.withdrawAddress,
+              ...(input.withdrawNetwork !== null ? { withdraw_network: input.withdrawNetwork } : {}),
+              ...(input.refundAddress !== null ? { refund_address: input.refundAddress } : {}),
+              ...(input.refundNetwork !== null ? { refund_network: input.refundNetwork } : {}),
+            },
+            snapshot,
+          );
+          if (!result.ok) return { ok: false, code: result.reason, message: result.message, at: now() };
+          if (result.unchecked.length > 0) deps.onUnchecked?.(input.orderId, result.unchecked);
+          return { ok: true, at: now() };
+        }),
+      acquireQuoteSlot: async (input) => {
+        // The ~15 s cooldown concerns identical *actionable* quote requests; other quotes need no slot. The slot is
+        // held (not yet counted) until the request leaves; see requestQuote.
+        if (!input.actionable) return { granted: true, at: now() };
+        const token = `${input.orderId}:${randomUUID()}`;
+        const decision = await deps.cooldown.tryAcquire(
+          input.mode,
+          input.pair,
+          quoteAmount(input),
+          input.cooldownMs + slotHoldMs,
+          now(),
+          token,
+        );
+        // A slot still held by a request about to leave (or in flight) is re-armed to the bare cooldown once that
+        // request completes: look again within one cooldown rather than waiting out the whole hold.
+        if (!decision.granted)
+          return { granted: false, retryAt: Math.min(decision.retryAt, now() + input.cooldownMs), at: now() };
+        quoteSlots.set(input.orderId, { token, cooldownMs: input.cooldownMs });
+        return { granted: true, at: now() };
+      },
+
+      requestQuote: (input, signal) =>
+        guarded(input.orderId, async (leaseCheck) => {
+          const slot = input.actionable ? quoteSlots.get(input.orderId) : undefined;
+          if (input.actionable) quoteSlots.delete(input.orderId);
+          let sent = false;
+          // The cooldown is counted between requests as the exchange sees them: the slot is re-armed as the request
+          // leaves (after every wait) and once more when it has completed, whatever the answer.
+          const rearm = async (windowMs: number): Promise<CooldownDecision | undefined> =>
+            input.actionable && slot
+              ? deps.cooldown.tryAcquire(
+                  input.mode,
+                  input.pair,
+                  quoteAmount(input),
+                  windowMs,
+                  now(),
+                  slot.token,
+                )
+              : undefined;
+          const beforeSend = async (): Promise<void> => {
+            leaseCheck();
+            if (!input.actionable) return;
+            if (!slot)
+              throw failure(
+                'throttled',
+                'quote_cooldown',
+                'no cooldown slot is held for this actionable quote',
+              );
+            const decision = await rearm(slot.cooldownMs + actionableSendHoldMs);
+            if (decision && !decision.granted) {
+              const failed = failure(
+                'throttled',
+                'quote_cooldown',
+                'an identical actionable quote request holds the cooldown',
+              );
+              throw Object.assign(failed, { retryAfterMs: Math.max(0, decision.retryAt - now()) });
+            }
+            sent = true;
+          };
+          try {
+            const rates = await client.getRates(
+              input.mode,
+              {
+                pairs: input.pair,
+                ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
+                ...(input.actionable ? { actionable_quote: true } : {}),
+                ...(input.markup !== null ? { markup: input.markup } : {}),
+              },
+              { priority: 'normal', signal, beforeSend },
+            );
+            const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
+            if (!rate) throw failure('backoff', 'no_quote', `GET /rate/ returned no rate for ${input.pair}`);
+            return {
+              rateId: rate.rate_id,
+              rate: rate.rate,
+              expiresAt: Number(rate.expiration_time_unix) * 1000,
+              ...(rate.deposit_amount
+                ? { depositAmount: rate.deposit_amount }
+                : input.depositAmount
+                  ? { depositAmount: input.depositAmount }
+                  : {}),
+              ...(rate.withdraw_amount ? { withdrawAmount: rate.withdraw_amount } : {}),
+              minDepositAmount: rate.min_deposit_amount,
+              maxDepositAmount: rate.max_deposit_amount,
+              minWithdrawAmount: rate.min_withdraw_amount,
+              maxWithdrawAmount: rate.max_withdraw_amount,
+              at: now(),
+            };
+          } finally {
+            if (sent && slot) await rearm(slot.cooldownMs).catch(() => undefined);
+          }
+        }),
+
+      preScreen: (input, signal) =>
+        guarded(input.orderId, async (beforeSend) => {
+          const result = await client.preScreen(
             input.mode,
             {
-              pairs: input.pair,
+              ip: input.ip,
+              pair: input.pair,
               ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
-              ...(input.actionable ? { actionable_quote: true } : {}),
-              ...(input.markup !== null ? { markup: input.markup } : {}),
+              ...(input.withdrawAmount && !input.depositAmount
+                ? { withdraw_amount: input.withdrawAmount }
+                : {}),
             },
             { priority: 'normal', signal, beforeSend },
           );
-          const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
-          if (!rate) throw failure('backoff', 'no_quote', `GET /rate/ returned no rate for ${input.pair}`);
           return {
-            rateId: rate.rate_id,
-            rate: rate.rate,
-            expiresAt: Number(rate.expiration_time_unix) * 1000,
-            ...(rate.deposit_amount
-              ? { depositAmount: rate.deposit_amount }
-              : input.depositAmount
-                ? { depositAmount: input.depositAmount }
-                : {}),
-            ...(rate.withdraw_amount ? { withdrawAmount: rate.withdraw_amount } : {}),
-            minDepositAmount: rate.min_deposit_amount,
-            maxDepositAmount: rate.max_deposit_amount,
-            minWithdrawAmount: rate.min_withdraw_amount,
-            maxWithdrawAmount: rate.max_withdraw_amount,
+            status: result.status === 'failed' ? 'failed' : 'success',
+            message: result.message ?? '',
             at: now(),
           };
-        } finally {
-          if (sent && slot) await rearm(slot.cooldownMs).catch(() => undefined);
-        }
-      }),
+        }),
 
-    preScreen: (input, signal) =>
-      guarded(input.orderId, async (beforeSend) => {
-        const result = await client.preScreen(
-          input.mode,
-          {
-            ip: input.ip,
-            pair: input.pair,
-            ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
-            ...(input.withdrawAmount && !input.depositAmount
-              ? { withdraw_amount: input.withdrawAmount }
-              : {}),
-          },
-          { priority: 'normal', signal, beforeSend },
-        );
-        return {
-          status: result.status === 'failed' ? 'failed' : 'success',
-          message: result.message ?? '',
-          at: now(),
-        };
-      }),
-
-    createOrder: (input, signal) =>
-      guarded(
-        input.orderId,
-        async (beforeSend) => {
-          const body: CreateOrderRequest = {
-            deposit_currency: input.depositCurrency,
-            withdraw_currency: input.withdrawCurrency,
-            withdraw_address: input.withdrawAddress,
-            ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
-            ...(input.withdrawAmount && !input.depositAmount
-              ? { withdraw_amount: input.withdrawAmount }
-              : {}),
-            ...(input.withdrawAddressExtraId
-              ? { withdraw_address_extra_id: input.withdrawAddressExtraId }
-              : {}),
-            ...(input.refundAddress ? { refund_address: input.refundAddress } : {}),
-            ...(input.refundAddressExtraId ? { refund_address_extra_id: input.refundAddressExtraId } : {}),
-            ...(input.referralCode ? { referral_code: input.referralCode } : {}),
-            ...(input.markup !== null ? { markup: input.markup } : {}),
-            ...(input.side ? { side: input.side } : {}),
-            ...(input.rateId && !input.isLimitOrder ? { rate_id: input.rateId } : {}),
-            ...(input.isLimitOrder ? { is_limit_order: true } : {}),
-            ...(input.isLimitOrder && input.limitTtlSeconds !== null
-              ? { limit_ttl: input.limitTtlSeconds }
-              : {}),
-          };
-          const result = await client.createOrder(input.mode, body, {
-            priority: 'high',
-            signal,
-            beforeSend,
-            ...(input.userTimezone ? { userTimezone: input.userTimezone } : {}),
-          });
-          // Mark the reference as ours before anyone's lookup could take it for a sibling's. Never fails the
-          // create: the order exists, and its order.created record will name the owner durably.
-          await claim(result.order.uniqueReference, input.orderId).catch(() => true);
-          // Confirmed with a GET before order.created hands its deposit address out (docs/decisions/
-          // confirm-before-created.md). A GET that fails leaves the create in doubt: its lookup or its repeat
-          // finds the same order (already claimed by this one), never a second.
-          const confirmed = await client
-            .getOrder(
-              input.mode,
-              { uniqueReference: result.order.uniqueReference },
-              { priority: 'high', signal, beforeSend },
-            )
-            .catch((error: unknown) => {
-              const cause = toExchangeFailure(error);
-              throw failure(
-                'unknown_outcome',
-                'create_unconfirmed',
-                `created ${result.order.uniqueReference}, but its confirming GET failed (${cause.code}): ${cause.message}`,
-              );
+      createOrder: (input, signal) =>
+        guarded(
+          input.orderId,
+          async (beforeSend) => {
+            const body: CreateOrderRequest = {
+              deposit_currency: input.depositCurrency,
+              withdraw_currency: input.withdrawCurrency,
+              withdraw_address: input.withdrawAddress,
+              ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
+              ...(input.withdrawAmount && !input.depositAmount
+                ? { withdraw_amount: input.withdrawAmount }
+                : {}),
+              ...(input.withdrawAddressExtraId
+                ? { withdraw_address_extra_id: input.withdrawAddressExtraId }
+                : {}),
+              ...(input.refundAddress ? { refund_address: input.refundAddress } : {}),
+              ...(input.refundAddressExtraId ? { refund_address_extra_id: input.refundAddressExtraId } : {}),
+              ...(input.referralCode ? { referral_code: input.referralCode } : {}),
+              ...(input.markup !== null ? { markup: input.markup } : {}),
+              ...(input.side ? { side: input.side } : {}),
+              ...(input.rateId && !input.isLimitOrder ? { rate_id: input.rateId } : {}),
+              ...(input.isLimitOrder ? { is_limit_order: true } : {}),
+              ...(input.isLimitOrder && input.limitTtlSeconds !== null
+                ? { limit_ttl: input.limitTtlSeconds }
+                : {}),
+            };
+            const result = await client.createOrder(input.mode, body, {
+              priority: 'high',
+              signal,
+              beforeSend,
+              ...(input.userTimezone ? { userTimezone: input.userTimezone } : {}),
             });
-          return { order: confirmed, reused: result.reused, at: now() };
-        },
-        { mayHaveTakenEffect: true },
-      ),
+            // Mark the reference as ours before anyone's lookup could take it for a sibling's. Never fails the
+            // create: the order exists, and its order.created record will name the owner durably.
+            await claim(result.order.uniqueReference, input.orderId).catch(() => true);
+            // Confirmed with a GET before order.created hands its deposit address out (docs/decisions/
+            // confirm-before-created.md). A GET that fails leaves the create in doubt: its lookup or its repeat
+            // finds the same order (already claimed by this one), never a second.
+            const confirmed = await client
+              .getOrder(
+                input.mode,
+                { uniqueReference: result.order.uniqueReference },
+                { priority: 'high', signal, beforeSend },
+              )
+              .catch((error: unknown) => {
+                const cause = toExchangeFailure(error);
+                throw failure(
+                  'unknown_outcome',
+                  'create_unconfirmed',
+                  `created ${result.order.uniqueReference}, but its confirming GET failed (${cause.code}): ${cause.message}`,
+                );
+              });
+            return { order: confirmed, reused: result.reused, at: now() };
+          },
+          { mayHaveTakenEffect: true },
+        ),
 
-    findExistingOrder: ({ create, since }, signal) =>
-      guarded(create.orderId, async (beforeSend) => {
-        // GET /orders/ lists CeFi orders only (a DeFi create in doubt is repeated with its rate_id instead). "Not
-        // created" is concluded only from a complete scan of the window in which the order could have been made.
-        const from = since - skew;
-        const candidates: ExchangeOrderView[] = [];
-        let cursor: string | undefined;
-        for (let page = 0; ; page++) {
-          if (page >= maxPages)
-            throw failure(
-              'backoff',
-              'lookup_incomplete',
-              `GET /orders/ still had pages after ${maxPages}; the lookup is inconclusive`,
-            );
-          const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, {
-            priority: 'high',
-            signal,
-            beforeSend,
-          });
-          for (const order of result.results) {
-            const createdOn = Date.parse(order.createdOn);
-            if (createdOn >= from && matchesCreate(order, create)) candidates.push(order);
+      findExistingOrder: ({ create, since }, signal) =>
+        guarded(create.orderId, async (beforeSend) => {
+          // GET /orders/ lists CeFi orders only (a DeFi create in doubt is repeated with its rate_id instead). "Not
+          // created" is concluded only from a complete scan of the window in which the order could have been made.
+          const from = since - skew;
+          const candidates: ExchangeOrderView[] = [];
+          let cursor: string | undefined;
+          for (let page = 0; ; page++) {
+            if (page >= maxPages)
+              throw failure(
+                'backoff',
+                'lookup_incomplete',
+                `GET /orders/ still had pages after ${maxPages}; the lookup is inconclusive`,
+              );
+            const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, {
+              priority: 'high',
+              signal,
+              beforeSend,
+            });
+            for (const order of result.results) {
+              const createdOn = Date.parse(order.createdOn);
+              if (createdOn >= from && matchesCreate(order, create)) candidates.push(order);
+            }
+            const allBefore =
+              result.results.length > 0 &&
+              result.results.every((order) => Date.parse(order.createdOn) < from) &&
+              newestFirst(result.results);
+            if (!result.next || allBefore) break;
+            cursor = result.next;
           }
-          const allBefore =
-            result.results.length > 0 &&
-            result.results.every((order) => Date.parse(order.createdOn) < from) &&
-            newestFirst(result.results);
-          if (!result.next || allBefore) break;
-          cursor = result.next;
-        }
-        // Oldest first: the earliest match is the likeliest to be this create's first attempt.
-        candidates.sort((a, b) => Date.parse(a.createdOn) - Date.parse(b.createdOn));
-        for (const order of candidates) {
-          if (await claim(order.uniqueReference, create.orderId)) return { order, at: now() };
-        }
-        return { order: null, at: now() };
-      }),
+          // Oldest first: the earliest match is the likeliest to be this create's first attempt.
+          candidates.sort((a, b) => Date.parse(a.createdOn) - Date.parse(b.createdOn));
+          for (const order of candidates) {
+            if (await claim(order.uniqueReference, create.orderId)) return { order, at: now() };
+          }
+          return { order: null, at: now() };
+        }),
 
-    adoptOrder: ({ create, uniqueReference }, signal) =>
-      guarded(create.orderId, async (beforeSend) => {
-        const order = await client.getOrder(
-          create.mode,
-          { uniqueReference },
-          { priority: 'high', signal, beforeSend },
-        );
-        if (!matchesCreate(order, create))
-          throw failure(
-            'fatal',
-            'adopt_mismatch',
-            `exchange order ${uniqueReference} does not match this order (currencies, addresses or amounts differ)`,
-          );
-        if (!(await claim(uniqueReference, create.orderId)))
-          throw failure(
-            'fatal',
-            'reference_owned',
-            `exchange order ${uniqueReference} belongs to another order`,
-          );
-        return { order, at: now() };
-      }),
-
-    submitDeposit: (input, signal) =>
-      guarded(input.orderId, async (beforeSend) => {
-        const result = await client.submitDepositTransaction(
-          input.mode,
-          { uniqueReference: input.uniqueReference, depositTransaction: input.txHash },
-          { priority: 'high', signal, beforeSend },
-        );
-        if (result.alreadyRecorded) {
-          // "already exists" is also the answer when the hash is recorded on ANOTHER order: success only if ours.
+      adoptOrder: ({ create, uniqueReference }, signal) =>
+        guarded(create.orderId, async (beforeSend) => {
           const order = await client.getOrder(
-            input.mode,
-            { uniqueReference: input.uniqueReference },
+            create.mode,
+            { uniqueReference },
             { priority: 'high', signal, beforeSend },
           );
-          if (!sameTransactionHash(order.depositTransaction, input.txHash))
+          if (!matchesCreate(order, create))
             throw failure(
               'fatal',
-              'deposit_hash_on_another_order',
-              `the exchange already knows deposit transaction ${input.txHash.slice(0, 80)}, but not on this order (it carries "${order.depositTransaction.slice(0, 80)}")`,
+              'adopt_mismatch',
+              `exchange order ${uniqueReference} does not match this order (currencies, addresses or amounts differ)`,
             );
-        }
-        return { alreadyRecorded: result.alreadyRecorded, at: now() };
-      }),
+          if (!(await claim(uniqueReference, create.orderId)))
+            throw failure(
+              'fatal',
+              'reference_owned',
+              `exchange order ${uniqueReference} belongs to another order`,
+            );
+          return { order, at: now() };
+        }),
 
-    fetchOrder: (input, signal) =>
-      guarded(input.orderId, async (beforeSend) => ({
-        order: await client.getOrder(
-          input.mode,
-          { uniqueReference: input.uniqueReference },
-          { priority: 'low', signal, beforeSend },
-        ),
-        at: now(),
-      })),
-  };
+      submitDeposit: (input, signal) =>
+        guarded(input.orderId, async (beforeSend) => {
+          const result = await client.submitDepositTransaction(
+            input.mode,
+            { uniqueReference: input.uniqueReference, depositTransaction: input.txHash },
+            { priority: 'high', signal, beforeSend },
+          );
+          if (result.alreadyRecorded) {
+            // "already exists" is also the answer when the hash is recorded on ANOTHER order: success only if ours.
+            const order = await client.getOrder(
+              input.mode,
+              { uniqueReference: input.uniqueReference },
+              { priority: 'high', signal, beforeSend },
+            );
+            if (!sameTransactionHash(order.depositTransaction, input.txHash))
+              throw failure(
+                'fatal',
+                'deposit_hash_on_another_order',
+                `the exchange already knows deposit transaction ${input.txHash.slice(0, 80)}, but not on this order (it carries "${order.depositTransaction.slice(0, 80)}")`,
+              );
+          }
+          return { alreadyRecorded: result.alreadyRecorded, at: now() };
+        }),
+
+      fetchOrder: (input, signal) =>
+        guarded(input.orderId, async (beforeSend) => ({
+          order: await client.getOrder(
+            input.mode,
+            { uniqueReference: input.uniqueReference },
+            { priority: 'low', signal, beforeSend },
+          ),
+          at: now(),
+        })),
+    };
+  }
 }

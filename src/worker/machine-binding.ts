@@ -49,6 +49,16 @@ export interface StartOrderOptions {
   };
 }
 
+/** What the order host answers before an order's exchange call: the host is the only one that knows. */
+export interface OrderBarrier {
+  /** Resolves when the order's state, with its intent, is durable; rejects when the order is no longer ours. */
+  durable: (orderId: string) => Promise<void>;
+  /** True while this replica still holds the order's lease: checked immediately before a request leaves. */
+  mayAct: (orderId: string) => boolean;
+  /** The order whose durable record already names this unique_reference, if any (the state topic's view). */
+  ownerOfReference: (uniqueReference: string) => string | undefined;
+}
+
 export interface MachineBinding {
   create(command: OrderCreateCommand, opts: StartOrderOptions): OrderActorHandle;
   restore(durable: unknown, opts: StartOrderOptions): OrderActorHandle;

@@ -1,8 +1,9 @@
-// Hosts one actor per order on this replica: creates them from commands, restores them from the state topic when
-// a partition is assigned, and writes every transition (its events with consecutive seq numbers, the new state
-// record, and the offset of the command that caused it) in one Kafka transaction. An order is driven only while
-// this replica holds its Redis lease; a record is written only while the lease is still valid (fencing).
-import { createHash } from 'node:crypto';
+// Hosts one actor per order on this replica: keeps its slot, its lease and the partitions assigned here, creates
+// actors from commands (as command-intake.ts decides), restores them from the state topic when a partition is
+// assigned or a lease was lost, and appends every transition to the order's journal (events with consecutive seq
+// numbers, the new state record and the offset of the command that caused it, in one Kafka transaction). An order
+// is driven only while this replica holds its Redis lease; a record is written only while the lease is still
+// valid (fencing).
 import {
   context,
   createContextKey,
@@ -14,12 +15,12 @@ import {
   type Span,
   type SpanContext,
 } from '@opentelemetry/api';
-import type { OrderCommand, OrderCreateCommand } from '../contract/commands.ts';
+import type { OrderCreateCommand } from '../contract/commands.ts';
 import { commandTypes, parseCommand } from '../contract/commands.ts';
-import { rejectedCommandFingerprint, type RejectionReason } from '../contract/events.ts';
+import { rejectedCommandFingerprint } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
-import type { OrderRecord, OrderStateStore } from '../kafka/order-state-store.ts';
-import type { OffsetToCommit, OutboundRecord, TransactionalWriter } from '../kafka/transactional-writer.ts';
+import type { OrderRecord } from '../kafka/order-state-store.ts';
+import type { OffsetToCommit } from '../kafka/transactional-writer.ts';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { extractContext, fromTraceparent, toTraceparent, withOrderId } from '../telemetry/propagation.ts';
@@ -40,11 +41,17 @@ import type {
   MachineBinding,
   OrderActorEvent,
   OrderActorHandle,
+  OrderBarrier,
 } from './machine-binding.ts';
+import { decide, misrouted, type Rejection } from './command-intake.ts';
+import type { EventPayload, Journal } from './order-journal.ts';
 
 export interface OrderLeases {
-  /** Acquires the lease with a fencing token above minFence; null when another owner holds it. */
-  acquire(orderId: string, minFence: number): Promise<{ fence: number } | null>;
+  /**
+   * Acquires the lease with a fencing token above minFence; null when another owner holds it. `onLost` runs (once,
+   * never synchronously) if the lease is lost while held: expired, taken, or Redis restarted empty.
+   */
+  acquire(orderId: string, minFence: number, onLost: () => void): Promise<{ fence: number } | null>;
   release(orderId: string): Promise<void>;
   /** False once the lease may have passed to someone else (lost, expired, or unrenewed for too long). */
   isValid(orderId: string): boolean;
@@ -56,15 +63,27 @@ export interface OrderHomes {
   claim(orderId: string, partition: number): Promise<number>;
 }
 
+/** The state topic's view of every order, as the host reads it. */
+export interface StateReader {
+  get(orderId: string): OrderRecord | undefined;
+  orderIdByReference(uniqueReference: string): string | undefined;
+  recordsOfPartition(partition: number): OrderRecord[];
+  /** Resolves once every record committed to these partitions so far has been read. */
+  catchUp(partitions: number[]): Promise<void>;
+  /** Stops reading these partitions and forgets their records (another replica owns them now). */
+  release(partitions: number[]): void;
+}
+
 export interface OrderHostOptions {
-  store: OrderStateStore;
-  writer: TransactionalWriter;
+  state: StateReader;
+  journal: Journal;
   leases: OrderLeases;
-  binding: MachineBinding;
-  topics: { events: string; state: string };
+  /** Builds the machine binding; the host hands it its barrier (durability, lease validity, reference owners). */
+  binding: (barrier: OrderBarrier) => MachineBinding;
+  /** Aborted when the Kafka writer failed for good: every order actor stops at once (see halt). */
+  writerFailed?: AbortSignal;
   logger: Logger;
   now: () => number;
-  maxRememberedCommands?: number;
   /**
    * Resolves once no exchange call of the order is in progress (or after the bound). The lease is released only
    * after it, so a request already sent ends before another replica may act for the order.
@@ -144,62 +163,6 @@ function stateLabel(value: unknown): string {
   return 'unknown';
 }
 
-/** JSON with object keys sorted at every depth (undefined members dropped), so equal content hashes equally. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, member]) => member !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-const contentHashPrefix = 'v2:';
-
-/** The content of a command (all but its command_id), canonicalised at every depth and hashed. */
-export function commandContentHash(command: OrderCommand): string {
-  const { command_id: _ignored, ...content } = command;
-  return contentHashPrefix + createHash('sha256').update(canonicalJson(content)).digest('hex').slice(0, 32);
-}
-
-/**
- * Hashes stored before "v2:" (f4cae36 and earlier) covered top-level fields only. They are still honoured for the
- * orders that carry them, so a redelivered command of such an order is recognised after an upgrade.
- */
-function legacyContentHash(command: OrderCommand): string {
-  const { command_id: _ignored, ...content } = command;
-  const canonical = JSON.stringify(content, Object.keys(content).sort());
-  return createHash('sha256').update(canonical).digest('hex').slice(0, 32);
-}
-
-/** Whether a stored content hash (either version) names this command's content. */
-export function sameCommandContent(stored: string, command: OrderCommand): boolean {
-  return stored.startsWith(contentHashPrefix)
-    ? stored === commandContentHash(command)
-    : stored === legacyContentHash(command);
-}
-
-function toActorEvent(command: OrderCommand, at: number): OrderActorEvent | null {
-  switch (command.type) {
-    case 'order.submit_deposit':
-      return { type: 'SUBMIT_DEPOSIT', txHash: command.tx_hash, at };
-    case 'order.cancel':
-      return { type: 'CANCEL', at };
-    case 'order.webhook_hint':
-      return command.status === undefined
-        ? { type: 'WEBHOOK_HINT', at }
-        : { type: 'WEBHOOK_HINT', status: command.status, at };
-    case 'order.settle':
-      return command.resolution === 'adopt'
-        ? { type: 'SETTLE', resolution: 'adopt', uniqueReference: command.unique_reference, at }
-        : { type: 'SETTLE', resolution: 'abandon', at };
-    default:
-      return null;
-  }
-}
-
 export class OrderHost {
   private readonly slots = new Map<string, OrderSlot>();
   /** Command partitions assigned to this replica (an order is driven only while its partition is here). */
@@ -207,25 +170,26 @@ export class OrderHost {
   /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
   private readonly reloading = new Map<string, Promise<void>>();
   private readonly opts: OrderHostOptions;
+  private readonly binding: MachineBinding;
   private readonly logger: Logger;
-  private readonly maxCommands: number;
   private writerFailed = false;
   private readonly maxCommandBytes: number | undefined;
-  readonly counters = { commands: 0, rejected: 0, events: 0, restored: 0, leaseLost: 0, reconcileNudges: 0 };
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
     this.logger = opts.logger.child({ component: 'order-host' });
-    this.maxCommands = opts.maxRememberedCommands ?? 200;
     this.maxCommandBytes = opts.maxCommandBytes;
+    this.binding = opts.binding({
+      durable: (orderId) => this.durable(orderId),
+      mayAct: (orderId) => this.mayAct(orderId),
+      ownerOfReference: (uniqueReference) => this.ownerOfReference(uniqueReference),
+    });
+    const writerFailed = opts.writerFailed;
+    writerFailed?.addEventListener('abort', () => this.halt(writerFailed.reason as Error), { once: true });
   }
 
   get activeOrders(): number {
     return this.slots.size;
-  }
-
-  activeOrderIds(): string[] {
-    return [...this.slots.keys()];
   }
 
   /** Unfinished orders driven here, per machine state (`a.b` for a nested state value). */
@@ -238,10 +202,6 @@ export class OrderHost {
       counts.set(state, (counts.get(state) ?? 0) + 1);
     }
     return counts;
-  }
-
-  slotStatus(orderId: string): ReturnType<OrderActorHandle['status']> | undefined {
-    return this.slots.get(orderId)?.actor?.status();
   }
 
   /**
@@ -296,7 +256,6 @@ export class OrderHost {
       slot.lastNudgeAt = now;
       nudged++;
     }
-    this.counters.reconcileNudges += nudged;
     if (nudged) this.opts.metrics?.reconcileNudged(nudged);
     return nudged;
   }
@@ -312,7 +271,7 @@ export class OrderHost {
     for (const slot of this.slots.values()) {
       if (slot.record.unique_reference === uniqueReference) return slot.orderId;
     }
-    return this.opts.store.orderIdByReference(uniqueReference);
+    return this.opts.state.orderIdByReference(uniqueReference);
   }
 
   // ---- partitions ---------------------------------------------------------------------------------------------
@@ -354,14 +313,14 @@ export class OrderHost {
     );
     // Their records are the new owner's to read: this replica stops holding them.
     const released = revoked.filter((partition) => !this.assigned.has(partition));
-    if (released.length) this.opts.store.release(released);
+    if (released.length) this.opts.state.release(released);
     const attempted = new Set<string>();
     for (;;) {
       const partitions = added.filter((partition) => this.assigned.has(partition));
       if (partitions.length === 0) return;
-      await this.opts.store.catchUp(partitions);
+      await this.opts.state.catchUp(partitions);
       const candidates = partitions
-        .flatMap((partition) => this.opts.store.recordsOfPartition(partition))
+        .flatMap((partition) => this.opts.state.recordsOfPartition(partition))
         .filter(
           (record) =>
             !record.terminal &&
@@ -377,13 +336,10 @@ export class OrderHost {
           fence: await this.acquireLease(record.order_id, record.fence, record.partition),
         })),
       );
-      await this.opts.store.catchUp(partitions);
+      await this.opts.state.catchUp(partitions);
       for (const { record, fence } of leased) {
         if (fence === null) continue;
-        if (await this.restoreLatest(record.order_id, fence)) {
-          this.counters.restored++;
-          this.opts.metrics?.orderRestored();
-        }
+        if (await this.restoreLatest(record.order_id, fence)) this.opts.metrics?.orderRestored();
       }
     }
   }
@@ -424,7 +380,8 @@ export class OrderHost {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) onWait?.();
       if (!this.assigned.has(partition)) return null;
-      const grant = await this.opts.leases.acquire(orderId, minFence).catch((error: unknown) => {
+      const lost = (): void => void this.onLeaseLost(orderId);
+      const grant = await this.opts.leases.acquire(orderId, minFence, lost).catch((error: unknown) => {
         this.logger.warn({ orderId, err: { message: (error as Error).message } }, 'lease acquire failed');
         return null;
       });
@@ -445,7 +402,7 @@ export class OrderHost {
   /** Restores an order whose lease we hold from its latest durable record; false (lease released) if finished. */
   private async restoreLatest(orderId: string, fence: number): Promise<boolean> {
     if (this.slots.has(orderId)) return false;
-    const record = this.opts.store.get(orderId);
+    const record = this.opts.state.get(orderId);
     if (!record || record.terminal || !this.assigned.has(record.partition)) {
       await this.opts.leases.release(orderId).catch(() => {});
       return false;
@@ -453,7 +410,7 @@ export class OrderHost {
     const slot = this.newSlot(record, fence);
     this.slots.set(orderId, slot);
     try {
-      slot.actor = this.opts.binding.restore(record.machine, this.startOptions(slot));
+      slot.actor = this.binding.restore(record.machine, this.startOptions(slot));
     } catch (error) {
       this.logger.error(
         { orderId, err: { message: (error as Error).message } },
@@ -475,7 +432,6 @@ export class OrderHost {
   async onLeaseLost(orderId: string): Promise<void> {
     const slot = this.slots.get(orderId);
     if (!slot || slot.stopped) return;
-    this.counters.leaseLost++;
     this.opts.metrics?.leaseLost();
     this.logger.warn({ orderId }, 'order lease lost; reloading the order from its last durable record');
     slot.stopped = true;
@@ -507,7 +463,7 @@ export class OrderHost {
     const pending = this.reloading.get(orderId);
     if (pending) return pending;
     const load = (async () => {
-      const record = this.opts.store.get(orderId);
+      const record = this.opts.state.get(orderId);
       if (!record || record.terminal || this.slots.has(orderId)) return;
       const fence = await this.acquireLease(orderId, record.fence, partition);
       if (fence === null) {
@@ -519,8 +475,8 @@ export class OrderHost {
       }
       try {
         // Whoever held the lease meanwhile wrote its last records before letting go: read up to them first.
-        await this.opts.store.catchUp([partition]);
-        if (await this.restoreLatest(orderId, fence)) this.counters.restored++;
+        await this.opts.state.catchUp([partition]);
+        await this.restoreLatest(orderId, fence);
       } catch (error) {
         await this.opts.leases.release(orderId).catch(() => {});
         throw error;
@@ -635,58 +591,23 @@ export class OrderHost {
 
   // ---- writing ------------------------------------------------------------------------------------------------
 
-  private envelope(
-    orderId: string | null,
-    seq: number,
-    eventId: string,
-  ): { event_id: string; order_id: string | null; seq: number; occurred_at: string } {
-    return {
-      event_id: eventId,
-      order_id: orderId,
-      seq,
-      occurred_at: new Date(this.opts.now()).toISOString(),
-    };
-  }
-
   /**
-   * An event for TOPIC_EVENTS, keyed by order_id. Its partition is left to the key's hash (not tied to the command
-   * partition): the events topic may have been created with another partition count, and one key always lands on
-   * one partition, which is what keeps an order's events in order.
-   */
-  private eventRecord(orderId: string | null, event: Record<string, unknown>): OutboundRecord {
-    return {
-      topic: this.opts.topics.events,
-      key: orderId ?? String(event['event_id']),
-      value: JSON.stringify(event),
-      headers: { 'event-type': String(event['type']) },
-    };
-  }
-
-  /**
-   * Writes the order's pending events and its current state record (one transaction), optionally with the offset
-   * of the command that caused them and with that command remembered for deduplication.
+   * Appends the order's pending events and its current state record to its journal (one transaction), optionally
+   * with the offset of the command that caused them and with that command remembered for deduplication.
    */
   private persist(
     slot: OrderSlot,
     extra: {
       offset?: OffsetToCommit;
       command?: [string, string];
-      events?: Array<Record<string, unknown>>;
+      events?: EventPayload[];
       /** The host itself ends the order (an abandoned halted order). */
       terminal?: boolean;
     } = {},
   ): Promise<boolean> {
     if (slot.stopped) return Promise.resolve(false);
-    const records: OutboundRecord[] = [];
-    let seq = slot.record.seq;
-    const emitted = slot.pendingEvents.splice(0, slot.pendingEvents.length);
-    for (const event of [...emitted, ...(extra.events ?? [])]) {
-      seq++;
-      const full = { ...event, ...this.envelope(slot.orderId, seq, `${slot.orderId}:${seq}`) };
-      records.push(this.eventRecord(slot.orderId, { type: event.type, ...full }));
-    }
-    this.counters.events += records.length;
-    const eventTypes = [...emitted, ...(extra.events ?? [])].map((event) => String(event['type']));
+    const events = [...slot.pendingEvents.splice(0, slot.pendingEvents.length), ...(extra.events ?? [])];
+    const eventTypes = events.map((event) => event.type);
     // Webhook-to-event latency: from the hint to the first event a later write publishes (the poll's answer). A
     // hint whose poll found nothing new is forgotten after a minute rather than measured against a later change.
     let webhookAt: number | undefined;
@@ -695,48 +616,31 @@ export class OrderHost {
       if (eventTypes.length || this.opts.now() - slot.webhookAt > 60_000) slot.webhookAt = undefined;
     }
     const status = slot.actor?.status();
-    const commands = extra.command
-      ? [...slot.record.commands, extra.command].slice(-this.maxCommands)
-      : slot.record.commands;
-    const record: OrderRecord = {
-      ...slot.record,
+    const { record, written } = this.opts.journal.append({
+      record: slot.record,
       fence: slot.fence,
-      rev: slot.record.rev + 1,
-      seq,
-      updated_at: new Date(this.opts.now()).toISOString(),
-      commands,
-      unique_reference: status?.uniqueReference ?? slot.record.unique_reference,
-      terminal: status?.terminal ?? slot.record.terminal,
-      // A live actor that writes again has recovered from an earlier halt.
-      halted: slot.actor ? null : (slot.record.halted ?? null),
-      machine: slot.actor ? slot.actor.durable() : slot.record.machine,
-      ...(extra.terminal ? { terminal: true } : {}),
-    };
-    slot.record = record;
-    records.push({
-      topic: this.opts.topics.state,
-      key: slot.orderId,
-      partition: slot.partition,
-      value: JSON.stringify(record),
+      events,
+      command: extra.command,
+      offset: extra.offset,
+      changes: {
+        unique_reference: status?.uniqueReference ?? slot.record.unique_reference,
+        terminal: extra.terminal === true || (status?.terminal ?? slot.record.terminal),
+        // A live actor that writes again has recovered from an earlier halt.
+        halted: slot.actor ? null : (slot.record.halted ?? null),
+        machine: slot.actor ? slot.actor.durable() : slot.record.machine,
+      },
+      guard: () => !slot.stopped && this.opts.leases.isValid(slot.orderId),
     });
-    const write = this.opts.writer
-      .write(
-        records,
-        extra.offset ? [extra.offset] : [],
-        () => !slot.stopped && this.opts.leases.isValid(slot.orderId),
-      )
-      .then((written) => {
-        // A record refused by the lease guard was never written: the store keeps the last durable one.
-        if (written) {
-          this.opts.store.apply(record);
-          if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);
-          if (webhookAt !== undefined)
-            this.opts.metrics?.webhookToEvent((this.opts.now() - webhookAt) / 1000);
-        }
-        return written;
-      });
-    const lastWrite = write.then((written) => {
-      if (!written) throw new Error(`order ${slot.orderId}: a write was refused (lease lost)`);
+    slot.record = record;
+    const write = written.then((done) => {
+      if (done) {
+        if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);
+        if (webhookAt !== undefined) this.opts.metrics?.webhookToEvent((this.opts.now() - webhookAt) / 1000);
+      }
+      return done;
+    });
+    const lastWrite = write.then((done) => {
+      if (!done) throw new Error(`order ${slot.orderId}: a write was refused (lease lost)`);
     });
     lastWrite.catch(() => {}); // observed through durable(); never an unhandled rejection
     slot.lastWrite = lastWrite;
@@ -758,7 +662,7 @@ export class OrderHost {
     const at = new Date(this.opts.now()).toISOString();
     const alreadyReported = Boolean(slot.record.halted);
     slot.record = { ...slot.record, halted: { code: 'actor_error', message, at } };
-    const events: Array<Record<string, unknown>> = alreadyReported
+    const events: EventPayload[] = alreadyReported
       ? []
       : [
           {
@@ -873,7 +777,6 @@ export class OrderHost {
   }
 
   private async processMessage(message: InboundCommandMessage, span: Span): Promise<void> {
-    this.counters.commands++;
     const offset: OffsetToCommit = {
       topic: message.topic,
       partition: message.partition,
@@ -894,148 +797,74 @@ export class OrderHost {
     // An unfinished order of this partition that nobody drives here (created by a previous owner after this
     // replica's restore, or whose reload failed): load it before answering its command.
     if (named !== null && this.routedHere(named, message)) {
-      const record = this.opts.store.get(named);
+      const record = this.opts.state.get(named);
       if (record && !record.terminal && !this.slots.has(named)) await this.adopt(named, message.partition);
     }
-    if (!parsed.ok) {
-      await this.reject(parsed.orderId, message, {
-        command_id: parsed.commandId,
-        command_type: parsed.commandType,
-        reason: parsed.reason,
-        message: parsed.message,
-      });
-      return;
-    }
-    const command = parsed.command;
-    await this.reloading.get(command.order_id);
-    const hash = commandContentHash(command);
-    const rejection = (reason: RejectionReason, text: string) => ({
-      command_id: command.command_id,
-      command_type: command.type,
-      reason,
-      message: text,
-      remember: [command.command_id, hash] as [string, string],
-    });
-    const existing = this.slots.get(command.order_id)?.record ?? this.opts.store.get(command.order_id);
-    if (existing && existing.partition !== message.partition) {
-      // Its key is right but a producer chose another partition: the order is driven where its record lives.
-      await this.reject(
-        command.order_id,
-        message,
-        rejection(
-          'malformed',
-          `order ${command.order_id} lives on partition ${existing.partition}; this command arrived on partition ${message.partition} (let the key choose the partition)`,
-        ),
-      );
-      return;
-    }
-
-    if (command.type === 'order.create') {
-      if (existing) {
-        if (sameCommandContent(existing.create_hash, command)) {
-          // The same order.create again (redelivery, replay, retrying producer): nothing to do.
-          noteOutcome('duplicate');
-          await this.opts.writer.write([], [offset]);
+    if (parsed.ok) await this.reloading.get(parsed.command.order_id);
+    const orderId = parsed.ok ? parsed.command.order_id : null;
+    const slot = orderId === null ? undefined : this.slots.get(orderId);
+    const record = orderId === null ? undefined : (slot?.record ?? this.opts.state.get(orderId));
+    const decision = decide(
+      parsed,
+      { partition: message.partition, now: this.opts.now() },
+      record,
+      slot && { halted: slot.halted, actor: slot.actor },
+    );
+    switch (decision.kind) {
+      case 'skip':
+        noteOutcome(decision.outcome);
+        await this.opts.journal.commitOffset(offset);
+        return;
+      case 'reject':
+        await this.reject(decision.orderId, message, decision.rejection);
+        return;
+      case 'create': {
+        // The order's home, shared by the replicas: this replica reads only its own partitions' records, so a
+        // create of an order that already lives on another partition is recognised here, not by decide().
+        const { command, hash } = decision;
+        const home = await this.opts.homes?.claim(command.order_id, message.partition);
+        if (home !== undefined && home !== message.partition) {
+          await this.reject(command.order_id, message, misrouted(command, hash, home, message.partition));
           return;
         }
-        await this.reject(
+        await this.createOrder(command, message.partition, offset, hash);
+        return;
+      }
+      case 'abandon': {
+        if (!slot) return; // decide() abandons only a halted order driven here
+        const { command } = decision;
+        await this.requireWritten(
+          await this.persist(slot, {
+            offset,
+            command: [command.command_id, decision.hash],
+            terminal: true,
+            events: [
+              {
+                type: 'order.failed',
+                reason: 'abandoned_by_operator',
+                code: 'operator_abandoned',
+                message: 'an operator settled the halted order as abandoned (order.settle)',
+              },
+            ],
+          }),
           command.order_id,
-          message,
-          rejection('order_exists', `order ${command.order_id} already exists with different content`),
         );
+        if (this.slots.get(slot.orderId) === slot) await this.unload(slot);
         return;
       }
-      const home = await this.opts.homes?.claim(command.order_id, message.partition);
-      if (home !== undefined && home !== message.partition) {
-        await this.reject(
+      case 'deliver': {
+        const { command, event } = decision;
+        if (!slot?.actor) return; // decide() delivers only to an actor driven here
+        if (command.type === 'order.webhook_hint') slot.webhookAt = Date.parse(command.received_at);
+        slot.actor.send(event);
+        await this.requireWritten(
+          await this.persist(slot, { offset, command: [command.command_id, decision.hash] }),
           command.order_id,
-          message,
-          rejection(
-            'malformed',
-            `order ${command.order_id} lives on partition ${home}; this command arrived on partition ${message.partition} (let the key choose the partition)`,
-          ),
         );
+        this.finishIfTerminal(slot);
         return;
       }
-      await this.createOrder(command, message.partition, offset, hash);
-      return;
     }
-
-    if (!existing) {
-      await this.reject(
-        command.order_id,
-        message,
-        rejection('unknown_order', `no order ${command.order_id} exists`),
-      );
-      return;
-    }
-    const seen = existing.commands.find(([id]) => id === command.command_id);
-    if (seen) {
-      if (sameCommandContent(seen[1], command)) {
-        noteOutcome('duplicate');
-        await this.opts.writer.write([], [offset]);
-        return;
-      }
-      await this.reject(
-        command.order_id,
-        message,
-        rejection(
-          'duplicate_conflict',
-          `command_id ${command.command_id} was already used with different content`,
-        ),
-      );
-      return;
-    }
-    const slot = this.slots.get(command.order_id);
-    if (slot?.halted && command.type === 'order.settle' && command.resolution === 'abandon') {
-      // An order halted by a bug has no machine to decide: the operator's abandon ends it here.
-      await this.requireWritten(
-        await this.persist(slot, {
-          offset,
-          command: [command.command_id, hash],
-          terminal: true,
-          events: [
-            {
-              type: 'order.failed',
-              reason: 'abandoned_by_operator',
-              code: 'operator_abandoned',
-              message: 'an operator settled the halted order as abandoned (order.settle)',
-            },
-          ],
-        }),
-        command.order_id,
-      );
-      if (this.slots.get(slot.orderId) === slot) await this.unload(slot);
-      return;
-    }
-    if (command.type === 'order.submit_deposit' && slot?.actor?.status().depositTxHash === command.tx_hash) {
-      // The same deposit hash again (under a new command_id): already accepted, nothing more to do.
-      noteOutcome('duplicate');
-      await this.opts.writer.write([], [offset]);
-      return;
-    }
-    const event = toActorEvent(command, this.opts.now());
-    const refusal =
-      !slot?.actor || !event
-        ? `${command.type} is not allowed: order ${command.order_id} is ${existing.terminal ? 'finished' : slot?.halted ? 'halted by an internal error (see order.parked; only order.settle abandon is possible)' : 'not active on this replica'}`
-        : slot.actor.can(event)
-          ? undefined
-          : `${command.type} is not allowed while the order is in state ${slot.actor.status().state}`;
-    if (refusal !== undefined || !slot?.actor || !event) {
-      // A webhook hint for an order that cannot poll now is simply consumed: it never changes state by itself.
-      if (command.type === 'order.webhook_hint') {
-        noteOutcome('consumed');
-        await this.opts.writer.write([], [offset]);
-      } else await this.reject(command.order_id, message, rejection('not_allowed', refusal ?? 'not allowed'));
-      return;
-    }
-    if (command.type === 'order.webhook_hint') slot.webhookAt = Date.parse(command.received_at);
-    slot.actor.send(event);
-    await this.requireWritten(
-      await this.persist(slot, { offset, command: [command.command_id, hash] }),
-      command.order_id,
-    );
-    this.finishIfTerminal(slot);
   }
 
   private async createOrder(
@@ -1058,8 +887,8 @@ export class OrderHost {
       // one may have been handed the same order.create (a rebalance while this consumer was stuck) and created the
       // order. Read the partition up to now before creating: a second life of one order_id would mean a second
       // exchange order. If it exists, let go and have the command delivered again, which loads that order.
-      await this.opts.store.catchUp([partition]);
-      if (this.opts.store.get(command.order_id)) {
+      await this.opts.state.catchUp([partition]);
+      if (this.opts.state.get(command.order_id)) {
         await this.opts.leases.release(command.order_id).catch(() => {});
         throw new WorkerError(
           'order_created_meanwhile',
@@ -1087,7 +916,7 @@ export class OrderHost {
     if (origin) record.trace_origin = origin;
     const slot = this.newSlot(record, fence);
     this.slots.set(command.order_id, slot);
-    slot.actor = this.opts.binding.create(command, this.startOptions(slot));
+    slot.actor = this.binding.create(command, this.startOptions(slot));
     await this.requireWritten(await this.persist(slot, { offset }), command.order_id);
     this.finishIfTerminal(slot);
   }
@@ -1095,7 +924,7 @@ export class OrderHost {
   /** The command arrived where its order lives: keyed by the order and on the order's partition (when it exists). */
   private routedHere(orderId: string, message: InboundCommandMessage): boolean {
     if (message.key !== orderId) return false;
-    const record = this.slots.get(orderId)?.record ?? this.opts.store.get(orderId);
+    const record = this.slots.get(orderId)?.record ?? this.opts.state.get(orderId);
     return !record || record.partition === message.partition;
   }
 
@@ -1109,16 +938,8 @@ export class OrderHost {
   private async reject(
     orderId: string | null,
     message: InboundCommandMessage,
-    body: {
-      command_id: string | null;
-      command_type: string | null;
-      reason: RejectionReason;
-      message: string;
-      /** The parsed command's [command_id, content hash], remembered so the same command again is a no-op. */
-      remember?: [string, string];
-    },
+    body: Rejection,
   ): Promise<void> {
-    this.counters.rejected++;
     noteOutcome('rejected', body.reason);
     this.logger.warn(
       {
@@ -1136,7 +957,7 @@ export class OrderHost {
       offset: message.offset,
     };
     const { remember, ...fields } = body;
-    const rejected = {
+    const rejected: EventPayload = {
       type: 'command.rejected',
       ...fields,
       ...rejectedCommandFingerprint(message.value),
@@ -1153,7 +974,7 @@ export class OrderHost {
       await this.requireWritten(written, orderId);
       return;
     }
-    const record = inHistory ? this.opts.store.get(orderId) : undefined;
+    const record = inHistory ? this.opts.state.get(orderId) : undefined;
     if (record && orderId) {
       // A finished order (no actor): extend its history under a fresh lease.
       const fence = await this.acquireLease(orderId, record.fence, record.partition);
@@ -1164,37 +985,20 @@ export class OrderHost {
           { retryable: true },
         );
       }
-      const seq = record.seq + 1;
-      const commands = remember ? [...record.commands, remember].slice(-this.maxCommands) : record.commands;
-      const next: OrderRecord = {
-        ...record,
+      const { written } = this.opts.journal.append({
+        record,
         fence,
-        rev: record.rev + 1,
-        seq,
-        commands,
-        updated_at: new Date(this.opts.now()).toISOString(),
-      };
-      const event = { ...rejected, ...this.envelope(orderId, seq, `${orderId}:${seq}`) };
-      const written = await this.opts.writer.write(
-        [
-          this.eventRecord(orderId, event),
-          {
-            topic: this.opts.topics.state,
-            key: orderId,
-            partition: record.partition,
-            value: JSON.stringify(next),
-          },
-        ],
-        [offset],
-        () => this.opts.leases.isValid(orderId),
-      );
-      if (written) this.opts.store.apply(next);
+        events: [rejected],
+        command: remember,
+        offset,
+        guard: () => this.opts.leases.isValid(orderId),
+      });
+      const done = await written;
       await this.opts.leases.release(orderId).catch(() => {});
-      await this.requireWritten(written, orderId);
+      await this.requireWritten(done, orderId);
       return;
     }
     const eventId = `rejected:${message.topic}:${message.partition}:${message.offset}`;
-    const event = { ...rejected, ...this.envelope(orderId, 0, eventId) };
-    await this.opts.writer.write([this.eventRecord(orderId, event)], [offset]);
+    await this.opts.journal.publishUnsequenced(orderId, rejected, eventId, offset);
   }
 }

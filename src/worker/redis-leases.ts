@@ -1,6 +1,7 @@
 // The order host's view of leases, on Redis: OrderLease hands out fenced grants, LeaseKeeper keeps them renewed
 // and says whether one may still act. A grant's fence is recorded in the order's state record; on restore it is
-// passed back as minFence so fences stay monotonic even after Redis restarts empty.
+// passed back as minFence so fences stay monotonic even after Redis restarts empty. Whoever takes a lease says what
+// to do when it is lost.
 import { LeaseKeeper, type LeaseLossReason } from '../redis/lease-keeper.ts';
 import type { OrderLease } from '../redis/order-lease.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -11,7 +12,8 @@ export class RedisOrderLeases implements OrderLeases {
   private readonly keeper: LeaseKeeper;
   private readonly owner: string;
   private readonly ttlMs: number;
-  private lostHandler: (orderId: string) => void = () => {};
+  /** What to do when a held lease is lost, per order (given with the grant). */
+  private readonly onLost = new Map<string, () => void>();
 
   constructor(opts: { lease: OrderLease; owner: string; ttlMs: number; logger: Logger }) {
     this.lease = opts.lease;
@@ -22,28 +24,28 @@ export class RedisOrderLeases implements OrderLeases {
       onLost: (orderId: string, reason: LeaseLossReason) => {
         log.warn({ orderId, reason }, 'order lease lost');
         // Deferred: onLost may be called from inside isValid, which callers use as a plain predicate.
-        setImmediate(() => this.lostHandler(orderId));
+        const handler = this.onLost.get(orderId);
+        this.onLost.delete(orderId);
+        if (handler) setImmediate(handler);
       },
       onRenewError: (orderId, error) =>
         log.debug({ orderId, code: error.code }, 'lease renewal failed; retrying'),
     });
   }
 
-  onLost(handler: (orderId: string) => void): void {
-    this.lostHandler = handler;
-  }
-
-  async acquire(orderId: string, minFence: number): Promise<{ fence: number } | null> {
+  async acquire(orderId: string, minFence: number, onLost: () => void): Promise<{ fence: number } | null> {
     const grant = await this.lease.acquire(orderId, this.owner, this.ttlMs, minFence);
     if (!grant) {
       // Our own earlier incarnation (same owner) may still hold it after a restart: its lease simply expires.
       return null;
     }
+    this.onLost.set(orderId, onLost);
     this.keeper.keep(grant);
     return { fence: grant.fence };
   }
 
   async release(orderId: string): Promise<void> {
+    this.onLost.delete(orderId);
     await this.keeper.release(orderId);
   }
 
@@ -52,6 +54,7 @@ export class RedisOrderLeases implements OrderLeases {
   }
 
   async stop(): Promise<void> {
+    this.onLost.clear();
     await this.keeper.releaseAll();
   }
 }

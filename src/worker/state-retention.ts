@@ -44,8 +44,9 @@ export class StateRetention {
   private async sweepOnce(now: number): Promise<number> {
     let count = 0;
     for (const order of this.opts.store.expired(now - this.opts.retentionMs)) {
-      // Held elsewhere (a late command being answered, or the partition moved): the next sweep tries again.
-      const grant = await this.opts.leases.acquire(order.orderId, order.fence).catch(() => null);
+      // Held elsewhere (a late command being answered, or the partition moved): the next sweep tries again. A
+      // lease lost meanwhile needs no handler: the write's guard (isValid) refuses the tombstone.
+      const grant = await this.opts.leases.acquire(order.orderId, order.fence, () => {}).catch(() => null);
       if (!grant) continue;
       try {
         const current = this.opts.store.get(order.orderId);

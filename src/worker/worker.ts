@@ -1,358 +1,114 @@
-// The worker's lifecycle: the two HTTP servers (webhooks on HTTP_PORT; health, readiness and metrics on
-// METRICS_PORT, both listening from the start), topics, the transactional writer, the state store, the order host
-// and the command consumer, started in dependency order and stopped in reverse within a bounded time.
+// The worker's lifecycle over parts the composition root built: the HTTP face (both servers listening from the
+// start), topics, the transactional writer, the state store, the best-effort producer and the command consumer
+// feeding the order host, started in dependency order and stopped in reverse within a bounded time.
+// Finished orders past their retention are tombstoned by a periodic sweep (state-retention.ts).
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
-import type { IncomingHttpHeaders, Server } from 'node:http';
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { Partitioners, type Admin, type Kafka, type Producer } from '../kafka/kafkajs-exports.ts';
 import type { WorkerConfig } from '../config.ts';
-import { CommandConsumer } from '../kafka/command-consumer.ts';
-import { OrderStateStore } from '../kafka/order-state-store.ts';
-import { ensureTopics } from '../kafka/topics.ts';
-import { TransactionalWriter } from '../kafka/transactional-writer.ts';
+import type { HttpFace } from '../http/http-face.ts';
+import type { CommandConsumer } from '../kafka/command-consumer.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { WorkerMetrics } from '../telemetry/metrics.ts';
-import { extractContext, injectContext } from '../telemetry/propagation.ts';
-import {
-  ATTR_ERROR_TYPE,
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_HTTP_ROUTE,
-  ATTR_MESSAGING_DESTINATION_NAME,
-  ATTR_MESSAGING_OPERATION_NAME,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM,
-  ATTR_URL_PATH,
-} from '../telemetry/semconv.ts';
-import { createOpsServer, createWebhookServer, type WebhookOutcome } from '../webhooks/http-server.ts';
-import {
-  createWebhookReceiver,
-  type WebhookCounters,
-  type WebhookReceiverDeps,
-} from '../webhooks/webhook-receiver.ts';
-import type { MachineBinding } from './machine-binding.ts';
-import { OrderHost, type OrderHomes, type OrderLeases } from './order-host.ts';
-import { retentionSweepIntervalMs, StateRetention } from './state-retention.ts';
+import type { WorkerHealth } from './health.ts';
+import type { OrderHost } from './order-host.ts';
 
-export interface WorkerAdapters {
-  kafka: Kafka;
-  leases: OrderLeases & { onLost(handler: (orderId: string) => void): void; stop(): Promise<void> };
-  /** Builds the machine binding; it may use the host (durability barrier, lease validity) lazily. */
-  binding: (host: () => OrderHost) => MachineBinding;
-  webhooks: Pick<WebhookReceiverDeps, 'verify' | 'normalize' | 'firstSeen' | 'forget'>;
-  checks: { redis: () => Promise<boolean>; exchange: () => Promise<boolean> };
+/** Something started once and stopped once. */
+interface Connectable {
+  connect(): Promise<void>;
+}
+
+export interface WorkerParts {
+  http: HttpFace;
+  /** Creates missing topics; an existing commands topic decides the partition count. */
+  ensureTopics: () => Promise<{ partitions: number }>;
+  writer: Connectable & { close(): Promise<void> };
+  store: { start(): Promise<void>; stop(): Promise<void> };
+  /** The producer webhook hints and KYC events are routed with. */
+  hints: Connectable & { disconnect(): Promise<void> };
+  host: Pick<
+    OrderHost,
+    'activeOrders' | 'setAssignment' | 'onAssignment' | 'handleMessage' | 'reconcile' | 'unloadAll'
+  >;
+  consumer: Pick<CommandConsumer, 'start' | 'stop' | 'pause' | 'resume' | 'assigned'>;
+  /** The consumer lag of the group, per partition. */
+  cluster: Connectable & {
+    consumerLag(topic: string, groupId: string, partitions: readonly number[]): Promise<Map<number, number>>;
+    disconnect(): Promise<void>;
+  };
+  health: Pick<WorkerHealth, 'kafkaAnswered' | 'stopped'>;
+  /** Tombstones finished orders past their retention; run every `intervalMs` while the worker runs. */
+  retention: { sweep(now: number): Promise<unknown>; intervalMs: number };
   /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */
   inflightExchangeCalls: () => number;
-  /** Resolves once no exchange call of the order is in progress, or after timeoutMs. */
-  callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
-  /**
-   * Where each exchange order's order lives, shared by the replicas (Redis): the owner of a partition records its
-   * orders' references as it reads them; a webhook for an order of another replica's partition is routed with it.
-   */
-  orderRoutes?: OrderRoutes;
-  /** The partition of every order, shared by the replicas (Redis): refuses a create sent to another partition. */
-  orderHomes?: OrderHomes;
-  /** The metrics of the process (the Prometheus text of `/metrics`, and the instruments the parts record to). */
-  metrics: WorkerMetrics;
+  /** Closes what the parts above do not own (leases, the exchange client, Redis, telemetry). */
   close: () => Promise<void>;
-}
-
-export interface OrderRoutes {
-  /** Best effort: a failure is logged by the implementation; the webhook of that order falls back to the poll. */
-  record(uniqueReference: string, orderId: string, partition: number): void;
-  locate(uniqueReference: string): Promise<{ orderId: string; partition: number } | undefined>;
-  forget(uniqueReference: string): void;
-}
-
-const tracer = trace.getTracer('exchange-order-worker');
-
-function notRunning(): never {
-  throw new Error('hint producer not running');
-}
-
-/** `send <topic>`: a producer span whose context the sent messages carry (traceparent in their headers). */
-function sendInSpan<T>(topic: string, send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(
-    `send ${topic}`,
-    {
-      kind: SpanKind.PRODUCER,
-      attributes: {
-        [ATTR_MESSAGING_SYSTEM]: 'kafka',
-        [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
-        [ATTR_MESSAGING_OPERATION_NAME]: 'send',
-        [ATTR_MESSAGING_DESTINATION_NAME]: topic,
-      },
-    },
-    async (span) => {
-      try {
-        return await send(injectContext(context.active()));
-      } catch (error) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
-}
-
-/** The result label of a webhook delivery, from the receiver's answer. */
-function webhookResult(outcome: WebhookOutcome): string {
-  if (outcome.status === 202) return 'unknown_order';
-  if (outcome.status >= 400) return 'refused';
-  if (outcome.body['duplicate'] === true) return 'duplicate';
-  if (outcome.body['kind'] === 'kyc') return 'kyc';
-  return 'routed';
 }
 
 export class Worker {
   private readonly config: WorkerConfig;
   private readonly logger: Logger;
-  private readonly adapters: WorkerAdapters;
-  private writer: TransactionalWriter | undefined;
-  private store: OrderStateStore | undefined;
-  private host: OrderHost | undefined;
-  private consumer: CommandConsumer | undefined;
-  private hintProducer: Producer | undefined;
-  private server: Server | undefined;
-  private opsServer: Server | undefined;
-  private receiver: ReturnType<typeof createWebhookReceiver> | undefined;
+  private readonly parts: WorkerParts;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
-  private lagAdmin: Admin | undefined;
-  private consumerLag = new Map<number, number>();
+  private lag = new Map<number, number>();
+  private running = false;
   private stopping = false;
-  private kafkaHealthy = { ok: false, at: 0 };
-  readonly now = (): number => Date.now();
 
-  constructor(config: WorkerConfig, logger: Logger, adapters: WorkerAdapters) {
+  constructor(config: WorkerConfig, logger: Logger, parts: WorkerParts) {
     this.config = config;
     this.logger = logger;
-    this.adapters = adapters;
+    this.parts = parts;
   }
 
-  get listeningPort(): number | undefined {
-    const address = this.server?.address();
-    return typeof address === 'object' && address ? address.port : undefined;
+  /** Consumer lag per assigned partition, measured every 10 s (the `worker_consumer_lag` gauge). */
+  get consumerLag(): ReadonlyMap<number, number> {
+    return this.lag;
   }
 
-  get metricsPort(): number | undefined {
-    const address = this.opsServer?.address();
-    return typeof address === 'object' && address ? address.port : undefined;
-  }
-
-  async start(onFatal: (error: Error) => void): Promise<void> {
-    const { config, logger, adapters } = this;
+  async start(): Promise<void> {
+    const { config, logger, parts } = this;
+    const { host, consumer } = parts;
     // Both servers listen before anything else: liveness answers during a long restore, and a delivery reaching a
     // replica that is still starting (the webhook Service also routes to pods that are not ready) is verified and
     // acknowledged rather than refused at connect, which the exchange would count towards disabling the endpoint.
-    this.server = createWebhookServer({
-      logger,
-      handleWebhook: (raw, headers) => this.answerWebhook(raw, headers),
-    });
-    this.opsServer = createOpsServer({
-      logger,
-      readiness: () => this.readiness(),
-      liveness: () => this.liveness(),
-      metrics: async () => `${await adapters.metrics.render()}${this.webhookCounterText(this.receiver)}`,
-    });
-    const listen = (server: Server, port: number): Promise<void> =>
-      new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, () => resolve());
-      });
-    await listen(this.opsServer, config.metricsPort);
-    await listen(this.server, config.httpPort);
-
-    const { partitions } = await ensureTopics(adapters.kafka, config.topics, logger);
-    this.kafkaHealthy = { ok: true, at: this.now() };
-
-    const writer = new TransactionalWriter({
-      kafka: adapters.kafka,
-      transactionalId: `${config.consumerGroup}.${config.workerId}`,
-      consumerGroupId: config.consumerGroup,
-      transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
-      logger,
-      // Stop every order actor first (synchronously), then let the process shut down.
-      onFatal: (error) => {
-        this.host?.halt(error);
-        onFatal(error);
-      },
-      onTransaction: ({ outcome, seconds }) => {
-        adapters.metrics.kafkaCommitDuration.record(seconds, { outcome });
-        if (outcome === 'committed') adapters.metrics.kafkaTransactions.add(1);
-      },
-    });
-    await writer.connect();
-    this.writer = writer;
-
-    const store = new OrderStateStore({
-      kafka: adapters.kafka,
-      topic: config.topics.state,
-      workerId: config.workerId,
-      writer,
-      logger,
-      transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
-      ...(adapters.orderRoutes
-        ? { onReference: adapters.orderRoutes.record.bind(adapters.orderRoutes) }
-        : {}),
-    });
-    await store.start();
-    this.store = store;
-
-    const binding = adapters.binding(() => {
-      if (!this.host) throw new Error('order host not started');
-      return this.host;
-    });
-    const hostRef = new OrderHost({
-      store,
-      writer,
-      leases: adapters.leases,
-      binding,
-      topics: config.topics,
-      logger,
-      now: this.now,
-      ...(adapters.callsSettled ? { callsSettled: adapters.callsSettled } : {}),
-      maxCommandBytes: config.maxCommandBytes,
-      metrics: adapters.metrics.hostObserver(),
-      ...(adapters.orderHomes ? { homes: adapters.orderHomes } : {}),
-    });
-    this.host = hostRef;
-    adapters.leases.onLost((orderId) => void hostRef.onLeaseLost(orderId));
-
-    // Hints and KYC events are best effort (a duplicate hint is one more poll; a lost one is covered by polling), so
-    // the producer gives up after a few seconds instead of retrying forever behind a pending webhook answer.
-    this.hintProducer = adapters.kafka.producer({
-      idempotent: false,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-      retry: { retries: 4, initialRetryTime: 100, maxRetryTime: 1_000 },
-    });
-    await this.hintProducer.connect();
-
-    this.receiver = createWebhookReceiver({
-      ...adapters.webhooks,
-      logger,
-      now: this.now,
-      // An order of this replica's partitions is known here; another replica's is looked up (a hint to pass on).
-      locate: (uniqueReference) => {
-        const orderId = store.orderIdByReference(uniqueReference);
-        const record = orderId ? store.get(orderId) : undefined;
-        if (record) return { orderId: record.order_id, partition: record.partition };
-        return adapters.orderRoutes?.locate(uniqueReference);
-      },
-      routeHint: async (hint) => {
-        await sendInSpan(config.topics.commands, (headers) =>
-          (this.hintProducer ?? notRunning()).send({
-            topic: config.topics.commands,
-            messages: [
-              {
-                key: hint.orderId,
-                partition: hint.partition,
-                headers,
-                value: JSON.stringify({
-                  type: 'order.webhook_hint',
-                  command_id: hint.commandId,
-                  order_id: hint.orderId,
-                  unique_reference: hint.uniqueReference,
-                  status: hint.status,
-                  received_at: hint.receivedAt,
-                }),
-              },
-            ],
-          }),
-        );
-      },
-      publishKyc: async (event) => {
-        await sendInSpan(config.topics.events, (traceHeaders) =>
-          (this.hintProducer ?? notRunning()).send({
-            topic: config.topics.events,
-            messages: [
-              {
-                key: event.orderId ?? event.uniqueReference ?? event.eventId,
-                value: JSON.stringify({
-                  type: 'exchange.kyc_status_changed',
-                  event_id: event.eventId,
-                  order_id: event.orderId,
-                  seq: 0,
-                  occurred_at: new Date(this.now()).toISOString(),
-                  unique_reference: event.uniqueReference,
-                  payload: event.payload,
-                }),
-                headers: { 'event-type': 'exchange.kyc_status_changed', ...traceHeaders },
-              },
-            ],
-          }),
-        );
-      },
-    });
-
-    const consumer = new CommandConsumer({
-      kafka: adapters.kafka,
-      topic: config.topics.commands,
-      groupId: config.consumerGroup,
-      partitions,
-      logger,
-      onFatal,
-      sessionTimeoutMs: config.kafkaSessionTimeoutMs,
-    });
-    this.consumer = consumer;
-    adapters.metrics.observe({
-      activeOrders: () => hostRef.activeOrders,
-      knownOrders: () => store.size(),
-      openOrdersByState: () => hostRef.openOrdersByState(),
-      partitionsOwned: () => consumer.assigned.length,
-      consumerPaused: () => consumer.isPaused,
-      inflightExchangeCalls: () => adapters.inflightExchangeCalls(),
-      consumerLag: () => this.consumerLag,
-    });
+    await parts.http.listen({ http: config.httpPort, metrics: config.metricsPort });
+    const { partitions } = await parts.ensureTopics();
+    parts.health.kafkaAnswered();
+    await parts.writer.connect();
+    await parts.store.start();
+    await parts.hints.connect();
+    parts.http.acceptWebhooks();
 
     await consumer.start(
       {
-        onAssignmentChanged: (assigned) => hostRef.setAssignment(assigned),
+        onAssignmentChanged: (assigned) => host.setAssignment(assigned),
         onAssignment: async (_assigned, revoked, added) => {
-          await hostRef.onAssignment(revoked, added);
+          await host.onAssignment(revoked, added);
         },
         onMessage: async (message) => {
-          await hostRef.handleMessage(message);
+          await host.handleMessage(message);
           this.applyBackpressure();
         },
       },
       partitions,
     );
+    this.running = true;
     this.backpressureTimer = setInterval(() => this.applyBackpressure(), 100);
     this.backpressureTimer.unref();
-    this.reconcileTimer = setInterval(() => hostRef.reconcile(this.now(), config.reconcileMaxAgeMs), 5_000);
+    this.reconcileTimer = setInterval(() => host.reconcile(Date.now(), config.reconcileMaxAgeMs), 5_000);
     this.reconcileTimer.unref();
-    const retention = new StateRetention({
-      store,
-      writer,
-      leases: adapters.leases,
-      stateTopic: config.topics.state,
-      retentionMs: config.finishedOrderRetentionMs,
-      logger,
-      onTombstoned: ({ uniqueReference }) => {
-        if (uniqueReference) adapters.orderRoutes?.forget(uniqueReference);
-      },
-    });
-    this.retentionTimer = setInterval(
-      () => void retention.sweep(this.now()),
-      retentionSweepIntervalMs(config.finishedOrderRetentionMs),
-    );
+    const { retention } = parts;
+    this.retentionTimer = setInterval(() => void retention.sweep(Date.now()), retention.intervalMs);
     this.retentionTimer.unref();
-    this.lagAdmin = adapters.kafka.admin();
-    await this.lagAdmin.connect();
-    const measureLag = (): void => void this.measureLag(consumer.assigned).catch(() => {});
+    await parts.cluster.connect();
+    const measureLag = (): void => void this.measureLag().catch(() => {});
     measureLag();
     this.lagTimer = setInterval(measureLag, 10_000);
     this.lagTimer.unref();
     logger.info(
       {
-        port: this.listeningPort,
-        metricsPort: this.metricsPort,
+        port: parts.http.webhookPort,
+        metricsPort: parts.http.metricsPort,
         partitions,
         topics: config.topics,
         workerId: config.workerId,
@@ -361,184 +117,48 @@ export class Worker {
     );
   }
 
-  /** A webhook before the receiver exists (still starting): checked like any other, then acknowledged unrouted. */
-  private answerWebhook(raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> {
-    // Each delivery is a server span that continues the sender's trace, if it sent one; the hint it routes and
-    // the GET that hint triggers continue this trace.
-    return tracer.startActiveSpan(
-      'POST /webhooks/exchange',
-      {
-        kind: SpanKind.SERVER,
-        attributes: {
-          [ATTR_HTTP_REQUEST_METHOD]: 'POST',
-          [ATTR_HTTP_ROUTE]: '/webhooks/exchange',
-          [ATTR_URL_PATH]: '/webhooks/exchange',
-        },
-      },
-      extractContext(headers),
-      async (span) => {
-        try {
-          const outcome = await this.answerWebhookUntraced(raw, headers);
-          span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.status);
-          span.setAttribute('webhook.result', webhookResult(outcome));
-          this.adapters.metrics.webhooks.add(1, { result: webhookResult(outcome) });
-          return outcome;
-        } catch (error) {
-          span.setAttribute(ATTR_ERROR_TYPE, (error as Error).name);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-          this.adapters.metrics.webhooks.add(1, { result: 'failed' });
-          throw error;
-        } finally {
-          span.end();
-        }
-      },
-    );
-  }
-
-  private answerWebhookUntraced(raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> {
-    if (this.receiver) return this.receiver.handle(raw, headers);
-    const verdict = this.adapters.webhooks.verify?.(raw, headers);
-    if (verdict?.ok === false)
-      return Promise.resolve({
-        status: 401,
-        body: { detail: `invalid webhook signature: ${verdict.reason}` },
-      });
-    return Promise.resolve({
-      status: 202,
-      body: { accepted: false, detail: 'worker starting; the order is polled anyway' },
-    });
-  }
-
   /**
    * Pauses consumption while the exchange is slow or the budget is spent (too many calls in progress), or while
    * this replica holds its maximum of active orders; resumes with some hysteresis. Calls in progress finish on
    * their own, so a pause always ends.
    */
   private applyBackpressure(): void {
-    if (!this.consumer || !this.host || this.stopping) return;
-    const active = this.host.activeOrders;
-    const inflight = this.adapters.inflightExchangeCalls();
+    if (!this.running || this.stopping) return;
+    const active = this.parts.host.activeOrders;
+    const inflight = this.parts.inflightExchangeCalls();
     const { maxActiveOrders, maxInflightExchangeCalls } = this.config;
-    if (active >= maxActiveOrders || inflight >= maxInflightExchangeCalls) this.consumer.pause();
+    if (active >= maxActiveOrders || inflight >= maxInflightExchangeCalls) this.parts.consumer.pause();
     else if (
       active < maxActiveOrders * 0.9 &&
       inflight < Math.max(1, Math.floor(maxInflightExchangeCalls * 0.8))
     )
-      this.consumer.resume();
+      this.parts.consumer.resume();
   }
 
-  /** Not alive once the command consumer crashed for good: a restart is the only way back. */
-  liveness(): { alive: boolean; detail?: string } {
-    const crashed = this.consumer?.crashedForGood;
-    return crashed === undefined
-      ? { alive: true }
-      : { alive: false, detail: `command consumer crashed: ${crashed}` };
-  }
-
-  async readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> {
-    const checks: Record<string, { ok: boolean; detail?: string }> = {};
-    const timed = async (fn: () => Promise<boolean>): Promise<boolean> =>
-      Promise.race([
-        fn().catch(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000)),
-      ]);
-    const [redis, exchange] = await Promise.all([
-      timed(this.adapters.checks.redis),
-      timed(this.adapters.checks.exchange),
-    ]);
-    checks['redis'] = { ok: redis };
-    checks['exchange'] = { ok: exchange };
-    if (this.now() - this.kafkaHealthy.at > 10_000) {
-      const admin = this.adapters.kafka.admin();
-      const ok = await timed(async () => {
-        await admin.connect();
-        try {
-          await admin.describeCluster();
-          return true;
-        } finally {
-          await admin.disconnect();
-        }
-      });
-      this.kafkaHealthy = { ok, at: this.now() };
-    }
-    checks['kafka'] = { ok: this.kafkaHealthy.ok };
-    // Ready once in the group with every assigned partition restored; a replica beyond the partition count holds
-    // none and is still ready (it takes over when another leaves).
-    const restored = Boolean(this.consumer?.joined && this.consumer.allRestored());
-    checks['partitions'] = {
-      ok: restored,
-      detail: `${this.consumer?.restoredPartitions.size ?? 0}/${this.consumer?.assigned.length ?? 0} restored`,
-    };
-    checks['stopping'] = { ok: !this.stopping };
-    return { ready: Object.values(checks).every((c) => c.ok), checks };
-  }
-
-  /**
-   * The webhook receiver's own counters in Prometheus text, beside the OpenTelemetry metrics: what could not be
-   * read, hints that failed, and which signing secret verified each delivery (rotation: when the old secret's
-   * series stops growing, it can be removed).
-   */
-  private webhookCounterText(
-    webhooks: { counters: Readonly<WebhookCounters>; verifiedBySecret: readonly number[] } | undefined,
-  ): string {
-    const lines: string[] = [];
-    for (const [name, value] of Object.entries(webhooks?.counters ?? {})) {
-      const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-      const metric = `worker_webhooks_${snake}_total`;
-      lines.push(
-        `# HELP ${metric} webhooks ${snake.replace(/_/g, ' ')}`,
-        `# TYPE ${metric} counter`,
-        `${metric} ${value}`,
-      );
-    }
-    const verified = 'worker_webhooks_verified_total';
-    lines.push(
-      `# HELP ${verified} webhooks verified, by position of the signing secret`,
-      `# TYPE ${verified} counter`,
+  /** What a replacement replica would have to redo: high watermark minus the group's committed offset. */
+  private async measureLag(): Promise<void> {
+    if (this.stopping) return;
+    const { topics, consumerGroup } = this.config;
+    this.lag = await this.parts.cluster.consumerLag(
+      topics.commands,
+      consumerGroup,
+      this.parts.consumer.assigned,
     );
-    (webhooks?.verifiedBySecret ?? []).forEach((value, index) =>
-      lines.push(`${verified}{secret="${index}"} ${value ?? 0}`),
-    );
-    return `${lines.join('\n')}\n`;
   }
 
   /**
    * Graceful stop: no more commands, orders persisted, leases released, then webhooks (accepted and routed until
    * the HTTP server closes), producers flushed.
    */
-  /**
-   * Consumer lag per assigned partition: the topic's high watermark minus the group's committed offset (what a
-   * replacement replica would have to redo). Measured every 10 s; read by the `worker_consumer_lag` gauge.
-   */
-  private async measureLag(assigned: readonly number[]): Promise<void> {
-    const admin = this.lagAdmin;
-    if (!admin || this.stopping) return;
-    const topic = this.config.topics.commands;
-    const [ends, committed] = await Promise.all([
-      admin.fetchTopicOffsets(topic),
-      admin.fetchOffsets({ groupId: this.config.consumerGroup, topics: [topic] }),
-    ]);
-    const committedOf = new Map(
-      (committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)] as const),
-    );
-    const lag = new Map<number, number>();
-    for (const partition of assigned) {
-      const end = ends.find((e) => e.partition === partition);
-      if (!end) continue;
-      const done = committedOf.get(partition) ?? -1n;
-      const from = done >= 0n ? done : BigInt(end.low);
-      lag.set(partition, Number(BigInt(end.high) - from));
-    }
-    this.consumerLag = lag;
-  }
-
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.parts.health.stopped();
     clearInterval(this.backpressureTimer);
     clearInterval(this.reconcileTimer);
     clearInterval(this.retentionTimer);
     clearInterval(this.lagTimer);
+    const { parts } = this;
     const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
       try {
         await fn();
@@ -546,19 +166,17 @@ export class Worker {
         this.logger.warn({ step: what, err: { message: (error as Error).message } }, 'shutdown step failed');
       }
     };
-    await step('consumer', async () => this.consumer?.stop());
-    await step('orders', async () => this.host?.unloadAll());
-    await step('writer', async () => this.writer?.close());
+    await step('consumer', () => parts.consumer.stop());
+    await step('orders', () => parts.host.unloadAll());
+    await step('writer', () => parts.writer.close());
     // Webhooks are accepted and routed until here: the webhook server closes (waiting for requests in progress)
     // before the hint producer and the state store it routes with. A webhook answered 5xx would count towards
     // the exchange disabling the endpoint; Kubernetes stops sending new ones during the pod's preStop pause.
-    const close = (server: Server | undefined): Promise<void> =>
-      new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    await step('http', () => close(this.server));
-    await step('hint producer', async () => this.hintProducer?.disconnect());
-    await step('lag admin', async () => this.lagAdmin?.disconnect());
-    await step('state store', async () => this.store?.stop());
-    await step('metrics http', () => close(this.opsServer));
-    await step('adapters', async () => this.adapters.close());
+    await step('http', () => parts.http.closeWebhooks());
+    await step('hint producer', () => parts.hints.disconnect());
+    await step('lag admin', () => parts.cluster.disconnect());
+    await step('state store', () => parts.store.stop());
+    await step('metrics http', () => parts.http.closeOperations());
+    await step('adapters', () => parts.close());
   }
 }

@@ -4,6 +4,7 @@
 // order under its lease once its retention passed.
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Kafka } from 'kafkajs';
+import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { OrderStateStore, type OrderRecord } from '../../src/kafka/order-state-store.ts';
 import { TransactionalWriter, type WritableRecord } from '../../src/kafka/transactional-writer.ts';
 import { closeRedis, createRedis, whenRedisReady } from '../../src/redis/connect.ts';
@@ -44,7 +45,7 @@ async function stateTopic(kafka: Kafka): Promise<string> {
 
 async function writerFor(kafka: Kafka): Promise<TransactionalWriter> {
   const writer = new TransactionalWriter({
-    kafka,
+    kafka: KafkaClient.wrap(kafka),
     transactionalId: uniqueName('tx'),
     consumerGroupId: uniqueName('group'),
     transactionTimeoutMs: 10_000,
@@ -58,7 +59,7 @@ async function writerFor(kafka: Kafka): Promise<TransactionalWriter> {
 
 async function storeFor(kafka: Kafka, topic: string, writer: TransactionalWriter): Promise<OrderStateStore> {
   const store = new OrderStateStore({
-    kafka,
+    kafka: KafkaClient.wrap(kafka),
     topic,
     workerId: uniqueName('w'),
     writer,

@@ -3,6 +3,7 @@
 // everything queued with it carry on (a size refusal must never stop the process).
 import { afterEach, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
+import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { TransactionalWriter } from '../../src/kafka/transactional-writer.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { services, uniqueName } from '../support/services.ts';
@@ -60,7 +61,7 @@ async function countCommitted(kafka: Kafka, topic: string, expected: number): Pr
 
 function writer(kafka: Kafka, fatal: Error[], transactionalId = uniqueName('tx')): TransactionalWriter {
   const w = new TransactionalWriter({
-    kafka,
+    kafka: KafkaClient.wrap(kafka),
     transactionalId,
     consumerGroupId: uniqueName('group'),
     transactionTimeoutMs: 10_000,

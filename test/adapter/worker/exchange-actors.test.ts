@@ -6,7 +6,11 @@ import type { CreateOrderInput } from '../../../machines/order-types.ts';
 import { QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
 import { useOwnRedis } from '../redis/redis-fixture.ts';
 import type { ReferenceClaims } from '../../../src/redis/reference-claims.ts';
-import { createExchangeActors, type ExchangeActorDeps } from '../../../src/worker/exchange-actors.ts';
+import {
+  createExchangeActors,
+  type ExchangeActorDeps,
+  type OrderBarrier,
+} from '../../../src/worker/exchange-actors.ts';
 import {
   mockExchange,
   mockedClient,
@@ -54,10 +58,20 @@ class MemoryClaims implements ReferenceClaims {
   }
 }
 
-function actors(overrides: Partial<ExchangeActorDeps> = {}) {
+/** The actors as one order host sees them: built over the deps, fenced by the host's barrier. */
+function fencedActors({ durable, mayAct, ownerOfReference, ...deps }: ExchangeActorDeps & OrderBarrier) {
+  const calls = createExchangeActors(deps);
+  return {
+    ...calls.actors({ durable, mayAct, ownerOfReference }),
+    inflight: calls.inflight,
+    settled: calls.settled,
+  };
+}
+
+function actors(overrides: Partial<ExchangeActorDeps & OrderBarrier> = {}) {
   exchange = mockExchange();
   const claims = new MemoryClaims();
-  const deps: ExchangeActorDeps = {
+  const deps: ExchangeActorDeps & OrderBarrier = {
     client: mockedClient(exchange),
     cooldown: {} as QuoteCooldown,
     durable: () => Promise.resolve(),
@@ -67,7 +81,7 @@ function actors(overrides: Partial<ExchangeActorDeps> = {}) {
     now: () => T + 60_000,
     ...overrides,
   };
-  return { exchange, claims, actors: createExchangeActors(deps) };
+  return { exchange, claims, actors: fencedActors(deps) };
 }
 
 /** A page of GET /orders/ (newest first), each order `minutesAgo` before T, with a `next` cursor when more follow. */
@@ -160,7 +174,7 @@ describe('exchange actors: the lookup of a create in doubt', () => {
 
   it('is inconclusive (a retryable failure, never "not found") when the pages do not end', async () => {
     const { exchange: ex } = actors();
-    const a = createExchangeActors({
+    const a = fencedActors({
       client: mockedClient(ex),
       cooldown: {} as QuoteCooldown,
       durable: () => Promise.resolve(),
@@ -347,7 +361,7 @@ describe('exchange actors: the actionable-quote cooldown, between requests as th
   it('holds an identical request from another order while a granted one waits to leave, and refuses it at the door', async () => {
     const prefix = redis.prefix();
     const first = actors({ cooldown: new QuoteCooldown(await redis.client({ keyPrefix: prefix })) });
-    const second = createExchangeActors({
+    const second = fencedActors({
       client: mockedClient(first.exchange),
       cooldown: new QuoteCooldown(await redis.client({ keyPrefix: prefix })),
       durable: () => Promise.resolve(),

@@ -3,9 +3,10 @@
 import type { AddressInfo } from 'node:net';
 import type { Kafka } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
 import { CommandConsumer } from '../../../src/kafka/command-consumer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
-import { createOpsServer } from '../../../src/webhooks/http-server.ts';
+import { createOpsServer } from '../../../src/http/http-server.ts';
 
 /** Just enough of a kafkajs client to emit consumer instrumentation events (no broker involved). */
 function kafkaEmittingEvents(): { kafka: Kafka; emit: (event: string, payload: unknown) => void } {
@@ -24,10 +25,9 @@ describe('liveness', () => {
   it('marks the command consumer dead only on a crash kafkajs does not restart from', () => {
     const { kafka, emit } = kafkaEmittingEvents();
     const consumer = new CommandConsumer({
-      kafka,
+      kafka: KafkaClient.wrap(kafka),
       topic: 'commands',
       groupId: 'group',
-      partitions: 1,
       logger: createLogger({ level: 'silent' }),
     });
     emit('consumer.crash', { error: new Error('broker went away'), restart: true, groupId: 'group' });

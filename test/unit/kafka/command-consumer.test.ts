@@ -4,6 +4,7 @@
 // finished is not handled here.
 import { describe, expect, it } from 'vitest';
 import type { Kafka } from 'kafkajs';
+import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
 import { CommandConsumer, type InboundCommandMessage } from '../../../src/kafka/command-consumer.ts';
 import { catchUpTimeoutFor } from '../../../src/kafka/order-state-store.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
@@ -54,10 +55,9 @@ function consumerWith(
   return new CommandConsumer({
     ...(onFatal ? { onFatal } : {}),
     ...(sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs }),
-    kafka,
+    kafka: KafkaClient.wrap(kafka),
     topic: 'commands',
     groupId: 'group',
-    partitions: 2,
     logger: createLogger({ level: 'silent' }),
     restoreRetryDelayMs: () => 5,
   });

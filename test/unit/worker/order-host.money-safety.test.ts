@@ -4,13 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
-import { createLogger } from '../../../src/telemetry/logger.ts';
 import type {
   MachineBinding,
   OrderActorHandle,
   StartOrderOptions,
 } from '../../../src/worker/machine-binding.ts';
-import { commandContentHash, OrderHost, type OrderLeases } from '../../../src/worker/order-host.ts';
+import { commandContentHash } from '../../../src/worker/command-intake.ts';
+import { hostOver } from './host-fixtures.ts';
+import type { OrderLeases } from '../../../src/worker/order-host.ts';
 import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
 
 const create = {
@@ -67,15 +68,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
     },
     restore: () => handle,
   };
-  const host = new OrderHost({
-    store,
-    writer,
-    leases,
-    binding,
-    topics: { events: 'events', state: 'state' },
-    logger: createLogger({ level: 'silent' }),
-    now: () => 1_000_000,
-  });
+  const host = hostOver({ store, writer, leases, binding });
   host.setAssignment([0]);
   void host.onAssignment([], [0]);
   let offset = 0;

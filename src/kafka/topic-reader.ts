@@ -3,7 +3,8 @@
 // throw-away and never commits, so the inspector leaves no trace on the cluster. "The end" is known per partition
 // from kafkajs' batch events, which also count the transaction markers that end a partition.
 import { randomUUID } from 'node:crypto';
-import type { Consumer, IHeaders, Kafka } from '../kafka/kafkajs-exports.ts';
+import type { Consumer, IHeaders } from 'kafkajs';
+import { KafkaClient } from './kafka-client.ts';
 
 export interface TopicMessage {
   partition: number;
@@ -29,11 +30,12 @@ function headersOf(headers: IHeaders | undefined): Record<string, string> {
 }
 
 export async function readTopic(
-  kafka: Kafka,
+  client: KafkaClient,
   topic: string,
   onMessage: (message: TopicMessage) => void,
   opts: { settleMs?: number; groupPrefix?: string } = {},
 ): Promise<TopicReading> {
+  const kafka = KafkaClient.kafkajs(client);
   const admin = kafka.admin();
   await admin.connect();
   let ends: Map<number, bigint>;

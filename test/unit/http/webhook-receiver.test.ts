@@ -2,8 +2,8 @@
 // is always answered 2xx and within the bound, whatever Redis, Kafka or the body does; only a bad signature is 401.
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/telemetry/logger.ts';
-import { normalizeWebhook } from '../../../src/webhooks/normalize-webhook.ts';
-import { createWebhookReceiver, type WebhookReceiverDeps } from '../../../src/webhooks/webhook-receiver.ts';
+import { normalizeWebhook } from '../../../src/http/normalize-webhook.ts';
+import { createWebhookReceiver, type WebhookReceiverDeps } from '../../../src/http/webhook-receiver.ts';
 
 const order = { unique_reference: 'REF1', status: 'PAID', id: 'dlv-1' };
 

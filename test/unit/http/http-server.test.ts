@@ -9,7 +9,7 @@ import {
   createOpsServer,
   createWebhookServer,
   type WebhookServerLimits,
-} from '../../../src/webhooks/http-server.ts';
+} from '../../../src/http/http-server.ts';
 
 const logger = createLogger({ level: 'silent' });
 const servers: Server[] = [];

@@ -1,4 +1,4 @@
-// The worker's two HTTP faces. The webhook server (HTTP_PORT, the only one a public Service exposes) serves
+// The worker's HTTP face: its two servers. The webhook server (HTTP_PORT, the only one a public Service exposes) serves
 // POST /webhooks/exchange and nothing else: bodies are read as raw bytes (verified before any JSON parsing), at
 // most 1 MiB, with bounded header and body time and a cap on concurrent connections, so slow or numerous
 // clients cannot hold it. The operations server (METRICS_PORT, cluster-internal) serves /healthz, /readyz and

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeWebhook } from '../../../src/webhooks/normalize-webhook.ts';
+import { normalizeWebhook } from '../../../src/http/normalize-webhook.ts';
 import { v1OrderFixture } from '../../support/exchange/v1-fixtures.ts';
 
 const v2Order = {

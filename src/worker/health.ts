@@ -1,0 +1,77 @@
+// Liveness and readiness of the worker, as the operations server answers them. Alive until the command consumer
+// crashed for good (only a restart brings consumption back). Ready once in the consumer group with every assigned
+// partition restored, and Redis, the exchange and Kafka answering; not ready once stopping.
+import type { CommandConsumer } from '../kafka/command-consumer.ts';
+
+export type Readiness = { ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> };
+
+export interface WorkerHealthDeps {
+  consumer: Pick<
+    CommandConsumer,
+    'crashedForGood' | 'joined' | 'allRestored' | 'restoredPartitions' | 'assigned'
+  >;
+  /** Whether the Kafka cluster answers (asked at most every 10 s). */
+  kafka: { reachable(): Promise<boolean> };
+  checks: { redis: () => Promise<boolean>; exchange: () => Promise<boolean> };
+  now: () => number;
+}
+
+/** A check that does not answer within 2 s failed. */
+function timed(check: () => Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    check().catch(() => false),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), 2_000);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export class WorkerHealth {
+  private readonly deps: WorkerHealthDeps;
+  private kafkaHealthy = { ok: false, at: 0 };
+  private stopping = false;
+
+  constructor(deps: WorkerHealthDeps) {
+    this.deps = deps;
+  }
+
+  /** Kafka just answered (the topics were checked): no need to ask again for a while. */
+  kafkaAnswered(): void {
+    this.kafkaHealthy = { ok: true, at: this.deps.now() };
+  }
+
+  /** The worker is stopping: no longer ready. */
+  stopped(): void {
+    this.stopping = true;
+  }
+
+  /** Not alive once the command consumer crashed for good: a restart is the only way back. */
+  liveness(): { alive: boolean; detail?: string } {
+    const crashed = this.deps.consumer.crashedForGood;
+    return crashed === undefined
+      ? { alive: true }
+      : { alive: false, detail: `command consumer crashed: ${crashed}` };
+  }
+
+  async readiness(): Promise<Readiness> {
+    const { consumer, checks: probes } = this.deps;
+    const checks: Readiness['checks'] = {};
+    const [redis, exchange] = await Promise.all([timed(probes.redis), timed(probes.exchange)]);
+    checks['redis'] = { ok: redis };
+    checks['exchange'] = { ok: exchange };
+    if (this.deps.now() - this.kafkaHealthy.at > 10_000) {
+      const ok = await timed(() => this.deps.kafka.reachable());
+      this.kafkaHealthy = { ok, at: this.deps.now() };
+    }
+    checks['kafka'] = { ok: this.kafkaHealthy.ok };
+    // Ready once in the group with every assigned partition restored; a replica beyond the partition count holds
+    // none and is still ready (it takes over when another leaves).
+    checks['partitions'] = {
+      ok: consumer.joined && consumer.allRestored(),
+      detail: `${consumer.restoredPartitions.size}/${consumer.assigned.length} restored`,
+    };
+    checks['stopping'] = { ok: !this.stopping };
+    return { ready: Object.values(checks).every((c) => c.ok), checks };
+  }
+}

@@ -1,0 +1,73 @@
+// Where a webhook goes once verified: the order it names is located in the state topic's view (this replica's
+// partitions) or else in the routes the replicas share (another replica's order), and a hint is written to the
+// commands topic on that order's partition (so the replica that owns the order polls it); a KYC notification
+// becomes an exchange.kyc_status_changed event. Both are best effort: polling covers a lost one.
+import type { OrderRecord } from '../kafka/order-state-store.ts';
+import type { OutboundRecord } from '../kafka/transactional-writer.ts';
+import type { WebhookReceiverDeps } from '../http/webhook-receiver.ts';
+
+/**
+ * Where each exchange order's order lives, shared by the replicas (Redis): the owner of a partition records its
+ * orders' references as it reads them; a webhook for an order of another replica's partition is routed with it.
+ */
+export interface OrderRoutes {
+  /** Best effort: a failure is logged by the implementation; the webhook of that order falls back to the poll. */
+  record(uniqueReference: string, orderId: string, partition: number): void;
+  locate(uniqueReference: string): Promise<{ orderId: string; partition: number } | undefined>;
+  forget(uniqueReference: string): void;
+}
+
+export interface WebhookRoutingDeps {
+  state: {
+    get(orderId: string): OrderRecord | undefined;
+    orderIdByReference(uniqueReference: string): string | undefined;
+  };
+  /** The orders of other replicas' partitions (none: only this replica's orders are routed). */
+  routes?: Pick<OrderRoutes, 'locate'>;
+  producer: { send(record: OutboundRecord): Promise<void> };
+  topics: { commands: string; events: string };
+  now: () => number;
+}
+
+export function webhookRouting(
+  deps: WebhookRoutingDeps,
+): Pick<WebhookReceiverDeps, 'locate' | 'routeHint' | 'publishKyc'> {
+  const { state, routes, producer, topics } = deps;
+  return {
+    locate: (uniqueReference) => {
+      const orderId = state.orderIdByReference(uniqueReference);
+      const record = orderId ? state.get(orderId) : undefined;
+      if (record) return { orderId: record.order_id, partition: record.partition };
+      return routes?.locate(uniqueReference);
+    },
+    routeHint: (hint) =>
+      producer.send({
+        topic: topics.commands,
+        key: hint.orderId,
+        partition: hint.partition,
+        value: JSON.stringify({
+          type: 'order.webhook_hint',
+          command_id: hint.commandId,
+          order_id: hint.orderId,
+          unique_reference: hint.uniqueReference,
+          status: hint.status,
+          received_at: hint.receivedAt,
+        }),
+      }),
+    publishKyc: (event) =>
+      producer.send({
+        topic: topics.events,
+        key: event.orderId ?? event.uniqueReference ?? event.eventId,
+        value: JSON.stringify({
+          type: 'exchange.kyc_status_changed',
+          event_id: event.eventId,
+          order_id: event.orderId,
+          seq: 0,
+          occurred_at: new Date(deps.now()).toISOString(),
+          unique_reference: event.uniqueReference,
+          payload: event.payload,
+        }),
+        headers: { 'event-type': 'exchange.kyc_status_changed' },
+      }),
+  };
+}

@@ -1,0 +1,73 @@
+// What the order host's unit tests share: a valid order.create, an unfinished order's record, and the host built
+// over recording stand-ins of its ports (the journal is the real one, over a stand-in writer and store).
+import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
+import { createLogger } from '../../../src/telemetry/logger.ts';
+import type { MachineBinding } from '../../../src/worker/machine-binding.ts';
+import { OrderHost, type OrderHostOptions, type StateReader } from '../../../src/worker/order-host.ts';
+import { OrderJournal, type OrderJournalOptions } from '../../../src/worker/order-journal.ts';
+
+export const createCommand = {
+  type: 'order.create',
+  command_id: 'c-1',
+  order_id: 'o-1',
+  mode: 'cefi',
+  deposit_currency: 'ETH',
+  withdraw_currency: 'BTC',
+  deposit_amount: '1',
+  withdraw_address: 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4',
+};
+
+/** An unfinished order of `partition` at seq 4, rev 3, fence 1. */
+export function openRecord(
+  orderId: string,
+  partition: number,
+  overrides: Partial<OrderRecord> = {},
+): OrderRecord {
+  return {
+    v: 1,
+    order_id: orderId,
+    partition,
+    fence: 1,
+    rev: 3,
+    seq: 4,
+    updated_at: new Date(0).toISOString(),
+    mode: 'cefi',
+    create_hash: 'h',
+    commands: [['c-0', 'h']],
+    unique_reference: 'REF',
+    terminal: false,
+    machine: { fake: true },
+    ...overrides,
+  };
+}
+
+/** The host over these stand-ins, at the fixed time 1 000 000, with topics `events` and `state`. */
+export function hostOver(
+  parts: {
+    store: StateReader & OrderJournalOptions['store'];
+    writer: OrderJournalOptions['writer'];
+    leases: OrderHostOptions['leases'];
+    binding: MachineBinding;
+  },
+  options: Partial<Pick<OrderHostOptions, 'maxCommandBytes' | 'metrics' | 'homes'>> = {},
+): OrderHost {
+  const logger = createLogger({ level: 'silent' });
+  const now = (): number => 1_000_000;
+  const journal = new OrderJournal({
+    writer: parts.writer,
+    store: parts.store,
+    topics: { events: 'events', state: 'state' },
+    now,
+  });
+  return new OrderHost({
+    state: parts.store,
+    journal,
+    leases: parts.leases,
+    binding: () => parts.binding,
+    logger,
+    now,
+    ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.homes ? { homes: options.homes } : {}),
+  });
+}
