@@ -100,6 +100,13 @@ export interface CallOptions {
    * stops the call unsent. The worker checks its order lease here (fencing a money-moving request).
    */
   readonly beforeSend?: () => void | Promise<void>;
+  /**
+   * Checked synchronously as the attempt is written to its connection, after any wait inside the HTTP pool (a busy
+   * or new connection); throwing stops it unsent and the call rejects with what was thrown. The worker's lease
+   * check: `beforeSend` runs before the request queues in the pool, and a replica may stall (GC, SIGSTOP, a loaded
+   * machine) between the two, long enough for its successor to have taken the order over.
+   */
+  readonly fence?: () => void;
 }
 
 /** 'idempotent': repeated after any retryable failure; 'unsent_only': repeated only when it never left. */
@@ -439,6 +446,7 @@ export class ExchangeTransport {
           credential.budgetKey,
           span,
           options.signal,
+          options.fence,
         );
         span.setStatus({ code: SpanStatusCode.OK });
         return result;
@@ -483,6 +491,7 @@ export class ExchangeTransport {
     budgetKey: string,
     span: Span,
     callerSignal: AbortSignal | undefined,
+    fence: (() => void) | undefined,
   ): Promise<CallResult<z.output<S>>> {
     const timeout = AbortSignal.timeout(spec.timeoutMs);
     // A request that may have a side effect is not abandoned once it has left: its answer is worth more than the
@@ -496,7 +505,7 @@ export class ExchangeTransport {
     let retryAfter: string | undefined;
     try {
       const response = await request(url, {
-        dispatcher: this.#dispatcher,
+        dispatcher: fence === undefined ? this.#dispatcher : fenced(this.#dispatcher, fence),
         method,
         headers,
         body: payload ?? null,
@@ -508,6 +517,7 @@ export class ExchangeTransport {
       retryAfter = firstHeader(response.headers['retry-after']);
       text = await response.body.text();
     } catch (err) {
+      if (err instanceof StoppedUnsent) throw err.reason;
       throw transportFailure(spec, err, timeout.aborted, callerSignal);
     }
     span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
@@ -562,6 +572,43 @@ function mayRepeat(spec: CallSpec<z.ZodType>, failure: ExchangeError): boolean {
 }
 
 /** A request that got no answer: refused to connect (never left), timed out, aborted or lost on the way. */
+/** What a fence threw, carried through undici: the attempt was stopped before a byte of it was written. */
+class StoppedUnsent extends Error {
+  readonly reason: unknown;
+  constructor(reason: unknown) {
+    super('stopped before it was sent');
+    this.reason = reason;
+  }
+}
+
+/**
+ * Runs the fence in undici's request-start hook: undici calls it synchronously just before it writes the request's
+ * head to the socket (client-h1 `writeH1`), so nothing runs between the check and the write. `compose` hands an
+ * interceptor handlers of the current (controller) API.
+ */
+function fenced(dispatcher: Dispatcher, fence: () => void): Dispatcher {
+  return dispatcher.compose(
+    (dispatch) => (opts, handler) =>
+      dispatch(opts, {
+        onRequestStart(controller, context) {
+          handler.onRequestStart?.(controller, context);
+          try {
+            fence();
+          } catch (error) {
+            controller.abort(new StoppedUnsent(error));
+          }
+        },
+        onRequestUpgrade: (controller, status, headers, socket) =>
+          handler.onRequestUpgrade?.(controller, status, headers, socket),
+        onResponseStart: (controller, status, headers, message) =>
+          handler.onResponseStart?.(controller, status, headers, message),
+        onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+        onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+        onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
+      }),
+  );
+}
+
 function transportFailure(
   spec: CallSpec<z.ZodType>,
   err: unknown,
