@@ -274,7 +274,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
                 ...(input.actionable ? { actionable_quote: true } : {}),
                 ...(input.markup !== null ? { markup: input.markup } : {}),
               },
-              { priority: 'normal', signal, beforeSend },
+              { priority: 'normal', signal, beforeSend, fence: leaseCheck },
             );
             const rate = rates.find((r) => r.pair === input.pair) ?? rates[0];
             if (!rate) throw failure('backoff', 'no_quote', `GET /rate/ returned no rate for ${input.pair}`);
@@ -311,7 +311,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
                 ? { withdraw_amount: input.withdrawAmount }
                 : {}),
             },
-            { priority: 'normal', signal, beforeSend },
+            { priority: 'normal', signal, beforeSend, fence: beforeSend },
           );
           return {
             status: result.status === 'failed' ? 'failed' : 'success',
@@ -350,6 +350,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
               priority: 'high',
               signal,
               beforeSend,
+              fence: beforeSend,
               ...(input.userTimezone ? { userTimezone: input.userTimezone } : {}),
             });
             // Mark the reference as ours before anyone's lookup could take it for a sibling's. Never fails the
@@ -362,7 +363,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
               .getOrder(
                 input.mode,
                 { uniqueReference: result.order.uniqueReference },
-                { priority: 'high', signal, beforeSend },
+                { priority: 'high', signal, beforeSend, fence: beforeSend },
               )
               .catch((error: unknown) => {
                 const cause = toExchangeFailure(error);
@@ -395,6 +396,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
               priority: 'high',
               signal,
               beforeSend,
+              fence: beforeSend,
             });
             for (const order of result.results) {
               const createdOn = Date.parse(order.createdOn);
@@ -420,7 +422,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
           const order = await client.getOrder(
             create.mode,
             { uniqueReference },
-            { priority: 'high', signal, beforeSend },
+            { priority: 'high', signal, beforeSend, fence: beforeSend },
           );
           if (!matchesCreate(order, create))
             throw failure(
@@ -442,14 +444,14 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
           const result = await client.submitDepositTransaction(
             input.mode,
             { uniqueReference: input.uniqueReference, depositTransaction: input.txHash },
-            { priority: 'high', signal, beforeSend },
+            { priority: 'high', signal, beforeSend, fence: beforeSend },
           );
           if (result.alreadyRecorded) {
             // "already exists" is also the answer when the hash is recorded on ANOTHER order: success only if ours.
             const order = await client.getOrder(
               input.mode,
               { uniqueReference: input.uniqueReference },
-              { priority: 'high', signal, beforeSend },
+              { priority: 'high', signal, beforeSend, fence: beforeSend },
             );
             if (!sameTransactionHash(order.depositTransaction, input.txHash))
               throw failure(
@@ -466,7 +468,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
           order: await client.getOrder(
             input.mode,
             { uniqueReference: input.uniqueReference },
-            { priority: 'low', signal, beforeSend },
+            { priority: 'low', signal, beforeSend, fence: beforeSend },
           ),
           at: now(),
         })),

@@ -218,6 +218,22 @@ describe('exchange actors: fencing money-moving calls', () => {
     expect(ex.requests).toHaveLength(0);
   });
 
+  it('checks the lease again as the POST is written, after it passed the check before the pool', async () => {
+    // The first check (after durability and the budget) passes; the second, undici's request start just before
+    // the bytes are written, finds the lease lapsed (a replica that stalled while its request waited for a
+    // connection): nothing is sent.
+    let checks = 0;
+    const { exchange: ex, actors: a } = actors({ mayAct: () => ++checks === 1 });
+    ex.reply('POST', '/orders/', 201, order('NEW', 0));
+    await expect(a.createOrder(create, signal)).rejects.toMatchObject({
+      code: 'not_owner',
+      action: 'backoff',
+    });
+    // (MockAgent records a request as it matches it, before the request-start hook: that nothing reaches a real
+    // socket is shown by test/adapter/exchange/fence-at-send.test.ts.)
+    expect(checks).toBe(2);
+  });
+
   it('reports a 503 answer to the create as unknown_outcome, and claims the reference of a created order', async () => {
     const { exchange: ex, actors: a, claims } = actors();
     ex.reply('POST', '/orders/', 503, { detail: 'Service Unavailable' });
