@@ -44,9 +44,9 @@ async function heldExchange(): Promise<{ url: string; received: string[]; releas
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  cleanups.push(async () => {
+  cleanups.push(() => {
     server.closeAllConnections();
-    server.close();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
   });
   const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}/en/api/v2`, received, release };
