@@ -1,11 +1,14 @@
 // The durable record of every order: a compacted state topic, co-partitioned with the commands topic
-// (a record is always written to the partition its commands arrive on). A replica reads only the partitions it is
-// assigned: catchUp starts reading a partition from its beginning, release forgets it. Before any order of a newly
-// assigned partition is driven, catchUp writes a barrier record into it and waits to read it back, which proves
-// that this replica has seen every committed record before the barrier (including the last words of a replica
-// that died). Open orders are held whole; a finished one only in a compact form (what answers a late command the
-// same way: its create hash, its remembered command ids, its seq), until the retention sweep tombstones it.
-// Records are ordered by (fence, rev): a record from an older lease holder never replaces a newer one.
+// (a record is always written to the partition its commands arrive on). Every replica reads every partition, so a
+// replica that waited (for a lease, for Redis) sees an order another replica created meanwhile, whichever partition
+// it is on now (reading only the assigned partitions was tried and reverted: the fault suite's Redis run drove two
+// orders twice with it, and a crashed reader left a replica unable to restore after broker restarts).
+// Before any order of a newly assigned partition is driven, catchUp writes a barrier record into it and waits to
+// read it back, which proves that this replica has seen every committed record before the barrier (including the
+// last words of a replica that died). Open orders are held whole; a finished one only in a compact form (what
+// answers a late command the same way: its create hash, its remembered command ids, its seq), until the retention
+// sweep of the partition's owner tombstones it. Records are ordered by (fence, rev): a record from an older lease
+// holder never replaces a newer one.
 import { randomUUID } from 'node:crypto';
 import type { Consumer } from 'kafkajs';
 import { KafkaClient } from './kafka-client.ts';
@@ -113,7 +116,8 @@ export class OrderStateStore {
   private readonly references = new Map<string, string>();
   private readonly waiters = new Map<string, Waiter>();
   /** Partitions this replica reads (assigned and caught up, or catching up). */
-  private readonly held = new Set<number>();
+  /** The partitions this replica is assigned (catchUp adds, release removes): its retention sweep's share. */
+  private readonly owned = new Set<number>();
   private consumer: Consumer | undefined;
   private readonly kafka: KafkaClient;
   private readonly topic: string;
@@ -122,6 +126,7 @@ export class OrderStateStore {
   private readonly logger: Logger;
   private readonly catchUpTimeoutMs: number;
   private readonly onReference: ((reference: string, orderId: string, partition: number) => void) | undefined;
+  private stopped = false;
   invalidRecords = 0;
 
   constructor(opts: {
@@ -148,35 +153,50 @@ export class OrderStateStore {
   }
 
   async start(): Promise<void> {
-    // A group of its own (one member) that never commits: it is given every partition and reads only the held
-    // ones (the others stay paused), each from its beginning when catchUp takes it.
-    const kafka = KafkaClient.kafkajs(this.kafka);
-    this.consumer = kafka.consumer({
+    await this.startReader();
+  }
+
+  /**
+   * A group of its own (one member, a fresh id each time) that never commits: it reads every partition from its
+   * beginning. A reader that kafkajs will not restart itself (a crash on a non-retriable error, such as "failed to
+   * find group coordinator" while brokers restart) is replaced: barriers must keep being read.
+   */
+  private async startReader(): Promise<void> {
+    const consumer = KafkaClient.kafkajs(this.kafka).consumer({
       groupId: `${this.topic}.reader.${this.workerId}.${randomUUID()}`,
       sessionTimeout: 30_000,
       readUncommitted: false,
       maxWaitTimeInMs: 100,
     });
-    const admin = kafka.admin();
-    await admin.connect();
-    const partitions = await admin
-      .fetchTopicMetadata({ topics: [this.topic] })
-      .then(({ topics }) => topics[0]?.partitions.map((p) => p.partitionId) ?? [])
-      .finally(() => admin.disconnect());
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.topic, fromBeginning: true });
-    await this.consumer.run({
+    this.consumer = consumer;
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart || this.stopped || this.consumer !== consumer) return;
+      this.logger.warn(
+        { err: { message: payload.error.message } },
+        'state reader crashed and will not restart by itself; starting a new one',
+      );
+      const retry = (): void => {
+        if (this.stopped || this.consumer !== consumer) return;
+        this.startReader().catch((error: unknown) => {
+          this.logger.warn(
+            { err: { message: (error as Error).message } },
+            'state reader did not start; retrying',
+          );
+          setTimeout(retry, 2_000).unref();
+        });
+      };
+      setTimeout(retry, 1_000).unref();
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.topic, fromBeginning: true });
+    await consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently: 4,
       eachMessage: ({ message, partition }) => {
-        // A batch fetched before its partition was paused (released, or never taken) is not ours to read.
-        if (this.held.has(partition)) this.consume(message.key?.toString() ?? '', message.value, partition);
+        this.consume(message.key?.toString() ?? '', message.value, partition);
         return Promise.resolve();
       },
     });
-    // Partition by partition: kafkajs forgets a whole-topic pause as soon as one partition is paused on its own.
-    const unheld = partitions.filter((partition) => !this.held.has(partition));
-    if (unheld.length) this.consumer.pause([{ topic: this.topic, partitions: unheld }]);
   }
 
   private consume(key: string, value: Buffer | null, partition: number): void {
@@ -215,7 +235,6 @@ export class OrderStateStore {
    * partition this replica does not hold is not kept; a finished order is kept in its compact form.
    */
   apply(record: OrderRecord): void {
-    if (!this.held.has(record.partition)) return;
     if (!newer(record, this.records.get(record.order_id))) return;
     this.records.set(record.order_id, record.terminal ? compact(record) : record);
     const reference = record.unique_reference;
@@ -235,7 +254,7 @@ export class OrderStateStore {
     return this.references.get(uniqueReference);
   }
 
-  /** The records of a held partition (finished ones in their compact form, `machine: null`). */
+  /** The records of a partition (finished ones in their compact form, `machine: null`). */
   recordsOfPartition(partition: number): OrderRecord[] {
     const found: OrderRecord[] = [];
     for (const record of this.records.values())
@@ -243,20 +262,21 @@ export class OrderStateStore {
     return found;
   }
 
-  /** Orders held here: open ones and finished ones within their retention, of the held partitions only. */
+  /** Orders known here: open ones and finished ones within their retention, of every partition. */
   size(): number {
     return this.records.size;
   }
 
-  /** The partitions this replica reads. */
+  /** The partitions this replica owns (caught up and not released). */
   heldPartitions(): number[] {
-    return [...this.held].sort((a, b) => a - b);
+    return [...this.owned].sort((a, b) => a - b);
   }
 
   /** Finished orders whose last record is older than `finishedBefore` (epoch ms). */
   expired(finishedBefore: number): ExpiredOrder[] {
     const found: ExpiredOrder[] = [];
     for (const record of this.records.values()) {
+      if (!this.owned.has(record.partition)) continue;
       if (!isFinished(record) || record.finishedAt >= finishedBefore) continue;
       found.push({
         orderId: record.order_id,
@@ -286,7 +306,7 @@ export class OrderStateStore {
    */
   async catchUp(partitions: number[], timeoutMs = this.catchUpTimeoutMs): Promise<void> {
     if (partitions.length === 0) return;
-    this.take(partitions.filter((partition) => !this.held.has(partition)));
+    for (const partition of partitions) this.owned.add(partition);
     const pending = partitions.map((partition) => {
       const nonce = randomUUID();
       const seen = new Promise<void>((resolve, reject) => {
@@ -326,26 +346,14 @@ export class OrderStateStore {
     await Promise.all(pending.map((p) => p.seen));
   }
 
-  /** Starts reading partitions from their beginning. */
-  private take(partitions: number[]): void {
-    if (partitions.length === 0) return;
-    for (const partition of partitions) this.held.add(partition);
-    const consumer = this.consumer;
-    if (!consumer) return;
-    for (const partition of partitions) consumer.seek({ topic: this.topic, partition, offset: '0' });
-    consumer.resume([{ topic: this.topic, partitions }]);
-  }
-
   /**
-   * Forgets partitions this replica no longer owns: stops reading them and drops their records (their new owner
-   * reads them). A catch-up of one of them still waiting is rejected.
+   * Partitions this replica no longer owns: their records stay (every replica reads every partition), but a
+   * catch-up of one of them still waiting is rejected, and the retention sweep leaves them to their new owner.
    */
   release(partitions: readonly number[]): void {
-    const released = partitions.filter((partition) => this.held.delete(partition));
+    const released = partitions.filter((partition) => this.owned.delete(partition));
     if (released.length === 0) return;
-    this.consumer?.pause([{ topic: this.topic, partitions: released }]);
     const gone = new Set(released);
-    for (const [orderId, record] of this.records) if (gone.has(record.partition)) this.forget(orderId);
     for (const waiter of [...this.waiters.values()])
       if (gone.has(waiter.partition))
         waiter.reject(new Error(`state partition ${waiter.partition} was released while catching up`));
@@ -353,6 +361,7 @@ export class OrderStateStore {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const waiter of [...this.waiters.values()]) waiter.reject(new Error('state store stopped'));
     await this.consumer?.disconnect();
   }
