@@ -49,10 +49,10 @@ async function stateTopicValues(keys: string[]): Promise<Map<string, string | nu
   return values;
 }
 
-describe('state that follows ownership', () => {
+describe('finished orders, webhook routing and retention across replicas', () => {
   const orderIds = Array.from({ length: 12 }, (_, i) => uniqueName(`own${i}`));
 
-  it('routes every webhook to the owner, whichever replica received it, and each replica holds only its own orders', async () => {
+  it('routes every webhook to the owner, whichever replica received it', async () => {
     for (const [i, orderId] of orderIds.entries())
       await cluster.send(orderCreateCommand('cefi', `1.${i + 10}`, orderId));
     const references = await Promise.all(
@@ -63,10 +63,8 @@ describe('state that follows ownership', () => {
       ),
     );
     const known = await Promise.all(cluster.workers.map((w) => metric(w.metricsPort, 'worker_known_orders')));
-    // Each holds the orders of its three partitions (both replicas were started before any order existed).
-    expect(known[0]! + known[1]!).toBe(orderIds.length);
-    expect(known[0]).toBeGreaterThan(0);
-    expect(known[1]).toBeGreaterThan(0);
+    // Every replica reads every partition (the order_created_meanwhile check after a wait relies on it).
+    expect(known).toEqual([orderIds.length, orderIds.length]);
 
     // The sandbox sends every webhook to the first replica. Orders confirm well before any poll (30 s) could.
     const startedAt = Date.now();
