@@ -126,7 +126,7 @@ export class WorkerMetrics {
     gauge('worker_active_orders', 'orders driven by this replica', (s) => s.activeOrders());
     gauge(
       'worker_known_orders',
-      "orders of this replica's partitions in the state store (open, and finished within their retention)",
+      'orders in the state store, every partition (open, and finished within their retention)',
       (s) => s.knownOrders(),
     );
     gauge('worker_partitions_owned', 'command partitions assigned to this replica', (s) =>
