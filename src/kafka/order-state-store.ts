@@ -268,7 +268,7 @@ export class OrderStateStore {
   }
 
   /** The partitions this replica owns (caught up and not released). */
-  heldPartitions(): number[] {
+  ownedPartitions(): number[] {
     return [...this.owned].sort((a, b) => a - b);
   }
 

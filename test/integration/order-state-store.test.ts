@@ -116,8 +116,8 @@ describe('order state store', () => {
       expect(a.get(r.order_id)?.rev).toBe(1);
       expect(a.orderIdByReference(`ref-${r.order_id}`)).toBe(r.order_id);
     }
-    expect(a.heldPartitions()).toEqual([0, 1]);
-    expect(b.heldPartitions()).toEqual([2, 3]);
+    expect(a.ownedPartitions()).toEqual([0, 1]);
+    expect(b.ownedPartitions()).toEqual([2, 3]);
   });
 
   it('keeps reading a released partition: a record its new owner writes is seen here too', async () => {
@@ -131,7 +131,7 @@ describe('order state store', () => {
     expect(store.size()).toBe(8);
 
     store.release([1]);
-    expect(store.heldPartitions()).toEqual([0]);
+    expect(store.ownedPartitions()).toEqual([0]);
     const later = record(uniqueName('later'), 1);
     await writer.write([written(topic, later)]);
     await store.catchUp([0, 1]);
