@@ -33,6 +33,8 @@ export class ClusterAdmin {
   /**
    * Lag per partition of `partitions`: the topic's high watermark minus the group's committed offset (what a
    * replacement replica would have to redo), or minus the low watermark when the group committed nothing yet.
+   * The committed offsets are read first and the watermarks after them: a command consumed and committed between
+   * the two reads then moves the watermark too, never the committed offset alone past a watermark read earlier.
    */
   async consumerLag(
     topic: string,
@@ -41,10 +43,8 @@ export class ClusterAdmin {
   ): Promise<Map<number, number>> {
     const admin = this.admin;
     if (!admin) throw new Error('the cluster admin is not connected');
-    const [ends, committed] = await Promise.all([
-      admin.fetchTopicOffsets(topic),
-      admin.fetchOffsets({ groupId, topics: [topic] }),
-    ]);
+    const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const ends = await admin.fetchTopicOffsets(topic);
     const committedOf = new Map(
       (committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)] as const),
     );
@@ -52,9 +52,7 @@ export class ClusterAdmin {
     for (const partition of partitions) {
       const end = ends.find((e) => e.partition === partition);
       if (!end) continue;
-      const done = committedOf.get(partition) ?? -1n;
-      const from = done >= 0n ? done : BigInt(end.low);
-      lag.set(partition, Number(BigInt(end.high) - from));
+      lag.set(partition, lagOf(BigInt(end.high), BigInt(end.low), committedOf.get(partition)));
     }
     return lag;
   }
@@ -64,4 +62,14 @@ export class ClusterAdmin {
     this.admin = undefined;
     await admin?.disconnect();
   }
+}
+
+/**
+ * How many messages of one partition the group has still to do: `high` minus the committed offset (or minus `low`
+ * when the group committed nothing, kafkajs's -1). Never negative: a committed offset read after the watermark
+ * (or a watermark served by a lagging broker) may stand past it, and a gauge of -1 would read as "unknown".
+ */
+export function lagOf(high: bigint, low: bigint, committed: bigint | undefined): number {
+  const from = committed !== undefined && committed >= 0n ? committed : low;
+  return high > from ? Number(high - from) : 0;
 }
