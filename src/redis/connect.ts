@@ -1,6 +1,6 @@
 // Builds the ioredis client the worker uses for coordination. Redis here is a fast, disposable coordinator
 // (Kafka is the record), so calls fail fast while it is down instead of queueing: every caller has a
-// documented answer to "Redis is unreachable" (lease: assume lost; cooldown: local map; dedupe: first seen).
+// documented answer to "Redis is unreachable" (lease: assume lost; cooldown: refuse and ask again; dedupe: first seen).
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisSecurity } from '../config.ts';
 import { WorkerError } from '../errors.ts';

@@ -1,7 +1,9 @@
 // The exchange refuses an actionable-quote request identical (same mode, pair and amount) to one made in the
 // last ~15 s, whichever order or replica made it. One Redis key per request shape, claimed with SET NX PX,
-// spaces them out across the fleet. This process also remembers its own claims, so while Redis is unreachable
-// (or after it restarted empty) the cooldown still holds locally: conservative, never looser than Redis.
+// spaces them out across the fleet. This process also remembers its own claims, so after Redis restarted empty the
+// cooldown still holds for them. While Redis cannot answer, nothing is granted: another replica may hold the slot
+// (and a command that timed out may have claimed it for us), so a local grant could send an identical request
+// inside the cooldown. The caller retries shortly; its order waits, as it would for its lease.
 import type { TradingMode } from '../../machines/domain.ts';
 import { normalizeDecimal } from '../decimal.ts';
 import type { WorkerError } from '../errors.ts';
@@ -11,7 +13,7 @@ import type { RedisPort } from './redis-port.ts';
 export type CooldownDecision = { granted: true } | { granted: false; /** epoch ms */ retryAt: number };
 
 export interface QuoteCooldownOptions {
-  /** Redis failed and the local map decided instead (the error carries no secrets). */
+  /** Redis failed and the request was refused for now (the error carries no secrets). */
   onDegraded?: (error: WorkerError) => void;
   now?: () => number;
 }
@@ -27,6 +29,8 @@ export function quoteCooldownKey(mode: TradingMode, pair: string, amount: string
 }
 
 const sweepAboveEntries = 256;
+/** How soon a request refused because Redis could not answer may ask again. */
+export const unreachableRetryMs = 1_000;
 
 export class QuoteCooldown {
   readonly #redis: RedisPort;
@@ -42,8 +46,8 @@ export class QuoteCooldown {
   /**
    * Claims the right to request this actionable quote now, for `windowMs`; refused with the epoch ms from which it
    * may be requested again. With a `token`, a claim made with the same token is extended instead (the caller
-   * re-arms its window as its request leaves and once it has completed). Never throws for Redis trouble (the
-   * local map decides), only for invalid arguments.
+   * re-arms its window as its request leaves and once it has completed). Never throws for Redis trouble (it is
+   * refused, to ask again in `unreachableRetryMs`), only for invalid arguments.
    */
   async tryAcquire(
     mode: TradingMode,
@@ -65,9 +69,8 @@ export class QuoteCooldown {
     try {
       remainingMs = Number(await this.#redis.quoteCooldown(key, windowMs, token ?? ''));
     } catch (error) {
-      this.#opts.onDegraded?.(toRedisWorkerError(error, 'quote cooldown (deciding locally)'));
-      this.#local.set(key, { until: nowMs + windowMs, token });
-      return { granted: true };
+      this.#opts.onDegraded?.(toRedisWorkerError(error, 'quote cooldown (refused until Redis answers)'));
+      return { granted: false, retryAt: nowMs + Math.min(windowMs, unreachableRetryMs) };
     }
     if (remainingMs < 0) {
       this.#local.set(key, { until: nowMs + windowMs, token });

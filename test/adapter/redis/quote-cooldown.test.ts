@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { WorkerError } from '../../../src/errors.ts';
-import { QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
+import { QuoteCooldown, unreachableRetryMs } from '../../../src/redis/quote-cooldown.ts';
 import { reconnected, useOwnRedis } from './redis-fixture.ts';
 
 const redis = useOwnRedis();
@@ -59,22 +59,25 @@ describe('QuoteCooldown', () => {
     expect(decisions.filter((d) => d.granted)).toHaveLength(1);
   });
 
-  it('still enforces the cooldown locally while Redis is down, and reports the degradation', async () => {
+  it('grants nothing while Redis cannot answer (another replica may hold the slot), and reports it', async () => {
+    const prefix = redis.prefix();
     const degraded: WorkerError[] = [];
-    const client = await redis.client();
+    const other = new QuoteCooldown(await redis.client({ keyPrefix: prefix }));
+    const client = await redis.client({ keyPrefix: prefix });
     const cooldown = new QuoteCooldown(client, { onDegraded: (error) => degraded.push(error) });
+    const now = Date.now();
+    // Another replica holds the slot in Redis; this one has never seen the request.
+    expect(await other.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now)).toEqual({ granted: true });
     await redis.server().stop();
 
-    const now = Date.now();
-    expect(await cooldown.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now)).toEqual({ granted: true });
+    expect(await cooldown.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now + 1_000)).toEqual({
+      granted: false,
+      retryAt: now + 1_000 + unreachableRetryMs,
+    });
     expect(degraded[0]).toMatchObject({ code: 'redis_unavailable', retryable: true });
     expect(degraded[0]?.message).not.toMatch(/password|@/i);
-    expect(await cooldown.tryAcquire('defi', 'ETHBTC', '1.50', 15_000, now + 2_000)).toEqual({
-      granted: false,
-      retryAt: now + 15_000,
-    });
-    expect((await cooldown.tryAcquire('defi', 'ETHBTC', '1.6', 15_000, now)).granted).toBe(true);
-    expect((await cooldown.tryAcquire('defi', 'ETHBTC', '1.5', 15_000, now + 15_001)).granted).toBe(true);
+    // Not even a request nobody made: the answer is "ask again", not a grant from local memory.
+    expect((await cooldown.tryAcquire('defi', 'ETHBTC', '1.6', 15_000, now)).granted).toBe(false);
 
     await redis.server().start();
     await reconnected(client);
