@@ -89,7 +89,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
   });
   const cooldown = new QuoteCooldown(redis, {
-    onDegraded: (error) => redisLog.warn({ code: error.code }, 'quote cooldown refused: Redis did not answer'),
+    onDegraded: (error) =>
+      redisLog.warn({ code: error.code }, 'quote cooldown refused: Redis did not answer'),
   });
   const referenceClaims = new RedisReferenceClaims(redis);
   const orderIndex = new OrderIndex(redis);

@@ -51,6 +51,7 @@ export class WorkerMetrics {
   readonly leasesLost;
   readonly leasesTakenOver;
   readonly reconcileNudges;
+  readonly orphansAdopted;
   readonly webhooks;
   readonly webhookToEvent;
 
@@ -109,6 +110,10 @@ export class WorkerMetrics {
     this.reconcileNudges = counter(
       'worker_reconcile_nudges',
       'overdue polls started by the reconciliation sweep',
+    );
+    this.orphansAdopted = counter(
+      'worker_orphans_adopted',
+      'unfinished orders found driven by nobody on an assigned partition and adopted by the orphan sweep',
     );
     this.webhooks = counter(
       'worker_webhooks',
@@ -206,6 +211,7 @@ export class WorkerMetrics {
       leaseTakenOver: (): void => this.leasesTakenOver.add(1),
       orderRestored: (): void => this.ordersRestored.add(1),
       reconcileNudged: (count: number): void => this.reconcileNudges.add(count),
+      orphanAdopted: (): void => this.orphansAdopted.add(1),
     };
   }
 

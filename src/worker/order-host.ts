@@ -108,7 +108,12 @@ export interface OrderHostMetrics {
   leaseTakenOver(): void;
   orderRestored(): void;
   reconcileNudged(count: number): void;
+  /** An unfinished order nobody drove was found and adopted by the orphan sweep. */
+  orphanAdopted(): void;
 }
+
+/** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
+export const orphanSweepIntervalMs = 30_000;
 
 /** How a command ended, filled in while it is handled (read by handleMessage for its span and metrics). */
 interface CommandOutcome {
@@ -169,6 +174,11 @@ export class OrderHost {
   private readonly assigned = new Set<number>();
   /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
   private readonly reloading = new Map<string, Promise<void>>();
+  /** Restores of added partitions under way (onAssignment): the orphan sweep waits for them. */
+  private restoresRunning = 0;
+  /** Unfinished orders the last orphan sweep found driven by nobody here; adopted if the next sweep agrees. */
+  private suspectedOrphans = new Set<string>();
+  private lastOrphanSweepAt = 0;
   private readonly opts: OrderHostOptions;
   private readonly binding: MachineBinding;
   private readonly logger: Logger;
@@ -257,7 +267,50 @@ export class OrderHost {
       nudged++;
     }
     if (nudged) this.opts.metrics?.reconcileNudged(nudged);
+    if (now - this.lastOrphanSweepAt >= orphanSweepIntervalMs) {
+      this.lastOrphanSweepAt = now;
+      this.adoptOrphans();
+    }
     return nudged;
+  }
+
+  /**
+   * The safety net under every path that hands an order from one life to the next (a lost lease's reload, a
+   * partition's restore, a command's adopt): an unfinished order of an assigned partition that no slot drives and
+   * no load is under way for, on two sweeps in a row (so a load between its lease and its slot is not mistaken for
+   * one), is adopted. Returns how many were found; each is logged, since each means a path above let one go.
+   */
+  adoptOrphans(): number {
+    if (this.writerFailed || this.restoresRunning > 0) {
+      this.suspectedOrphans.clear();
+      return 0;
+    }
+    const orphans = new Set<string>();
+    for (const partition of this.assigned)
+      for (const record of this.opts.state.recordsOfPartition(partition))
+        if (!record.terminal && !this.slots.has(record.order_id) && !this.reloading.has(record.order_id))
+          orphans.add(record.order_id);
+    let adopted = 0;
+    for (const orderId of orphans) {
+      if (!this.suspectedOrphans.has(orderId)) continue;
+      const record = this.opts.state.get(orderId);
+      if (!record) continue;
+      adopted++;
+      this.logger.warn(
+        { orderId, partition: record.partition },
+        'unfinished order driven by nobody on its partition; adopting it',
+      );
+      this.opts.metrics?.orphanAdopted();
+      this.adopt(orderId, record.partition).catch((error: unknown) => {
+        this.logger.warn(
+          { orderId, err: { message: (error as Error).message } },
+          'could not adopt the orphaned order; the next sweep tries again',
+        );
+      });
+      orphans.delete(orderId);
+    }
+    this.suspectedOrphans = orphans;
+    return adopted;
   }
 
   /** True while this replica may act for the order: checked as each exchange request leaves the process. */
@@ -314,6 +367,15 @@ export class OrderHost {
     // Their records are the new owner's to read: this replica stops holding them.
     const released = revoked.filter((partition) => !this.assigned.has(partition));
     if (released.length) this.opts.state.release(released);
+    this.restoresRunning++;
+    try {
+      await this.restoreAdded(added);
+    } finally {
+      this.restoresRunning--;
+    }
+  }
+
+  private async restoreAdded(added: number[]): Promise<void> {
     const attempted = new Set<string>();
     for (;;) {
       const partitions = added.filter((partition) => this.assigned.has(partition));
@@ -438,7 +500,14 @@ export class OrderHost {
     slot.actor?.stop();
     this.slots.delete(orderId);
     await slot.lastWrite.catch(() => {});
-    for (let attempt = 0; this.assigned.has(slot.partition); attempt++) {
+    for (let attempt = 0; ; attempt++) {
+      if (!this.assigned.has(slot.partition)) {
+        this.logger.info(
+          { orderId, partition: slot.partition },
+          'order not reloaded: its partition is no longer assigned here (its next owner restores it)',
+        );
+        return;
+      }
       try {
         await this.adopt(orderId, slot.partition);
         return;

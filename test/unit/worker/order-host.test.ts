@@ -15,7 +15,12 @@ import type {
 import { commandContentHash } from '../../../src/worker/command-intake.ts';
 import { createCommand, hostOver, openRecord } from './host-fixtures.ts';
 import type { OrderHost } from '../../../src/worker/order-host.ts';
-import { type OrderHomes, type OrderHostMetrics, type OrderLeases } from '../../../src/worker/order-host.ts';
+import {
+  orphanSweepIntervalMs,
+  type OrderHomes,
+  type OrderHostMetrics,
+  type OrderLeases,
+} from '../../../src/worker/order-host.ts';
 
 interface Harness {
   host: OrderHost;
@@ -123,6 +128,17 @@ function harness(options: HarnessOptions = {}): Harness {
 }
 
 const create = createCommand;
+
+const noMetrics: OrderHostMetrics = {
+  commandHandled: () => {},
+  eventsCommitted: () => {},
+  webhookToEvent: () => {},
+  leaseLost: () => {},
+  leaseTakenOver: () => {},
+  orderRestored: () => {},
+  reconcileNudged: () => {},
+  orphanAdopted: () => {},
+};
 
 function events(h: Harness): Array<Record<string, unknown>> {
   return h.written
@@ -326,6 +342,43 @@ describe('order host', () => {
     expect(h.leaseCalls.at(-1)).toEqual(['release', 'o-1']);
   });
 
+  it('adopts an unfinished order that nobody drives on its partition, on the second sweep that finds it', async () => {
+    let adopted = 0;
+    const h = harness({ metrics: { ...noMetrics, orphanAdopted: () => void adopted++ } });
+    await h.host.onAssignment([], [0]);
+    // Left driven by nobody (a path that should have loaded it did not), and no command of it comes.
+    h.records.set('o-1', openRecord('o-1', 0));
+    h.records.set('done', { ...openRecord('done', 0), terminal: true });
+    h.records.set('elsewhere', openRecord('elsewhere', 1));
+    const t0 = Date.now();
+    h.host.reconcile(t0, 60_000);
+    expect(h.restored).toEqual([]);
+    h.host.reconcile(t0 + orphanSweepIntervalMs - 1, 60_000);
+    expect(h.restored).toEqual([]);
+    h.host.reconcile(t0 + orphanSweepIntervalMs, 60_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.restored).toEqual(['o-1']);
+    expect(adopted).toBe(1);
+    expect(h.host.mayAct('o-1')).toBe(true);
+    h.host.reconcile(t0 + 3 * orphanSweepIntervalMs, 60_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.restored).toEqual(['o-1']);
+  });
+
+  it('does not take an order for an orphan while it is being loaded, nor one seen only once', async () => {
+    const h = harness();
+    await h.host.onAssignment([], [0]);
+    h.records.set('o-1', openRecord('o-1', 0));
+    const t0 = Date.now();
+    h.host.reconcile(t0, 60_000);
+    // Its command arrives between the sweeps and loads it: the second sweep finds a slot, not an orphan.
+    await h.send({ type: 'order.cancel', command_id: 'c-5', order_id: 'o-1' });
+    expect(h.restored).toEqual(['o-1']);
+    h.host.reconcile(t0 + orphanSweepIntervalMs, 60_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.restored).toEqual(['o-1']);
+  });
+
   it('retries the reload of an order whose lease was lost when its catch-up fails, instead of rejecting', async () => {
     let failNext = false;
     const h = harness({
@@ -376,6 +429,7 @@ describe('order host', () => {
         leaseTakenOver: () => {},
         orderRestored: () => {},
         reconcileNudged: () => {},
+        orphanAdopted: () => {},
       },
     });
     await h.send(create);
