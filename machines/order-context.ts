@@ -20,6 +20,7 @@ import type {
 
 export const defaultOrderConfig: OrderConfig = {
   pollIntervalMs: 30_000,
+  webhookPollIntervalMs: 60_000,
   maxRequotes: 3,
   maxAttempts: 8,
   backoff: defaultBackoffPolicy,
@@ -33,6 +34,18 @@ export const defaultOrderConfig: OrderConfig = {
 /** The exchange recommends one GET per order every 30 to 60 seconds. */
 export const pollIntervalBounds = { minMs: 30_000, maxMs: 60_000 } as const;
 
+/**
+ * The order's routine poll interval now: spaced out to webhookPollIntervalMs while webhooks keep it informed,
+ * pollIntervalMs otherwise (and for snapshots written before the adaptive interval existed).
+ */
+export function pollIntervalOf(context: {
+  readonly config: OrderConfig;
+  readonly webhooksInformed?: boolean;
+}): number {
+  const { pollIntervalMs, webhookPollIntervalMs } = context.config;
+  return context.webhooksInformed === true ? (webhookPollIntervalMs ?? pollIntervalMs) : pollIntervalMs;
+}
+
 /** setTimeout overflows above 2^31-1 ms; longer deadlines are re-armed on the next entry (polls re-enter often). */
 export const maxTimerDelayMs = 2_147_483_647;
 
@@ -44,8 +57,13 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     pollIntervalBounds.maxMs,
     Math.max(pollIntervalBounds.minMs, input?.pollIntervalMs ?? defaultOrderConfig.pollIntervalMs),
   );
+  const webhookPollIntervalMs = Math.min(
+    pollIntervalBounds.maxMs,
+    Math.max(pollIntervalMs, input?.webhookPollIntervalMs ?? defaultOrderConfig.webhookPollIntervalMs ?? 0),
+  );
   return {
     pollIntervalMs,
+    webhookPollIntervalMs,
     maxRequotes: input?.maxRequotes ?? defaultOrderConfig.maxRequotes,
     maxAttempts: input?.maxAttempts ?? defaultOrderConfig.maxAttempts,
     backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
@@ -106,6 +124,8 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     pollAttempt: 0,
     pollStartedAt: null,
     hintPending: false,
+    webhooksInformed: false,
+    hintedStatus: null,
     deposit: null,
     depositRecorded: null,
     depositAttempt: 0,

@@ -32,6 +32,7 @@ import {
   quoteRequestOf,
   remainingMs,
   submitDepositInputOf,
+  pollIntervalOf,
 } from './order-context.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
 import type { OrderDomainEvent } from './order-events.ts';
@@ -51,6 +52,7 @@ import type {
   PreScreenOutput,
   RequestQuoteInput,
   RequestQuoteOutput,
+  WebhookHintEvent,
 } from './order-types.ts';
 
 /** An exchange order as a confirming call saw it, at the runtime's clock. */
@@ -70,6 +72,9 @@ interface ThrownFailure {
 const thrown = ({ event }: { event: { error: unknown } }): ThrownFailure => ({ error: event.error });
 const outputOf = <Output>({ event }: { event: { output: Output } }) => ({ output: event.output });
 const succeededAt = ({ event }: { event: { output: { at: number } } }) => ({ at: event.output.at });
+/** A hint's clock reading and, for a webhook (not a reconciliation nudge), the status it named. */
+const hintOf = (event: WebhookHintEvent): { at: number; status?: string } =>
+  event.status === undefined ? { at: event.at } : { at: event.at, status: event.status };
 
 export const orderMachineSetup = setup({
   types: {
@@ -347,7 +352,7 @@ export const orderMachineSetup = setup({
           order: params.order,
           lastStatus: params.order.status,
           paymentDeadline: paymentDeadlineOf(params.order),
-          nextPollAt: params.at + context.config.pollIntervalMs,
+          nextPollAt: params.at + pollIntervalOf(context),
         });
         enqueue.emit(createdEventOf(params.order, params.reused));
       },
@@ -362,10 +367,14 @@ export const orderMachineSetup = setup({
           pollStartedAt: null,
           pollAttempt: 0,
           hintPending: false,
-          nextPollAt: params.at + context.config.pollIntervalMs,
+          nextPollAt: params.at + pollIntervalOf(context),
         });
         return;
       }
+      // A change the GET found that no webhook announced: webhooks are not keeping this order informed (lost,
+      // disabled, late), so its routine poll goes back to the shorter interval.
+      const unannounced = previous !== params.order.status && context.hintedStatus !== params.order.status;
+      const webhooksInformed = unannounced ? false : context.webhooksInformed === true;
       enqueue.assign({
         now: params.at,
         order: params.order,
@@ -374,7 +383,8 @@ export const orderMachineSetup = setup({
         pollStartedAt: null,
         pollAttempt: 0,
         hintPending: false,
-        nextPollAt: params.at + context.config.pollIntervalMs,
+        webhooksInformed,
+        nextPollAt: params.at + pollIntervalOf({ config: context.config, webhooksInformed }),
       });
       if (previous !== params.order.status) {
         enqueue.emit({
@@ -413,7 +423,17 @@ export const orderMachineSetup = setup({
       paymentDeadlineChecked: true,
     })),
     noteTime: assign((_, params: { readonly at: number }) => ({ now: params.at })),
-    queueHint: assign((_, params: { readonly at: number }) => ({ now: params.at, hintPending: true })),
+    /** A webhook named a status: remembered (never believed) to tell whether webhooks keep the order informed. */
+    noteHint: assign((_, params: { readonly at: number; readonly status?: string }) =>
+      params.status === undefined
+        ? { now: params.at }
+        : { now: params.at, hintedStatus: params.status, webhooksInformed: true },
+    ),
+    queueHint: assign((_, params: { readonly at: number; readonly status?: string }) => ({
+      now: params.at,
+      hintPending: true,
+      ...(params.status === undefined ? {} : { hintedStatus: params.status, webhooksInformed: true }),
+    })),
     schedulePollRetry: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.pollAttempt);
       return {
@@ -423,7 +443,7 @@ export const orderMachineSetup = setup({
         hintPending: false,
         pollAttempt: context.pollAttempt + 1,
         // Never poll faster than the recommended interval, whatever the failure.
-        nextPollAt: at + Math.max(context.config.pollIntervalMs, delayMs),
+        nextPollAt: at + Math.max(pollIntervalOf(context), delayMs),
       };
     }),
     acceptDeposit: assign((_, params: { readonly txHash: string; readonly at: number }) => ({
@@ -947,7 +967,7 @@ export const orderMachine = orderMachineSetup.createMachine({
               on: {
                 WEBHOOK_HINT: {
                   target: 'polling',
-                  actions: { type: 'noteTime', params: ({ event }) => ({ at: event.at }) },
+                  actions: { type: 'noteHint', params: ({ event }) => hintOf(event) },
                 },
               },
               after: {
@@ -963,7 +983,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             polling: {
               entry: 'startPoll',
               on: {
-                WEBHOOK_HINT: { actions: { type: 'queueHint', params: ({ event }) => ({ at: event.at }) } },
+                WEBHOOK_HINT: { actions: { type: 'queueHint', params: ({ event }) => hintOf(event) } },
               },
               invoke: {
                 id: 'fetchOrder',

@@ -14,6 +14,12 @@ import type { OrderRequestFields } from './order-request.ts';
 export interface OrderConfigInput {
   /** Poll interval of GET /orders/{ref}/; default 30 000, clamped to 30 000–60 000 (the exchange's recommendation). */
   readonly pollIntervalMs?: number;
+  /**
+   * Poll interval while webhooks keep the order informed (a webhook named its status, and no poll has since found a
+   * change no webhook announced); default 60 000, clamped to pollIntervalMs–60 000. Webhooks stay hints: each one
+   * still triggers a GET; only the routine poll between them is spaced out.
+   */
+  readonly webhookPollIntervalMs?: number;
   /** How many times a create may go back for a fresh quote before the order fails; default 3. */
   readonly maxRequotes?: number;
   /** Consecutive retryable failures of one step before the exchange order exists; default 8. */
@@ -40,6 +46,8 @@ export interface OrderConfigInput {
 
 export interface OrderConfig {
   readonly pollIntervalMs: number;
+  /** Absent in snapshots written before it existed: pollIntervalMs then. */
+  readonly webhookPollIntervalMs?: number;
   readonly maxRequotes: number;
   readonly maxAttempts: number;
   readonly backoff: BackoffPolicy;
@@ -191,6 +199,13 @@ export interface OrderContext {
   readonly pollStartedAt: number | null;
   /** A webhook hint arrived while a poll was in flight: poll again when it returns. */
   readonly hintPending: boolean;
+  /**
+   * Webhooks keep this order informed: one named its status, and no poll has since found a change no webhook
+   * announced. Polls are then spaced by webhookPollIntervalMs. Absent in older snapshots (false).
+   */
+  readonly webhooksInformed?: boolean;
+  /** The status the latest webhook hint named (unconfirmed; only compared with what a GET shows). */
+  readonly hintedStatus?: string | null;
   readonly deposit: DepositIntent | null;
   readonly depositRecorded: { readonly txHash: string; readonly alreadyRecorded: boolean } | null;
   readonly depositAttempt: number;

@@ -303,6 +303,7 @@ export const configVariables = z.object({
         .slice(0, 100) || 'worker',
     ),
   POLL_INTERVAL_MS: intFromEnv(30_000, 30_000, 60_000),
+  WEBHOOK_POLL_INTERVAL_MS: intFromEnv(60_000, 30_000, 60_000),
   RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 30_000, 60_000),
   LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
   // Must exceed the commands topic's retention: a create replayed after its order's tombstone starts it again.
@@ -409,6 +410,11 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
   consumerGroup: value.CONSUMER_GROUP,
   workerId: value.WORKER_ID,
   pollIntervalMs: value.POLL_INTERVAL_MS,
+  // Never below the base interval, never past the reconciliation sweep's age (it would nudge every such order).
+  webhookPollIntervalMs: Math.max(
+    value.POLL_INTERVAL_MS,
+    Math.min(value.WEBHOOK_POLL_INTERVAL_MS, value.RECONCILE_MAX_AGE_MS),
+  ),
   reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
   leaseTtlMs: value.LEASE_TTL_MS,
   finishedOrderRetentionMs: value.FINISHED_ORDER_RETENTION_MS,

@@ -204,6 +204,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         actors: exchangeActors.actors(barrier),
         orderConfig: {
           pollIntervalMs: config.pollIntervalMs,
+          webhookPollIntervalMs: config.webhookPollIntervalMs,
           quoteCooldownMs: config.quoteCooldownMs,
           createSettleMs: config.createSettleMs,
           parkedRecheckMs: config.parkedRecheckMs,

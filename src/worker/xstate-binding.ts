@@ -4,6 +4,7 @@ import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
 import { camelKeys } from '../../machines/order-request.ts';
+import { pollIntervalOf } from '../../machines/order-context.ts';
 import type {
   OrderActorFunctions,
   OrderConfigInput,
@@ -51,8 +52,7 @@ export function createXStateBinding(opts: {
           terminal: snapshot.status === 'done',
           uniqueReference: context.order?.uniqueReference ?? null,
           depositTxHash: context.deposit?.txHash ?? context.depositRecorded?.txHash ?? null,
-          lastConfirmedAt:
-            context.nextPollAt === null ? null : context.nextPollAt - context.config.pollIntervalMs,
+          lastConfirmedAt: context.nextPollAt === null ? null : context.nextPollAt - pollIntervalOf(context),
         };
       },
       durable: () => toDurable(actor.getSnapshot()),

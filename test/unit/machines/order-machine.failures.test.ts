@@ -529,6 +529,40 @@ describe('order machine: monitoring', () => {
     expect(h.types()).toEqual(['order.created']);
   });
 
+  it('spaces routine polls to the webhook interval while webhooks announce each change, and not once a poll finds news', async () => {
+    const h = await openOrder();
+    const untilNextPoll = () => (h.context.nextPollAt ?? 0) - h.context.now;
+    // A reconciliation nudge (no status) is not a webhook.
+    await h.send({ type: 'WEBHOOK_HINT', at: T0 + 500 });
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'INITIAL' }) }));
+    expect(h.context.webhooksInformed).toBe(false);
+    expect(untilNextPoll()).toBe(30_000);
+    // A webhook announces PAID; the GET it triggers confirms it: webhooks keep this order informed.
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
+    expect(h.types().at(-1)).toBe('order.status_changed');
+    expect(h.context.webhooksInformed).toBe(true);
+    expect(untilNextPoll()).toBe(60_000);
+    const gets = h.calls.fetchOrder.length;
+    await h.advance(59_999);
+    expect(h.calls.fetchOrder).toHaveLength(gets);
+    // The routine poll finds RELEASED, which no webhook announced: back to the shorter interval.
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'RELEASED' }) }));
+    await h.advance(1);
+    expect(h.calls.fetchOrder).toHaveLength(gets + 1);
+    expect(h.context.lastStatus).toBe('RELEASED');
+    expect(h.context.webhooksInformed).toBe(false);
+    expect(untilNextPoll()).toBe(30_000);
+  });
+
+  it('takes the webhook interval from the configuration, never below the poll interval nor above 60 s', () => {
+    expect(resolveOrderConfig(undefined).webhookPollIntervalMs).toBe(60_000);
+    expect(
+      resolveOrderConfig({ pollIntervalMs: 45_000, webhookPollIntervalMs: 30_000 }).webhookPollIntervalMs,
+    ).toBe(45_000);
+    expect(resolveOrderConfig({ webhookPollIntervalMs: 600_000 }).webhookPollIntervalMs).toBe(60_000);
+  });
+
   it('polls again when a hint arrived while a GET was in flight', async () => {
     const h = await openOrder();
     await h.send({ type: 'WEBHOOK_HINT', at: T0 + 1_000 });
