@@ -263,6 +263,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       state: store,
       routes: orderRoutes,
       producer: hints,
+      deliverLocally: (hint) => host.deliverHint(hint),
       topics: config.topics,
       now: () => Date.now(),
     }),

@@ -313,6 +313,31 @@ export class OrderHost {
     return adopted;
   }
 
+  /**
+   * A verified webhook for an order this replica drives, handed over in-process instead of through the commands
+   * topic: the hint reaches the actor at once, not behind its partition's queue. True when handled here (delivered,
+   * or not wanted in the order's state); false when the order is not driven here (route it through Kafka). A hint is
+   * best effort either way: if this replica loses the order meanwhile, the next owner's poll confirms the status.
+   */
+  deliverHint(hint: { orderId: string; status: string; receivedAt: string }): boolean {
+    const slot = this.slots.get(hint.orderId);
+    if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(hint.orderId)) return false;
+    const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.opts.now() };
+    if (!slot.actor.can(event)) return true;
+    const receivedAt = Date.parse(hint.receivedAt);
+    if (Number.isFinite(receivedAt)) slot.webhookAt = receivedAt;
+    const span = tracer.startSpan('order webhook hint', {
+      kind: SpanKind.INTERNAL,
+      attributes: this.orderAttributes(slot),
+    });
+    try {
+      context.with(trace.setSpan(context.active(), span), () => slot.actor?.send(event));
+    } finally {
+      span.end();
+    }
+    return true;
+  }
+
   /** True while this replica may act for the order: checked as each exchange request leaves the process. */
   mayAct(orderId: string): boolean {
     const slot = this.slots.get(orderId);

@@ -1,7 +1,8 @@
 // Where a webhook goes once verified: the order it names is located in the state topic's view (this replica's
-// partitions) or else in the routes the replicas share (another replica's order), and a hint is written to the
-// commands topic on that order's partition (so the replica that owns the order polls it); a KYC notification
-// becomes an exchange.kyc_status_changed event. Both are best effort: polling covers a lost one.
+// partitions) or else in the routes the replicas share (another replica's order). A hint for an order this replica
+// drives goes straight to its actor; any other is written to the commands topic on that order's partition (so the
+// replica that owns the order polls it). A KYC notification becomes an exchange.kyc_status_changed event. All are
+// best effort: polling covers a lost one.
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OutboundRecord } from '../kafka/transactional-writer.ts';
 import type { WebhookReceiverDeps } from '../http/webhook-receiver.ts';
@@ -25,6 +26,11 @@ export interface WebhookRoutingDeps {
   /** The orders of other replicas' partitions (none: only this replica's orders are routed). */
   routes?: Pick<OrderRoutes, 'locate'>;
   producer: { send(record: OutboundRecord): Promise<void> };
+  /**
+   * Hands a hint to an order this replica drives, in-process; false when it drives no such order (the hint then
+   * goes through the commands topic to the order's partition, wherever that is).
+   */
+  deliverLocally?: (hint: { orderId: string; status: string; receivedAt: string }) => boolean;
   topics: { commands: string; events: string };
   now: () => number;
 }
@@ -40,8 +46,10 @@ export function webhookRouting(
       if (record) return { orderId: record.order_id, partition: record.partition };
       return routes?.locate(uniqueReference);
     },
-    routeHint: (hint) =>
-      producer.send({
+    routeHint: async (hint) => {
+      // The order is driven here: straight to its actor (a throw is a failed hint, answered 202 and polled anyway).
+      if (deps.deliverLocally?.(hint)) return;
+      await producer.send({
         topic: topics.commands,
         key: hint.orderId,
         partition: hint.partition,
@@ -53,7 +61,8 @@ export function webhookRouting(
           status: hint.status,
           received_at: hint.receivedAt,
         }),
-      }),
+      });
+    },
     publishKyc: (event) =>
       producer.send({
         topic: topics.events,

@@ -342,6 +342,23 @@ describe('order host', () => {
     expect(h.leaseCalls.at(-1)).toEqual(['release', 'o-1']);
   });
 
+  it('hands a webhook hint to an order it drives in-process, and declines one it does not drive', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    const receivedAt = new Date().toISOString();
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt })).toBe(true);
+    expect(h.sent).toMatchObject([{ type: 'WEBHOOK_HINT', status: 'PAID' }]);
+    // Not wanted in the order's state: handled (nothing to route), nothing sent.
+    h.status.accepts = false;
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'RELEASED', receivedAt })).toBe(true);
+    expect(h.sent).toHaveLength(1);
+    // Not driven here: the caller routes it through the commands topic.
+    expect(h.host.deliverHint({ orderId: 'o-2', status: 'PAID', receivedAt })).toBe(false);
+    h.host.setAssignment([]);
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt })).toBe(false);
+  });
+
   it('adopts an unfinished order that nobody drives on its partition, on the second sweep that finds it', async () => {
     let adopted = 0;
     const h = harness({ metrics: { ...noMetrics, orphanAdopted: () => void adopted++ } });

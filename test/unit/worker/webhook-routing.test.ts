@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import type { OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
+import { webhookRouting } from '../../../src/worker/webhook-routing.ts';
+
+function routing(local: (orderId: string) => boolean | Error) {
+  const sent: OutboundRecord[] = [];
+  const delivered: string[] = [];
+  const route = webhookRouting({
+    state: { get: () => undefined, orderIdByReference: () => undefined },
+    producer: {
+      send: (record) => {
+        sent.push(record);
+        return Promise.resolve();
+      },
+    },
+    deliverLocally: (hint) => {
+      const answer = local(hint.orderId);
+      if (answer instanceof Error) throw answer;
+      if (answer) delivered.push(hint.orderId);
+      return answer;
+    },
+    topics: { commands: 'commands', events: 'events' },
+    now: () => 0,
+  });
+  return { route, sent, delivered };
+}
+
+const hint = (orderId: string) => ({
+  orderId,
+  partition: 3,
+  uniqueReference: 'REF1',
+  status: 'PAID',
+  commandId: 'webhook-1',
+  receivedAt: new Date(0).toISOString(),
+});
+
+describe('webhook routing', () => {
+  it('hands the hint of an order driven here to it directly, with nothing written to Kafka', async () => {
+    const r = routing((orderId) => orderId === 'here');
+    await r.route.routeHint(hint('here'));
+    expect(r.delivered).toEqual(['here']);
+    expect(r.sent).toEqual([]);
+  });
+
+  it("writes the hint of any other order to the commands topic on that order's partition", async () => {
+    const r = routing(() => false);
+    await r.route.routeHint(hint('elsewhere'));
+    expect(r.sent).toHaveLength(1);
+    expect(r.sent[0]).toMatchObject({ topic: 'commands', key: 'elsewhere', partition: 3 });
+    expect(JSON.parse(r.sent[0]!.value)).toMatchObject({
+      type: 'order.webhook_hint',
+      order_id: 'elsewhere',
+      unique_reference: 'REF1',
+      status: 'PAID',
+    });
+  });
+
+  it('turns a failing local delivery into a failed hint (a rejection), not a throw', async () => {
+    const r = routing(() => new Error('boom'));
+    const routed = r.route.routeHint(hint('here'));
+    expect(routed).toBeInstanceOf(Promise);
+    await expect(routed).rejects.toThrow('boom');
+  });
+});
