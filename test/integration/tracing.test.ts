@@ -32,6 +32,8 @@ beforeAll(async () => {
       OTEL_SERVICE_NAME: 'eow-under-test',
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=it',
       LOG_LEVEL: 'debug',
+      // The webhook test below makes the order "informed by webhooks"; keep its routine poll at 30 s for the poll test.
+      WEBHOOK_POLL_INTERVAL_MS: '30000',
     },
   });
 });
@@ -218,7 +220,8 @@ describe('traces of one order', () => {
   });
 
   it('starts a short trace of its own for each poll, linked to the command that created the order', async () => {
-    // The machine polls POLL_INTERVAL_MS (30 s, the minimum) after its last confirmation.
+    // The machine polls POLL_INTERVAL_MS (30 s, the minimum; WEBHOOK_POLL_INTERVAL_MS is set to it here) after its
+    // last confirmation.
     const poll = await waitForSpan(
       'a GET under an order timer linked to the command',
       (s) => {
