@@ -135,6 +135,12 @@ export interface TransactionalWriterOptions {
   logger: Logger;
   /** Called when the producer can no longer write (fenced or failing for good); the process should stop. */
   onFatal: (error: Error) => void;
+  /**
+   * How long one attempt at a transaction may take before it is given up as stuck and retried on a new producer
+   * (default: twice transactionTimeoutMs, at least 30 s). kafkajs can leave a transactional call unsettled for good
+   * after broker restarts; without a bound every write queued behind it, and every order waiting on them, waits too.
+   */
+  attemptTimeoutMs?: number;
   /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
   maxTransactionBytesPerPartition?: number;
   /** Told of every transaction that ended (metrics). */
@@ -143,6 +149,14 @@ export interface TransactionalWriterOptions {
     seconds: number;
     records: number;
   }) => void;
+}
+
+/** An attempt that neither committed nor failed within attemptTimeoutMs: retried on a new producer. */
+class TransactionStuckError extends Error {
+  constructor(ms: number) {
+    super(`a Kafka transaction neither committed nor failed within ${ms} ms`);
+    this.name = 'KafkaTransactionStuck';
+  }
 }
 
 /** A guard refused at the last check before the commit: the transaction was aborted, to be retried without it. */
@@ -196,7 +210,11 @@ export class TransactionalWriter {
   private async renewProducer(): Promise<void> {
     const old = this.producer;
     this.producer = this.newProducer();
-    await old.disconnect().catch(() => {});
+    // The old producer may be stuck itself: its disconnect is not waited for long.
+    await Promise.race([
+      old.disconnect().catch(() => {}),
+      new Promise((resolve) => setTimeout(resolve, 5_000).unref()),
+    ]);
     await this.producer.connect();
   }
 
@@ -330,7 +348,7 @@ export class TransactionalWriter {
     const deadline = Date.now() + 120_000;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.commitOnce(batch);
+        return await this.commitWithin(batch);
       } catch (error) {
         lastError = error;
         const names = kafkaErrorNames(error);
@@ -368,6 +386,25 @@ export class TransactionalWriter {
       `could not commit a Kafka transaction: ${(lastError as Error)?.message ?? 'unknown'}`,
       { cause: lastError },
     );
+  }
+
+  /**
+   * One attempt, bounded: a stuck one is given up (the caller renews the producer, whose new epoch makes the
+   * coordinator abort what the old one left open) and whatever it does later is ignored.
+   */
+  private async commitWithin(batch: Pending[]): Promise<Set<Pending>> {
+    const limitMs = this.opts.attemptTimeoutMs ?? Math.max(30_000, 2 * this.opts.transactionTimeoutMs);
+    const attempt = this.commitOnce(batch);
+    attempt.catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new TransactionStuckError(limitMs)), limitMs);
+    });
+    try {
+      return await Promise.race([attempt, stuck]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async commitOnce(batch: Pending[]): Promise<Set<Pending>> {

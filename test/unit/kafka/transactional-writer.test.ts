@@ -1,13 +1,17 @@
 // How the writer cuts its queue into transactions: by bytes per partition, never splitting one write (its events,
 // state record and offset commit together), in order. The broker side is exercised in
 // test/integration/transactional-writer.test.ts.
+import type { Kafka } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
 import {
   isRecordSizeError,
   planTransactions,
   recordBytes,
+  TransactionalWriter,
   type OutboundRecord,
 } from '../../../src/kafka/transactional-writer.ts';
+import { createLogger } from '../../../src/telemetry/logger.ts';
 
 const record = (partition: number | undefined, bytes: number, topic = 'state'): OutboundRecord => ({
   topic,
@@ -51,5 +55,68 @@ describe('transaction planning', () => {
     expect(isRecordSizeError(wrapped)).toBe(true);
     expect(isRecordSizeError({ type: 'RECORD_LIST_TOO_LARGE' })).toBe(true);
     expect(isRecordSizeError(Object.assign(new Error('x'), { type: 'CONCURRENT_TRANSACTIONS' }))).toBe(false);
+  });
+});
+
+describe('a transaction that never settles', () => {
+  it('is given up after the attempt timeout and committed on a new producer, and the writer carries on', async () => {
+    const lines: string[] = [];
+    const producers: Array<{ committed: string[]; disconnected: boolean }> = [];
+    // kafkajs stand-in: the first producer's commit never settles (as after some broker restarts), later ones commit.
+    const kafkajs = {
+      producer: () => {
+        const index = producers.length;
+        const state = { committed: [] as string[], disconnected: false };
+        producers.push(state);
+        return {
+          connect: () => Promise.resolve(),
+          disconnect: () => {
+            state.disconnected = true;
+            return Promise.resolve();
+          },
+          transaction: () => {
+            const sent: string[] = [];
+            return Promise.resolve({
+              sendBatch: ({
+                topicMessages,
+              }: {
+                topicMessages: Array<{ messages: Array<{ key: string }> }>;
+              }) => {
+                sent.push(...topicMessages.flatMap((t) => t.messages.map((m) => m.key)));
+                return Promise.resolve([]);
+              },
+              sendOffsets: () => Promise.resolve(),
+              commit: () => {
+                if (index === 0) return new Promise(() => {});
+                state.committed.push(...sent);
+                return Promise.resolve();
+              },
+              abort: () => Promise.resolve(),
+            });
+          },
+        };
+      },
+    } as unknown as Kafka;
+    const fatal: Error[] = [];
+    const writer = new TransactionalWriter({
+      kafka: KafkaClient.wrap(kafkajs),
+      transactionalId: 'tx-1',
+      consumerGroupId: 'group',
+      transactionTimeoutMs: 10_000,
+      attemptTimeoutMs: 100,
+      logger: createLogger({
+        level: 'warn',
+        destination: { write: (line: string) => void lines.push(line) },
+      }),
+      onFatal: (error) => void fatal.push(error),
+    });
+    await writer.connect();
+    await expect(writer.write([{ topic: 'events', key: 'a', value: '1' }])).resolves.toBe(true);
+    await expect(writer.write([{ topic: 'events', key: 'b', value: '2' }])).resolves.toBe(true);
+    expect(producers).toHaveLength(2);
+    expect(producers[0]?.disconnected).toBe(true);
+    expect(producers[1]?.committed).toEqual(['a', 'b']);
+    expect(fatal).toEqual([]);
+    expect(lines.join('')).toContain('KafkaTransactionStuck');
   });
 });
