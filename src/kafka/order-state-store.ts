@@ -115,7 +115,6 @@ export class OrderStateStore {
   private readonly records = new Map<string, HeldRecord>();
   private readonly references = new Map<string, string>();
   private readonly waiters = new Map<string, Waiter>();
-  /** Partitions this replica reads (assigned and caught up, or catching up). */
   /** The partitions this replica is assigned (catchUp adds, release removes): its retention sweep's share. */
   private readonly owned = new Set<number>();
   private consumer: Consumer | undefined;
@@ -333,6 +332,7 @@ export class OrderStateStore {
       // Observed through Promise.all below; a release before the barrier is written must not go unhandled.
       seen.catch(() => {});
       return {
+        nonce,
         seen,
         record: {
           topic: this.topic,
@@ -342,7 +342,23 @@ export class OrderStateStore {
         },
       };
     });
-    await this.writer.write(pending.map((p) => p.record));
+    // The barrier's write is bounded by the same timeout: a writer stuck behind a broker restart must not hold a
+    // partition's restore (and every message queued behind it) for good; the caller retries.
+    let timer: NodeJS.Timeout | undefined;
+    const writeTimedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`state barrier not written after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([this.writer.write(pending.map((p) => p.record)), writeTimedOut]);
+    } catch (error) {
+      for (const p of pending) this.waiters.get(p.nonce)?.reject(error as Error);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
     await Promise.all(pending.map((p) => p.seen));
   }
 
