@@ -494,6 +494,10 @@ export class OrderHost {
       await this.opts.leases.release(orderId).catch(() => {});
       return false;
     }
+    this.logger.debug(
+      { orderId, partition: record.partition, fence, seq: record.seq, rev: record.rev },
+      'restoring the order from its latest record',
+    );
     const slot = this.newSlot(record, fence);
     this.slots.set(orderId, slot);
     try {
@@ -991,6 +995,7 @@ export class OrderHost {
         );
       }
     }
+    this.logger.debug({ orderId: command.order_id, partition, fence, waited }, 'creating the order');
     const record: OrderRecord = {
       v: 1,
       order_id: command.order_id,

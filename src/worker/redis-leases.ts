@@ -12,6 +12,7 @@ export class RedisOrderLeases implements OrderLeases {
   private readonly keeper: LeaseKeeper;
   private readonly owner: string;
   private readonly ttlMs: number;
+  private readonly log: Logger;
   /** What to do when a held lease is lost, per order (given with the grant). */
   private readonly onLost = new Map<string, () => void>();
 
@@ -20,6 +21,7 @@ export class RedisOrderLeases implements OrderLeases {
     this.owner = opts.owner;
     this.ttlMs = opts.ttlMs;
     const log = opts.logger.child({ component: 'leases' });
+    this.log = log;
     this.keeper = new LeaseKeeper(opts.lease, {
       onLost: (orderId: string, reason: LeaseLossReason) => {
         log.warn({ orderId, reason }, 'order lease lost');
@@ -41,6 +43,7 @@ export class RedisOrderLeases implements OrderLeases {
     }
     this.onLost.set(orderId, onLost);
     this.keeper.keep(grant);
+    this.log.debug({ orderId, fence: grant.fence, minFence }, 'order lease granted');
     return { fence: grant.fence };
   }
 

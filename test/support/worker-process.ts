@@ -40,7 +40,8 @@ export async function startWorker(
       HTTP_PORT: String(port),
       METRICS_PORT: String(metricsPort),
       WORKER_ID: name,
-      LOG_LEVEL: 'info',
+      // WORKER_LOG_LEVEL=debug replays a run with every order's lease and load decisions in the workers' logs.
+      LOG_LEVEL: process.env['WORKER_LOG_LEVEL'] ?? 'info',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
