@@ -980,11 +980,14 @@ export class OrderHost {
         { retryable: true },
       );
     }
-    if (waited) {
-      // The lease was not free at once (another holder, or Redis unreachable): while this replica waited, another
-      // one may have been handed the same order.create (a rebalance while this consumer was stuck) and created the
-      // order. Read the partition up to now before creating: a second life of one order_id would mean a second
-      // exchange order. If it exists, let go and have the command delivered again, which loads that order.
+    // Another replica may have been handed the same order.create (a rebalance while one consumer was stuck, or
+    // evicted without knowing) and created the order. Read the partition up to now before creating whenever that
+    // is possible: the lease was not free at once (another holder, or Redis unreachable), or it was free but had
+    // been held before (its fence counter is past 1: a holder that finished and let go moments ago, whose records
+    // this replica may not have read yet). A second life of one order_id would mean a second exchange order. If it
+    // exists, let go and have the command delivered again, which loads that order. A brand-new order (fence 1,
+    // granted at once) skips the round trip.
+    if (waited || fence > 1) {
       await this.opts.state.catchUp([partition]);
       if (this.opts.state.get(command.order_id)) {
         await this.opts.leases.release(command.order_id).catch(() => {});

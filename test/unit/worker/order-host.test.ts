@@ -43,6 +43,8 @@ interface HarnessOptions {
   metrics?: OrderHostMetrics;
   /** How many acquires find the lease held before one is granted. */
   refuseFirstAcquires?: number;
+  /** The fence each grant carries (default 1: nobody held the lease before). */
+  grantFence?: number;
   homes?: OrderHomes;
 }
 
@@ -80,7 +82,7 @@ function harness(options: HarnessOptions = {}): Harness {
       options.onAcquire?.(orderId);
       if ((options.refuseFirstAcquires ?? 0) >= leaseCalls.filter(([call]) => call === 'acquire').length)
         return Promise.resolve(null);
-      return Promise.resolve({ fence: 1 });
+      return Promise.resolve({ fence: options.grantFence ?? 1 });
     },
     release: (orderId) => {
       leaseCalls.push(['release', orderId]);
@@ -430,6 +432,33 @@ describe('order host', () => {
     await h.send(create);
     expect(h.restored).toEqual(['o-1']);
     expect(h.written.filter((r) => r.topic === 'events')).toEqual([]);
+  });
+
+  it('reads the partition before creating when the lease was free but held before, and creates nothing twice', async () => {
+    let catchUps = 0;
+    const h = harness({
+      // Free at once, but its fence counter says a replica held it: that one created the order and let go, and
+      // its records reach this replica's store only with the catch-up.
+      grantFence: 2,
+      onCatchUp: () => {
+        catchUps++;
+        h.records.set('o-1', {
+          ...openRecord('o-1', 0),
+          create_hash: commandContentHash(create as unknown as OrderCommand),
+        });
+      },
+    });
+    await expect(h.send(create)).rejects.toMatchObject({ code: 'order_created_meanwhile', retryable: true });
+    expect(catchUps).toBe(1);
+    expect(h.written.filter((r) => r.topic === 'state')).toEqual([]);
+  });
+
+  it('creates a brand-new order (fence 1, lease free at once) without a catch-up round trip', async () => {
+    let catchUps = 0;
+    const h = harness({ onCatchUp: () => void catchUps++ });
+    await h.send(create);
+    expect(catchUps).toBe(0);
+    expect(h.written.filter((r) => r.topic === 'state')).toHaveLength(1);
   });
 
   it('reports each command by type and result, with the rejection reason, and never a made-up type as a label', async () => {
