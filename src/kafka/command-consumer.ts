@@ -41,6 +41,8 @@ function decodeAssignment(memberAssignment: Record<string, number[]> | undefined
 export class CommandConsumer {
   private readonly consumer: Consumer;
   private assignment: number[] = [];
+  /** The member id of the last group join: a different one on the next join means this consumer was evicted. */
+  private memberId: string | undefined;
   /** Per added partition: resolves true once restored, false when it was revoked (or we stopped) first. */
   private readonly ready = new Map<number, Promise<boolean>>();
   private stopping = false;
@@ -88,7 +90,15 @@ export class CommandConsumer {
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       this.joined = true;
       const next = decodeAssignment(event.payload.memberAssignment, this.topic);
-      this.changeAssignment(next);
+      // A new member id means the group had evicted this consumer (a pause, a stuck handler) without it knowing:
+      // its partitions may have had another owner meanwhile, who created or moved orders there. Every partition of
+      // the new assignment is restored as if newly added, even the ones it believes it never lost.
+      const memberId = event.payload.memberId;
+      const rejoined = this.memberId !== undefined && memberId !== undefined && memberId !== this.memberId;
+      if (memberId !== undefined) this.memberId = memberId;
+      if (rejoined)
+        this.logger.warn({ assigned: next }, 'rejoined the group as a new member; restoring every partition');
+      this.changeAssignment(next, rejoined);
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.logger.error(
@@ -108,13 +118,13 @@ export class CommandConsumer {
     });
   }
 
-  private changeAssignment(next: number[]): void {
+  private changeAssignment(next: number[], rejoined = false): void {
     const previous = new Set(this.assignment);
     const nextSet = new Set(next);
-    const added = next.filter((p) => !previous.has(p));
+    const added = rejoined ? [...next] : next.filter((p) => !previous.has(p));
     const revoked = this.assignment.filter((p) => !nextSet.has(p));
     this.assignment = next;
-    for (const p of revoked) {
+    for (const p of [...revoked, ...added]) {
       this.ready.delete(p);
       this.restoredPartitions.delete(p);
     }

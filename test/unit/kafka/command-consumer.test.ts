@@ -33,8 +33,8 @@ function fakeKafka() {
   };
   return {
     kafka: { consumer: () => consumer } as unknown as Kafka,
-    join: (partitions: number[]) =>
-      listeners.get('group_join')?.({ payload: { memberAssignment: { commands: partitions } } }),
+    join: (partitions: number[], memberId = 'member-1') =>
+      listeners.get('group_join')?.({ payload: { memberId, memberAssignment: { commands: partitions } } }),
     crash: (restart: boolean) =>
       listeners.get('crash')?.({ payload: { error: new Error('broker gone'), restart } }),
     deliver: (partition: number, heartbeat: () => Promise<void> = () => Promise.resolve()) =>
@@ -126,6 +126,33 @@ describe('command consumer restores', () => {
     await expect(delivery).rejects.toThrow(/no longer assigned/);
     expect(handled).toEqual([]);
     expect(consumer.restoredPartitions.has(0)).toBe(false);
+  });
+
+  it('restores every partition again after rejoining as a new member (evicted without knowing it)', async () => {
+    const fake = fakeKafka();
+    const consumer = consumerWith(fake.kafka);
+    const calls: Array<[number[], number[]]> = [];
+    await consumer.start(
+      {
+        onAssignment: (_assigned, revoked, added) => {
+          calls.push([revoked, added]);
+          return Promise.resolve();
+        },
+        onMessage: () => Promise.resolve(),
+      },
+      1,
+    );
+    fake.join([0, 1, 2, 3], 'member-1');
+    fake.join([0, 3], 'member-1');
+    // Paused past its session: the group gave 0 and 3 to another member for a while, then back under a new id.
+    fake.join([0, 3], 'member-2');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(calls).toEqual([
+      [[], [0, 1, 2, 3]],
+      [[1, 2], []],
+      [[], [0, 3]],
+    ]);
+    expect(consumer.allRestored()).toBe(true);
   });
 
   it('tells the host of a new assignment at once, before queued restores run', async () => {
