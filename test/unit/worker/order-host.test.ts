@@ -468,14 +468,8 @@ describe('order host', () => {
     const handled: Array<[string, string, string | undefined]> = [];
     const h = harness({
       metrics: {
+        ...noMetrics,
         commandHandled: (c) => void handled.push([c.commandType, c.result, c.reason]),
-        eventsCommitted: () => {},
-        webhookToEvent: () => {},
-        leaseLost: () => {},
-        leaseTakenOver: () => {},
-        orderRestored: () => {},
-        reconcileNudged: () => {},
-        orphanAdopted: () => {},
       },
     });
     await h.send(create);
