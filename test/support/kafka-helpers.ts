@@ -75,15 +75,37 @@ export class EventCollector {
   /** Records already read, by partition and offset: a rejoin of the collector's own group re-reads a range. */
   private readonly seen = new Set<string>();
   private consumer: Consumer | undefined;
+  private stopped = false;
 
   static async start(kafka: Kafka, topic: string): Promise<EventCollector> {
     const collector = new EventCollector();
-    const consumer = kafka.consumer({
-      groupId: uniqueName('collector'),
-      readUncommitted: false,
-      maxWaitTimeInMs: 100,
+    await collector.consume(kafka, topic, uniqueName('collector'));
+    return collector;
+  }
+
+  /**
+   * Reads the topic with a consumer of the collector's group. A consumer that kafkajs gives up on (a crash it does
+   * not restart from, e.g. "failed to find group coordinator" while the fault suite restarts the broker) is
+   * replaced by a new one of the same group, which resumes from the group's offsets: without it the collector
+   * stopped reading for good, and whatever waited on its events (the exchange driver) with it.
+   */
+  private async consume(kafka: Kafka, topic: string, groupId: string): Promise<void> {
+    const consumer = kafka.consumer({ groupId, readUncommitted: false, maxWaitTimeInMs: 100 });
+    this.consumer = consumer;
+    consumer.on(consumer.events.CRASH, (event) => {
+      if (event.payload.restart || this.stopped) return;
+      void (async () => {
+        await consumer.disconnect().catch(() => {});
+        for (let attempt = 0; !this.stopped; attempt++) {
+          try {
+            await this.consume(kafka, topic, groupId);
+            return;
+          } catch {
+            await sleep(Math.min(5_000, 250 * 2 ** attempt));
+          }
+        }
+      })();
     });
-    collector.consumer = consumer;
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
@@ -91,10 +113,10 @@ export class EventCollector {
         // A starved test process misses its group's session timeout; the rejoin resumes from the last auto-committed
         // offset and hands over records read before. They are the same records, not events written twice.
         const at = `${partition}:${message.offset}`;
-        if (collector.seen.has(at)) return Promise.resolve();
-        collector.seen.add(at);
+        if (this.seen.has(at)) return Promise.resolve();
+        this.seen.add(at);
         const value = JSON.parse(message.value?.toString() ?? 'null') as PublishedEvent;
-        collector.events.push({
+        this.events.push({
           ...value,
           partition,
           offset: message.offset,
@@ -106,7 +128,6 @@ export class EventCollector {
         return Promise.resolve();
       },
     });
-    return collector;
   }
 
   of(orderId: string): PublishedEvent[] {
@@ -144,6 +165,7 @@ export class EventCollector {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.consumer?.disconnect();
   }
 }
