@@ -26,7 +26,7 @@ export async function ensureTopics(
     const existing = new Set(await admin.listTopics());
     let partitions = topics.partitions;
     if (existing.has(topics.commands)) {
-      const metadata = await admin.fetchTopicMetadata({ topics: [topics.commands] });
+      const metadata = await whenKnown(() => admin.fetchTopicMetadata({ topics: [topics.commands] }));
       partitions = metadata.topics[0]?.partitions.length ?? partitions;
     }
     const durability =
@@ -67,7 +67,7 @@ export async function ensureTopics(
         if (!/TOPIC_ALREADY_EXISTS|already exists/i.test((error as Error).message)) throw error;
       }
     }
-    const state = await admin.fetchTopicMetadata({ topics: [topics.state] });
+    const state = await whenKnown(() => admin.fetchTopicMetadata({ topics: [topics.state] }));
     const statePartitions = state.topics[0]?.partitions.length ?? 0;
     if (statePartitions !== partitions) {
       throw new WorkerError(
@@ -78,5 +78,26 @@ export async function ensureTopics(
     return { partitions };
   } finally {
     await admin.disconnect();
+  }
+}
+
+/** Errors a broker answers for a topic it has just created (or another replica has): its metadata is on its way. */
+const notYetKnown = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
+/**
+ * Retries a metadata read while the broker does not know the topic yet: when replicas start together, one creates
+ * the topics and another, told they exist, may read their metadata before it has reached the broker it asks (seen
+ * as "This server does not host this topic-partition", which stopped that replica's start). Up to `timeoutMs`.
+ */
+export async function whenKnown<T>(read: () => Promise<T>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      const type = (error as { type?: unknown }).type;
+      if (typeof type !== 'string' || !notYetKnown.has(type) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 100 * 2 ** attempt)));
+    }
   }
 }
