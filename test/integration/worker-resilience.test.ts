@@ -113,8 +113,10 @@ describe('worker resilience', () => {
     const ids = [uniqueName('twin-a'), uniqueName('twin-b')];
     for (const id of ids)
       await cluster.send({ type: 'order.create', command_id: `${id}-c`, order_id: id, ...same });
+    // The second order waits out the cooldown (15 s from the first request's answer, up to 75 s while that request
+    // is held in flight); a CI run at 60 s timed out once (twin-a never quoted within it), so the wait is longer.
     const quoted = await Promise.all(
-      ids.map((id) => cluster.collector.waitForOrderEvent(id, 'order.quoted', 60_000)),
+      ids.map((id) => cluster.collector.waitForOrderEvent(id, 'order.quoted', 100_000)),
     );
     await Promise.all(ids.map((id) => cluster.collector.waitForOrderEvent(id, 'order.created', 60_000)));
     const [first, second] = quoted.map((e) => Date.parse(e.occurred_at)).sort((a, b) => a - b);
