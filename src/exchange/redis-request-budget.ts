@@ -2,6 +2,7 @@
 // with a tolerance per priority, on the Redis clock), a 429 penalty that holds the key for all replicas, and a
 // conservative in-process limit whenever Redis does not answer in time - never no limit at all.
 // Invariants: keys are API-key fingerprints; one Redis round trip per admission per process (local queue).
+import { withTimeout } from '../timeouts.ts';
 import {
   AdmissionQueue,
   LocalLimiter,
@@ -41,14 +42,6 @@ export interface RedisRequestBudgetOptions extends BudgetPolicyInput {
   readonly logger?: { warn(fields: Record<string, unknown>, message: string): void };
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 function readReply(reply: unknown): Admission {
   if (!Array.isArray(reply) || reply.length !== 2) throw new Error('request-budget-2.lua: unexpected reply');
   const [admitted, waitUs] = reply.map(Number) as [number, number];
@@ -56,6 +49,10 @@ function readReply(reply: unknown): Admission {
 }
 
 export class RedisRequestBudget implements RequestBudget {
+  #unanswered(): Error {
+    return new Error(`redis did not answer within ${this.#redisTimeoutMs} ms`);
+  }
+
   readonly policy: BudgetPolicy;
   readonly fallbackPolicy: BudgetPolicy;
   readonly #redis: BudgetRedis;
@@ -113,6 +110,7 @@ export class RedisRequestBudget implements RequestBudget {
       await withTimeout(
         this.#redis.requestBudget(...this.#keys(key), 'penalize', backOff),
         this.#redisTimeoutMs,
+        () => this.#unanswered(),
       );
       this.#markUp();
     } catch (err) {
@@ -136,6 +134,7 @@ export class RedisRequestBudget implements RequestBudget {
             this.policy.capacity[priority],
           ),
           this.#redisTimeoutMs,
+          () => this.#unanswered(),
         );
         this.#markUp();
         return readReply(reply);

@@ -9,6 +9,7 @@
 // answers a late command the same way: its create hash, its remembered command ids, its seq), until the retention
 // sweep of the partition's owner tombstones it. Records are ordered by (fence, rev): a record from an older lease
 // holder never replaces a newer one.
+import { withTimeout } from '../timeouts.ts';
 import { randomUUID } from 'node:crypto';
 import type { Consumer } from 'kafkajs';
 import { KafkaClient } from './kafka-client.ts';
@@ -344,20 +345,15 @@ export class OrderStateStore {
     });
     // The barrier's write is bounded by the same timeout: a writer stuck behind a broker restart must not hold a
     // partition's restore (and every message queued behind it) for good; the caller retries.
-    let timer: NodeJS.Timeout | undefined;
-    const writeTimedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`state barrier not written after ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
     try {
-      await Promise.race([this.writer.write(pending.map((p) => p.record)), writeTimedOut]);
+      await withTimeout(
+        this.writer.write(pending.map((p) => p.record)),
+        timeoutMs,
+        () => new Error(`state barrier not written after ${timeoutMs} ms`),
+      );
     } catch (error) {
       for (const p of pending) this.waiters.get(p.nonce)?.reject(error as Error);
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
     await Promise.all(pending.map((p) => p.seen));
   }

@@ -7,6 +7,7 @@
 // size refusal is split around - only a write that is too large on its own fails, and only its caller hears of it.
 // Tracing: each write is a producer span (`send <topic>`) of the context that asked for it, and its records carry
 // that span's traceparent, so a consumer of our events continues the order's trace whatever batch they shared.
+import { withTimeout } from '../timeouts.ts';
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { Partitioners, type Producer } from 'kafkajs';
 import { KafkaClient } from './kafka-client.ts';
@@ -392,19 +393,11 @@ export class TransactionalWriter {
    * One attempt, bounded: a stuck one is given up (the caller renews the producer, whose new epoch makes the
    * coordinator abort what the old one left open) and whatever it does later is ignored.
    */
-  private async commitWithin(batch: Pending[]): Promise<Set<Pending>> {
+  private commitWithin(batch: Pending[]): Promise<Set<Pending>> {
     const limitMs = this.opts.attemptTimeoutMs ?? Math.max(30_000, 2 * this.opts.transactionTimeoutMs);
     const attempt = this.commitOnce(batch);
     attempt.catch(() => {});
-    let timer: NodeJS.Timeout | undefined;
-    const stuck = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TransactionStuckError(limitMs)), limitMs);
-    });
-    try {
-      return await Promise.race([attempt, stuck]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return withTimeout(attempt, limitMs, () => new TransactionStuckError(limitMs));
   }
 
   private async commitOnce(batch: Pending[]): Promise<Set<Pending>> {
