@@ -46,6 +46,9 @@ export function createRedis(url: string, opts: CreateRedisOptions): RedisClient 
     // Fail fast while disconnected: no offline queue, and commands caught in flight by a disconnect are
     // rejected rather than replayed later (a replayed acquire would take a lease nobody knows it holds).
     enableOfflineQueue: false,
+    // Commands issued in the same tick leave in one write (a lease renewal, a budget decision and a claim per order
+    // each cost a socket write otherwise: a fifth of the worker's CPU at a few thousand open orders).
+    enableAutoPipelining: true,
     autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 1,
     commandTimeout: opts.commandTimeoutMs ?? 1000,

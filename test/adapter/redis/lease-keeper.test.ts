@@ -162,6 +162,39 @@ describe('LeaseKeeper', () => {
     expect(h.lost).toEqual([]);
   });
 
+  it('renews the leases due around the same moment together, in one go', async () => {
+    const client = await redis.client();
+    const lease = new OrderLease(client);
+    // Renewals issued in one synchronous run share a group (and thus one pipelined write to Redis).
+    const groups: number[] = [];
+    let open = false;
+    const renew = lease.renew.bind(lease);
+    lease.renew = (grant) => {
+      if (!open) {
+        open = true;
+        groups.push(0);
+        queueMicrotask(() => (open = false));
+      }
+      groups[groups.length - 1] = (groups.at(-1) ?? 0) + 1;
+      return renew(grant);
+    };
+    const keeper = new LeaseKeeper(lease, { onLost: () => {} });
+    // 40 leases taken a few milliseconds apart, as orders arrive.
+    for (let i = 0; i < 40; i++) {
+      const grant = await lease.acquire(`order-${i}`, 'replica-a', 1_500);
+      if (!grant) throw new Error('expected a grant');
+      keeper.keep(grant);
+      await sleep(5);
+    }
+    await sleep(1_200);
+    const renewals = groups.reduce((sum, n) => sum + n, 0);
+    expect(renewals).toBeGreaterThanOrEqual(40);
+    // A renewal grid of a fifteenth of the ttl (100 ms): the 40 leases fall into a handful of groups, not 40.
+    expect(groups.length).toBeLessThanOrEqual(12);
+    expect(keeper.orderIds()).toHaveLength(40);
+    await keeper.releaseAll();
+  });
+
   it('keeps many orders at once, each on its own schedule', async () => {
     const h = await harness();
     for (let i = 0; i < 20; i++) h.keeper.keep(await h.acquire(`order-${i}`, 300 + i * 20));
