@@ -170,6 +170,8 @@ function stateLabel(value: unknown): string {
 
 export class OrderHost {
   private readonly slots = new Map<string, OrderSlot>();
+  /** The slots by their exchange order's reference (ownerOfReference runs for every create: no scan of every slot). */
+  private readonly slotsByReference = new Map<string, OrderSlot>();
   /** Command partitions assigned to this replica (an order is driven only while its partition is here). */
   private readonly assigned = new Set<number>();
   /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
@@ -346,10 +348,24 @@ export class OrderHost {
 
   /** The order whose durable record names this exchange order, if any. */
   ownerOfReference(uniqueReference: string): string | undefined {
-    for (const slot of this.slots.values()) {
-      if (slot.record.unique_reference === uniqueReference) return slot.orderId;
-    }
+    const slot = this.slotsByReference.get(uniqueReference);
+    if (slot && this.slots.get(slot.orderId) === slot && slot.record.unique_reference === uniqueReference)
+      return slot.orderId;
     return this.opts.state.orderIdByReference(uniqueReference);
+  }
+
+  /** Keeps slotsByReference in step with a slot's record (called wherever a slot's record is set). */
+  private indexReference(slot: OrderSlot): void {
+    const reference = slot.record.unique_reference;
+    if (reference && this.slotsByReference.get(reference) !== slot)
+      this.slotsByReference.set(reference, slot);
+  }
+
+  /** A slot leaves the host: it no longer answers for its order or its reference. */
+  private dropSlot(slot: OrderSlot): void {
+    if (this.slots.get(slot.orderId) === slot) this.slots.delete(slot.orderId);
+    const reference = slot.record.unique_reference;
+    if (reference && this.slotsByReference.get(reference) === slot) this.slotsByReference.delete(reference);
   }
 
   // ---- partitions ---------------------------------------------------------------------------------------------
@@ -440,7 +456,7 @@ export class OrderHost {
     if (slot.stopped) return;
     slot.stopped = true;
     slot.actor?.stop();
-    this.slots.delete(slot.orderId);
+    this.dropSlot(slot);
     await slot.lastWrite.catch(() => {});
     // A request that already left (stopping the actor does not recall a POST in flight) must end before the
     // lease does: the next owner's lookup must not run while it can still land.
@@ -500,6 +516,7 @@ export class OrderHost {
     );
     const slot = this.newSlot(record, fence);
     this.slots.set(orderId, slot);
+    this.indexReference(slot);
     try {
       slot.actor = this.binding.restore(record.machine, this.startOptions(slot));
     } catch (error) {
@@ -507,7 +524,7 @@ export class OrderHost {
         { orderId, err: { message: (error as Error).message } },
         'could not restore order; it stays unloaded',
       );
-      this.slots.delete(orderId);
+      this.dropSlot(slot);
       await this.opts.leases.release(orderId).catch(() => {});
       return false;
     }
@@ -527,7 +544,7 @@ export class OrderHost {
     this.logger.warn({ orderId }, 'order lease lost; reloading the order from its last durable record');
     slot.stopped = true;
     slot.actor?.stop();
-    this.slots.delete(orderId);
+    this.dropSlot(slot);
     await slot.lastWrite.catch(() => {});
     for (let attempt = 0; ; attempt++) {
       if (!this.assigned.has(slot.partition)) {
@@ -730,6 +747,7 @@ export class OrderHost {
       guard: () => !slot.stopped && this.opts.leases.isValid(slot.orderId),
     });
     slot.record = record;
+    this.indexReference(slot);
     const write = written.then((done) => {
       if (done) {
         if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);

@@ -64,6 +64,8 @@ function harness(options: HarnessOptions = {}): Harness {
     get: (id: string) => records.get(id),
     apply: (record: OrderRecord) => void records.set(record.order_id, record),
     recordsOfPartition: (partition: number) => [...records.values()].filter((r) => r.partition === partition),
+    orderIdByReference: (reference: string) =>
+      [...records.values()].find((r) => r.unique_reference === reference)?.order_id,
     catchUp: () => {
       options.onCatchUp?.(catchUps++);
       return Promise.resolve();
@@ -359,6 +361,19 @@ describe('order host', () => {
     expect(h.host.deliverHint({ orderId: 'o-2', status: 'PAID', receivedAt })).toBe(false);
     h.host.setAssignment([]);
     expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt })).toBe(false);
+  });
+
+  it('names the order it drives for its exchange reference, and no longer once the order has left', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    // Answered from the driven order itself, not from the state store's view (which may lag its own writes).
+    h.records.delete('o-1');
+    expect(h.host.ownerOfReference('REF')).toBe('o-1');
+    expect(h.host.ownerOfReference('OTHER')).toBeUndefined();
+    h.host.setAssignment([]);
+    h.records.delete('o-1');
+    expect(h.host.ownerOfReference('REF')).toBeUndefined();
   });
 
   it('adopts an unfinished order that nobody drives on its partition, on the second sweep that finds it', async () => {
