@@ -176,6 +176,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     consumerGroupId: config.consumerGroup,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     logger,
+    compressedTopics: [config.topics.state],
     onFatal: (error) => {
       writerFailed.abort(error);
       fatal.abort(error);

@@ -6,6 +6,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
 import type { KafkaSecurity } from '../config.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import './zstd-codec.ts';
 
 let warningFilterInstalled = false;
 

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { TransactionalWriter } from '../../src/kafka/transactional-writer.ts';
+import { zstdTotals } from '../../src/kafka/zstd-codec.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { services, uniqueName } from '../support/services.ts';
 
@@ -59,8 +60,14 @@ async function countCommitted(kafka: Kafka, topic: string, expected: number): Pr
   return count;
 }
 
-function writer(kafka: Kafka, fatal: Error[], transactionalId = uniqueName('tx')): TransactionalWriter {
+function writer(
+  kafka: Kafka,
+  fatal: Error[],
+  transactionalId = uniqueName('tx'),
+  compressedTopics: string[] = [],
+): TransactionalWriter {
   const w = new TransactionalWriter({
+    compressedTopics,
     kafka: KafkaClient.wrap(kafka),
     transactionalId,
     consumerGroupId: uniqueName('group'),
@@ -73,6 +80,46 @@ function writer(kafka: Kafka, fatal: Error[], transactionalId = uniqueName('tx')
 }
 
 describe('transactional writer', () => {
+  it('sends the topics it is told to zstd-compressed, readable by our consumers, and the others plain', async () => {
+    const { kafka, topic, fatal } = await setup(1_048_588);
+    const w = writer(kafka, fatal, uniqueName('tx'), [topic]);
+    await w.connect();
+    const record = (i: number): string =>
+      JSON.stringify({
+        order_id: `order-${i}`,
+        machine: { context: { config: { pollIntervalMs: 30_000 } } },
+      });
+    const before = { ...zstdTotals };
+    const writes = Array.from({ length: 50 }, (_, i) =>
+      w.write([{ topic, key: `order-${i}`, partition: i % 2, value: record(i) }]),
+    );
+    expect(await Promise.all(writes)).toEqual(writes.map(() => true));
+    expect(zstdTotals.batches).toBeGreaterThan(before.batches);
+    expect(zstdTotals.bytesOut - before.bytesOut).toBeLessThan((zstdTotals.bytesIn - before.bytesIn) / 3);
+    // Records of another topic in the same writer are not compressed.
+    const { topic: plain } = await setup(1_048_588);
+    const afterCompressed = zstdTotals.batches;
+    expect(await w.write([{ topic: plain, key: 'k', partition: 0, value: record(0) }])).toBe(true);
+    expect(zstdTotals.batches).toBe(afterCompressed);
+    // A consumer of ours reads them back whole.
+    const seen = new Map<string, string>();
+    const consumer = kafka.consumer({ groupId: uniqueName('reader'), readUncommitted: false });
+    await consumer.connect();
+    cleanups.push(() => consumer.disconnect());
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: ({ message }) => {
+        seen.set(message.key?.toString() ?? '', message.value?.toString() ?? '');
+        return Promise.resolve();
+      },
+    });
+    const deadline = Date.now() + 30_000;
+    while (seen.size < 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(seen.size).toBe(50);
+    expect(seen.get('order-7')).toBe(record(7));
+    expect(fatal).toEqual([]);
+  });
+
   it('commits a queue larger than one record batch may be in several transactions', async () => {
     // 600 open orders restored at once, 4 KB each: 2.4 MB for one partition.
     const { kafka, topic, fatal } = await setup(1_048_588);
