@@ -42,6 +42,8 @@ export async function startWorker(
       WORKER_ID: name,
       // WORKER_LOG_LEVEL=debug replays a run with every order's lease and load decisions in the workers' logs.
       LOG_LEVEL: process.env['WORKER_LOG_LEVEL'] ?? 'info',
+      // WORKER_NODE_OPTIONS=--cpu-prof profiles the workers of a test or benchmark.
+      ...(process.env['WORKER_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['WORKER_NODE_OPTIONS'] } : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
