@@ -263,15 +263,24 @@ export class ExchangeTransport {
   ): { path: string; query: Record<string, QueryValue> } {
     if (!/^https?:\/\//i.test(cursor) && !cursor.startsWith('/'))
       return { path: listPath, query: { cursor } };
-    const url = new URL(cursor, this.#base);
-    if (url.origin !== this.#base.origin || !url.pathname.startsWith(`${this.#basePath}/`)) {
+    let url: URL;
+    try {
+      url = new URL(cursor, this.#base);
+    } catch {
       throw new ExchangeError({
         code: 'invalid_cursor',
         action: 'fatal',
-        message: 'refused before sending: the pagination link points outside the exchange base URL',
+        message: 'refused before sending: the pagination link is not a URL',
         endpoint,
       });
     }
+    // A link on another origin, or outside the base path, is never followed there (the API key would go with it).
+    // Its query (the cursor) is sent to the same list on our own base URL instead: an exchange behind a proxy or a
+    // load balancer builds its links from the address it was reached at (another host, http instead of https, an
+    // internal name), and refusing such a link left every CeFi create in doubt parked for good - its lookup could
+    // never read a second page.
+    if (url.origin !== this.#base.origin || !url.pathname.startsWith(`${this.#basePath}/`))
+      return { path: listPath, query: Object.fromEntries(url.searchParams) };
     return { path: url.pathname.slice(this.#basePath.length), query: Object.fromEntries(url.searchParams) };
   }
 

@@ -246,13 +246,21 @@ describe('every v2 endpoint over HTTP', () => {
     expect(ex.requests[0]?.headers['authorization']).toBe(`ApiKey ${secrets.cefi}`);
   });
 
-  it('refuses to send the key to a pagination link on another origin', async () => {
+  it('follows a pagination link on another origin at its own base URL, never sending the key there', async () => {
     const ex = fresh();
-    const err = await failure(
-      mockedClient(ex).listOrders('cefi', { cursor: 'https://evil.test/en/api/v2/orders/?cursor=x' }),
-    );
-    expect(err.code).toBe('invalid_cursor');
-    expect(ex.requests).toHaveLength(0);
+    ex.reply('GET', '/orders/?cursor=x', 200, {
+      results: [orderFixture()],
+      pagination: { next: null, previous: null },
+    });
+    // An exchange behind a proxy builds its links from the address it was reached at (here another host and path).
+    const page = await mockedClient(ex).listOrders('cefi', {
+      cursor: 'http://internal-name:8000/api/v2/orders/?cursor=x',
+    });
+    expect(page.results).toHaveLength(1);
+    expect(ex.requests).toHaveLength(1);
+    // Intercepted on the exchange's own origin (the mock allows no other connection), with the link's cursor.
+    expect(ex.requests[0]?.path).toBe('/orders/?cursor=x');
+    expect(ex.requests[0]?.headers['authorization']).toBe(`ApiKey ${secrets.cefi}`);
   });
 
   it('reads one order and patches its referral code', async () => {
