@@ -171,6 +171,8 @@ export async function runThroughput(opts: {
   orders: number;
   capMs: number;
   restore?: boolean;
+  /** Partitions of the commands, state and events topics (default 6). */
+  partitions?: number;
 }): Promise<ThroughputResult> {
   const system = await startBenchSystem(opts);
   const { env, exchange } = system;
@@ -350,6 +352,7 @@ if (import.meta.filename === process.argv[1]) {
     redisUrl: services.redisUrl,
     orders,
     capMs: Number(process.env['BENCH_CAP_MS'] ?? 300_000),
+    partitions: Number(process.env['BENCH_PARTITIONS'] ?? 6),
   };
   // BENCH_FLOOR=0 skips the floor (a before/after comparison of the worker alone).
   const floor =
@@ -357,7 +360,9 @@ if (import.meta.filename === process.argv[1]) {
       ? undefined
       : await runThroughput({ ...common, system: 'floor', workers: 1 });
   const worker = await runThroughput({ ...common, system: 'worker', workers, restore: workers === 1 });
-  console.log(`throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), 6 partitions`);
+  console.log(
+    `throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), ${common.partitions} partitions`,
+  );
   if (floor) printThroughput(floor);
   printThroughput(worker, floor);
   console.log(`  wrote ${await saveResult(`worker-throughput-${orders}-x${workers}`, { floor, worker })}`);
