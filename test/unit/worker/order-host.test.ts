@@ -103,6 +103,7 @@ function harness(options: HarnessOptions = {}): Harness {
       restored.push(start.orderId);
       return handle;
     },
+    passiveUntil: () => null,
   };
   const host = hostOver(
     { store, writer, leases, binding },
@@ -140,6 +141,8 @@ const noMetrics: OrderHostMetrics = {
   orderRestored: () => {},
   reconcileNudged: () => {},
   orphanAdopted: () => {},
+  orderPassivated: () => {},
+  orderReactivated: () => {},
 };
 
 function events(h: Harness): Array<Record<string, unknown>> {
