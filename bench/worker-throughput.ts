@@ -44,6 +44,8 @@ export function fastSandbox(config: SandboxConfigInput): SandboxConfigInput {
 export const workerBenchEnv = {
   API_BUDGET_PER_MINUTE: '100000',
   LOG_LEVEL: 'warn',
+  // Open orders are measured 2 s after the last order.created: passivated by then unless this says 0 (off).
+  PASSIVATE_IDLE_MS: process.env['BENCH_PASSIVATE_IDLE_MS'] ?? '1000',
 };
 
 export interface BenchSystem {

@@ -314,6 +314,8 @@ export const configVariables = z.object({
   QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
   CREATE_SETTLE_MS: intFromEnv(60_000, 1_000, 600_000),
   PARKED_RECHECK_MS: intFromEnv(300_000, 1_000, 3_600_000),
+  /** An order only waiting this long keeps its record and a deadline instead of a live actor; 0 disables. */
+  PASSIVATE_IDLE_MS: intFromEnv(2_000, 0, 3_600_000),
   /** Currency and network records change rarely; at least a minute apart ("do not fetch ... in a loop"). */
   CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
@@ -423,6 +425,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
   quoteCooldownMs: value.QUOTE_COOLDOWN_MS,
   createSettleMs: value.CREATE_SETTLE_MS,
   parkedRecheckMs: value.PARKED_RECHECK_MS,
+  passivateIdleMs: value.PASSIVATE_IDLE_MS,
   shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
   kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
   kafkaSessionTimeoutMs: value.KAFKA_SESSION_TIMEOUT_MS,

@@ -215,6 +215,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
     now: () => Date.now(),
     callsSettled: exchangeActors.settled,
+    callInFlight: exchangeActors.busy,
+    passivateIdleMs: config.passivateIdleMs,
     maxCommandBytes: config.maxCommandBytes,
     metrics: telemetry.metrics.hostObserver(),
     // Kept twice as long as a finished order stays in the state topic, and never under 30 days.
@@ -305,6 +307,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     activeOrders: () => host.activeOrders,
     knownOrders: () => store.size(),
     openOrdersByState: () => host.openOrdersByState(),
+    passivatedOrders: () => host.passivatedOrders,
     partitionsOwned: () => consumer.assigned.length,
     consumerPaused: () => consumer.isPaused,
     inflightExchangeCalls: exchangeActors.inflight,

@@ -22,8 +22,10 @@ const orderOutcomes = new Set([
 export interface WorkerGaugeSources {
   activeOrders(): number;
   knownOrders(): number;
-  /** Open (loaded, unfinished) orders per machine state. */
+  /** Open (loaded, unfinished) orders per machine state, passivated ones included. */
   openOrdersByState(): ReadonlyMap<string, number>;
+  /** Open orders whose actor is stopped while they wait (their record and a deadline kept). */
+  passivatedOrders(): number;
   partitionsOwned(): number;
   consumerPaused(): boolean;
   inflightExchangeCalls(): number;
@@ -52,6 +54,8 @@ export class WorkerMetrics {
   readonly leasesTakenOver;
   readonly reconcileNudges;
   readonly orphansAdopted;
+  readonly ordersPassivated;
+  readonly ordersReactivated;
   readonly webhooks;
   readonly webhookToEvent;
 
@@ -115,6 +119,14 @@ export class WorkerMetrics {
       'worker_orphans_adopted',
       'unfinished orders found driven by nobody on an assigned partition and adopted by the orphan sweep',
     );
+    this.ordersPassivated = counter(
+      'worker_orders_passivated',
+      'idle orders whose actor was stopped, keeping only their record and next deadline (PASSIVATE_IDLE_MS)',
+    );
+    this.ordersReactivated = counter(
+      'worker_orders_reactivated',
+      'passivated orders whose actor was re-created (reason: timer, hint, command, reconcile)',
+    );
     this.webhooks = counter(
       'worker_webhooks',
       'webhook deliveries by result: routed, duplicate, unknown_order, kyc, refused, failed',
@@ -129,6 +141,11 @@ export class WorkerMetrics {
         if (this.#sources) result.observe(read(this.#sources));
       });
     gauge('worker_active_orders', 'orders driven by this replica', (s) => s.activeOrders());
+    gauge(
+      'worker_passivated_orders',
+      'orders driven by this replica whose actor is stopped while they wait (part of worker_active_orders)',
+      (s) => s.passivatedOrders(),
+    );
     gauge(
       'worker_known_orders',
       'orders in the state store, every partition (open, and finished within their retention)',
@@ -212,6 +229,8 @@ export class WorkerMetrics {
       orderRestored: (): void => this.ordersRestored.add(1),
       reconcileNudged: (count: number): void => this.reconcileNudges.add(count),
       orphanAdopted: (): void => this.orphansAdopted.add(1),
+      orderPassivated: (): void => this.ordersPassivated.add(1),
+      orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
     };
   }
 

@@ -83,6 +83,8 @@ export interface ExchangeActors {
    * this, so a request already sent (a POST in flight) ends before another replica may act for the order.
    */
   settled: (orderId: string, timeoutMs: number) => Promise<void>;
+  /** True while a call of this order is in progress (such an order is never passivated). */
+  busy: (orderId: string) => boolean;
 }
 
 /** Does this exchange order look like the one this create asked for? */
@@ -140,7 +142,12 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
     clearTimeout(timer);
   };
 
-  return { actors: (barrier) => fencedActors(barrier), inflight: () => inflight, settled };
+  return {
+    actors: (barrier) => fencedActors(barrier),
+    inflight: () => inflight,
+    settled,
+    busy: (orderId) => (calls.get(orderId)?.size ?? 0) > 0,
+  };
 
   function fencedActors(barrier: OrderBarrier): OrderActorFunctions {
     // Counted from the moment the machine invokes the call (synchronously, as the transition is taken), so the

@@ -62,4 +62,10 @@ export interface OrderBarrier {
 export interface MachineBinding {
   create(command: OrderCreateCommand, opts: StartOrderOptions): OrderActorHandle;
   restore(durable: unknown, opts: StartOrderOptions): OrderActorHandle;
+  /**
+   * When an order stored in this durable form is only waiting (no call in flight, nothing to do before a timer),
+   * the time (epoch ms) its machine next has anything to do on its own; null while it must keep its actor. The
+   * host may then stop the actor and restore it from the same durable form at that time or on the next event.
+   */
+  passiveUntil(durable: unknown): number | null;
 }

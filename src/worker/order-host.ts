@@ -44,6 +44,7 @@ import type {
   OrderBarrier,
 } from './machine-binding.ts';
 import { decide, misrouted, type Rejection } from './command-intake.ts';
+import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
 
 export interface OrderLeases {
@@ -97,6 +98,13 @@ export interface OrderHostOptions {
   metrics?: OrderHostMetrics;
   /** Recognises an order.create of an order that lives on a partition this replica does not hold. */
   homes?: OrderHomes;
+  /**
+   * An order only waiting (see MachineBinding.passiveUntil) for this long, its latest record durable, is passivated:
+   * its actor stops and the slot keeps the record and a deadline. 0 or absent: never (PASSIVATE_IDLE_MS).
+   */
+  passivateIdleMs?: number;
+  /** True while an exchange call of the order is in progress (then it is never passivated). */
+  callInFlight?: (orderId: string) => boolean;
 }
 
 /** What the host reports for metrics; label values are command types, reasons and event types only. */
@@ -110,7 +118,14 @@ export interface OrderHostMetrics {
   reconcileNudged(count: number): void;
   /** An unfinished order nobody drove was found and adopted by the orphan sweep. */
   orphanAdopted(): void;
+  /** An idle order's actor was stopped; its slot keeps the record and a deadline. */
+  orderPassivated(): void;
+  /** A passivated order's actor was re-created: its deadline came, or a hint, a command or a sweep woke it. */
+  orderReactivated(reason: WakeReason): void;
 }
+
+/** What brought a passivated order back to life (a metric label). */
+export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile';
 
 /** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
 export const orphanSweepIntervalMs = 30_000;
@@ -154,7 +169,16 @@ interface OrderSlot {
   origin: SpanContext | undefined;
   /** When a webhook hint asked for the poll now under way (epoch ms), for the webhook-to-event latency. */
   webhookAt: number | undefined;
+  /** The rev of the latest record once it is committed (and nothing newer was appended meanwhile). */
+  durableRev: number;
+  /** Set while passivated (no actor): the state it waits in (for metrics) and when its machine is due. */
+  passive: { state: string; wakeAt: number } | undefined;
+  /** The actor is being re-created from the record: its start is not a change to write. */
+  waking: boolean;
 }
+
+/** The lastWrite of every passivated slot: nothing pending (one object, not one per order). */
+const settledWrite: Promise<void> = Promise.resolve();
 
 const tracer = trace.getTracer('exchange-order-worker');
 
@@ -186,11 +210,21 @@ export class OrderHost {
   private readonly logger: Logger;
   private writerFailed = false;
   private readonly maxCommandBytes: number | undefined;
+  private readonly passivateIdleMs: number;
+  /** Live orders that may be idle: checked for passivation at their deadline. */
+  private readonly idleChecks: DeadlineQueue<string>;
+  /** Passivated orders: woken at their machine's next deadline. */
+  private readonly wakes: DeadlineQueue<string>;
+  /** State labels of passivated orders, shared (a handful of distinct strings for any number of orders). */
+  private readonly stateLabels = new Map<string, string>();
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
     this.logger = opts.logger.child({ component: 'order-host' });
     this.maxCommandBytes = opts.maxCommandBytes;
+    this.passivateIdleMs = opts.passivateIdleMs ?? 0;
+    this.idleChecks = new DeadlineQueue((orderId) => this.passivateIfIdle(orderId), opts.now);
+    this.wakes = new DeadlineQueue((orderId) => this.wakeDue(orderId), opts.now);
     this.binding = opts.binding({
       durable: (orderId) => this.durable(orderId),
       mayAct: (orderId) => this.mayAct(orderId),
@@ -204,13 +238,22 @@ export class OrderHost {
     return this.slots.size;
   }
 
-  /** Unfinished orders driven here, per machine state (`a.b` for a nested state value). */
+  /** Orders driven here whose actor is stopped while they only wait (their slot keeps the record). */
+  get passivatedOrders(): number {
+    return this.wakes.size;
+  }
+
+  /** Unfinished orders driven here, per machine state (`a.b` for a nested state value), passivated ones included. */
   openOrdersByState(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const slot of this.slots.values()) {
-      const status = slot.actor?.status();
-      if (!status || status.terminal) continue;
-      const state = stateLabel(JSON.parse(status.state) as unknown);
+      let state: string;
+      if (slot.passive) state = slot.passive.state;
+      else {
+        const status = slot.actor?.status();
+        if (!status || status.terminal) continue;
+        state = stateLabel(JSON.parse(status.state) as unknown);
+      }
       counts.set(state, (counts.get(state) ?? 0) + 1);
     }
     return counts;
@@ -242,6 +285,8 @@ export class OrderHost {
       slot.stopped = true;
       slot.actor?.stop();
     }
+    this.idleChecks.clear();
+    this.wakes.clear();
   }
 
   /**
@@ -251,7 +296,12 @@ export class OrderHost {
    */
   reconcile(now: number, maxAgeMs: number): number {
     let nudged = 0;
-    for (const slot of this.slots.values()) {
+    for (const slot of [...this.slots.values()]) {
+      // A passivated order polls when it wakes; one whose wake is overdue (its timer held back) is woken here.
+      if (slot.passive) {
+        if (now - slot.passive.wakeAt > maxAgeMs) this.wake(slot, 'reconcile');
+        continue;
+      }
       const status = slot.actor?.status();
       if (
         !slot.actor ||
@@ -323,6 +373,7 @@ export class OrderHost {
    */
   deliverHint(hint: { orderId: string; status: string; receivedAt: string }): boolean {
     const slot = this.slots.get(hint.orderId);
+    if (slot?.passive) this.wake(slot, 'hint');
     if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(hint.orderId)) return false;
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.opts.now() };
     if (!slot.actor.can(event)) return true;
@@ -457,6 +508,7 @@ export class OrderHost {
     slot.stopped = true;
     slot.actor?.stop();
     this.dropSlot(slot);
+    this.forgetDeadlines(slot);
     await slot.lastWrite.catch(() => {});
     // A request that already left (stopping the actor does not recall a POST in flight) must end before the
     // lease does: the next owner's lookup must not run while it can still land.
@@ -545,6 +597,7 @@ export class OrderHost {
     slot.stopped = true;
     slot.actor?.stop();
     this.dropSlot(slot);
+    this.forgetDeadlines(slot);
     await slot.lastWrite.catch(() => {});
     for (let attempt = 0; ; attempt++) {
       if (!this.assigned.has(slot.partition)) {
@@ -601,6 +654,101 @@ export class OrderHost {
     return load;
   }
 
+  // ---- passivation ---------------------------------------------------------------------------------------------
+
+  /** The order's latest record just became durable: if it stays that way, look at it again after the idle time. */
+  private noteQuiet(slot: OrderSlot): void {
+    if (this.passivateIdleMs <= 0 || slot.stopped || slot.halted || !slot.actor) return;
+    this.idleChecks.schedule(slot.orderId, this.opts.now() + this.passivateIdleMs);
+  }
+
+  private forgetDeadlines(slot: OrderSlot): void {
+    if (this.slots.get(slot.orderId) === slot) return;
+    this.idleChecks.cancel(slot.orderId);
+    this.wakes.cancel(slot.orderId);
+    slot.passive = undefined;
+  }
+
+  /**
+   * An order quiet for the idle time: stops its actor when it only waits - its latest record durable and written
+   * from the actor as it is now, nothing pending, no call in flight, still ours - and keeps the record (the one the
+   * state store holds too) and the machine's next deadline. The actor's timers go with it.
+   */
+  private passivateIfIdle(orderId: string): void {
+    const slot = this.slots.get(orderId);
+    const actor = slot?.actor;
+    if (!slot || !actor || slot.passive || slot.stopped || slot.halted || this.writerFailed) return;
+    if (slot.persistScheduled || slot.pendingEvents.length > 0 || slot.durableRev !== slot.record.rev) return;
+    if (!this.mayAct(orderId)) return;
+    // A call still running ends with a transition (and a write that notes the order quiet again); look again
+    // after another idle time in any case.
+    if (this.opts.callInFlight?.(orderId)) {
+      this.noteQuiet(slot);
+      return;
+    }
+    const status = actor.status();
+    if (status.terminal) return;
+    const wakeAt = this.binding.passiveUntil(slot.record.machine);
+    if (wakeAt === null) return;
+    const label = stateLabel(JSON.parse(status.state) as unknown);
+    let state = this.stateLabels.get(label);
+    if (state === undefined) this.stateLabels.set(label, (state = label));
+    slot.actor = undefined;
+    actor.stop();
+    slot.passive = { state, wakeAt };
+    // Nothing of the live actor stays behind: no span context, no settled write chain, no hint timing.
+    slot.origin = undefined;
+    slot.lastWrite = settledWrite;
+    slot.webhookAt = undefined;
+    this.wakes.schedule(orderId, wakeAt);
+    this.opts.metrics?.orderPassivated();
+  }
+
+  private wakeDue(orderId: string): void {
+    const slot = this.slots.get(orderId);
+    if (!slot?.passive) return;
+    if (slot.passive.wakeAt > this.opts.now()) {
+      this.wakes.schedule(orderId, slot.passive.wakeAt);
+      return;
+    }
+    this.wake(slot, 'timer');
+  }
+
+  /**
+   * Re-creates a passivated order's actor from its durable record, exactly as a restore does (this replica wrote
+   * that record and still holds the lease, so no barrier is needed), synchronously: the event that woke it is
+   * delivered after, in order. False when the order cannot be woken here: stopped, or its lease is no longer
+   * valid, in which case it is handed to the lease-loss path (stopped, reloaded from Kafka) like a live order.
+   */
+  private wake(slot: OrderSlot, reason: WakeReason): boolean {
+    if (!slot.passive) return Boolean(slot.actor);
+    if (slot.stopped || slot.halted) return false;
+    if (!this.mayAct(slot.orderId)) {
+      void this.onLeaseLost(slot.orderId);
+      return false;
+    }
+    this.wakes.cancel(slot.orderId);
+    slot.passive = undefined;
+    slot.origin = fromTraceparent(slot.record.trace_origin);
+    slot.waking = true;
+    try {
+      slot.actor = this.binding.restore(slot.record.machine, this.startOptions(slot));
+    } catch (error) {
+      this.logger.error(
+        { orderId: slot.orderId, err: { message: (error as Error).message } },
+        'could not re-create the passivated order; it is parked (internal_error)',
+      );
+      this.haltOrder(slot, error);
+      return false;
+    } finally {
+      slot.waking = false;
+    }
+    this.opts.metrics?.orderReactivated(reason);
+    // Woken for nothing (a hint its state does not want, a duplicate command): quiet again after the idle time.
+    this.noteQuiet(slot);
+    return true;
+  }
+
   private newSlot(record: OrderRecord, fence: number): OrderSlot {
     return {
       orderId: record.order_id,
@@ -616,6 +764,9 @@ export class OrderHost {
       lastNudgeAt: 0,
       origin: fromTraceparent(record.trace_origin),
       webhookAt: undefined,
+      durableRev: -1,
+      passive: undefined,
+      waking: false,
     };
   }
 
@@ -674,6 +825,8 @@ export class OrderHost {
       },
       onChange: (emitted) => {
         if (slot.stopped) return;
+        // Re-created from the record it was passivated with: the same state, nothing new to write.
+        if (slot.waking && emitted.length === 0) return;
         this.recordTransition(slot, emitted);
         slot.pendingEvents.push(...emitted);
         this.schedulePersist(slot);
@@ -750,6 +903,10 @@ export class OrderHost {
     this.indexReference(slot);
     const write = written.then((done) => {
       if (done) {
+        if (slot.record === record) {
+          slot.durableRev = record.rev;
+          this.noteQuiet(slot);
+        }
         if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);
         if (webhookAt !== undefined) this.opts.metrics?.webhookToEvent((this.opts.now() - webhookAt) / 1000);
       }
@@ -869,7 +1026,8 @@ export class OrderHost {
         });
         throw error;
       } finally {
-        const reference = message.key ? this.slots.get(message.key)?.actor?.status().uniqueReference : null;
+        const keyed = message.key ? this.slots.get(message.key) : undefined;
+        const reference = keyed?.actor?.status().uniqueReference ?? keyed?.record.unique_reference;
         if (reference) span.setAttribute(ATTR_EXCHANGE_UNIQUE_REFERENCE, reference);
         span.setAttribute('command.result', outcome.result);
         this.logger.debug(
@@ -910,6 +1068,10 @@ export class OrderHost {
     if (parsed.ok) span.setAttribute('command.id', parsed.command.command_id);
     if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
     const named = parsed.ok ? parsed.command.order_id : parsed.orderId;
+    // A passivated order comes back to life before its command is decided (a wake that fails on a lost lease hands
+    // the order to its reload, which the adoption below joins).
+    const passive = named === null ? undefined : this.slots.get(named);
+    if (passive?.passive && this.routedHere(passive.orderId, message)) this.wake(passive, 'command');
     // An unfinished order of this partition that nobody drives here (created by a previous owner after this
     // replica's restore, or whose reload failed): load it before answering its command.
     if (named !== null && this.routedHere(named, message)) {

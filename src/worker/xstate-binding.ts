@@ -2,6 +2,7 @@
 // command onto the machine's input, forwards emitted domain events, and stores/restores the durable form.
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
+import { passiveUntil } from '../../machines/order-passivation.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
 import { camelKeys } from '../../machines/order-request.ts';
 import { pollIntervalOf } from '../../machines/order-context.ts';
@@ -71,5 +72,6 @@ export function createXStateBinding(opts: {
         );
       return start(restoreInput(durable, startOpts.now), startOpts);
     },
+    passiveUntil: (durable) => (isDurableOrder(durable) ? passiveUntil(durable) : null),
   };
 }

@@ -92,6 +92,31 @@ describe('metrics', () => {
     expect(after).toMatch(/^# TYPE worker_commands_total counter$/m);
   });
 
+  it('passivates an order that waits for its deposit, still counts it open, and wakes it for its webhook', async () => {
+    const orderId = uniqueName('resting');
+    const passivatedBefore = value(await scrape(), 'worker_orders_passivated_total');
+    await cluster.send(orderCreateCommand('cefi', '1.97', orderId));
+    const created = await cluster.collector.waitForOrderEvent(orderId, 'order.created');
+    // The test environment passivates after 250 ms (PASSIVATE_IDLE_MS); the order now waits for its deposit, and
+    // its next poll is 30 s away: a second or so later it is passivated whatever else the worker does.
+    let text = await scrape();
+    for (let i = 0; i < 50 && value(text, 'worker_orders_passivated_total') === passivatedBefore; i++) {
+      await sleep(100);
+      text = await scrape();
+    }
+    await sleep(1_000);
+    text = await scrape();
+    expect(value(text, 'worker_passivated_orders')).toBeGreaterThan(0);
+    expect(value(text, 'worker_orders_passivated_total')).toBeGreaterThan(passivatedBefore);
+    expect(
+      value(text, 'worker_open_orders', 'state="open.deposit.awaiting+exchange.monitoring"'),
+    ).toBeGreaterThan(0);
+    const woken = value(text, 'worker_orders_reactivated_total', 'reason="hint"');
+    cluster.sandbox.advanceOrder(String(created['unique_reference']), 'deposit_seen');
+    await cluster.collector.waitForOrderEvent(orderId, 'order.status_changed', 60_000);
+    expect(value(await scrape(), 'worker_orders_reactivated_total', 'reason="hint"')).toBeGreaterThan(woken);
+  });
+
   it('reports open orders by state, partitions, consumer lag per partition, event-loop delay and heap', async () => {
     let text = await scrape();
     // Lag is measured every 10 s; the runtime metrics need a few event-loop samples.

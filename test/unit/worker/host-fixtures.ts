@@ -41,7 +41,7 @@ export function openRecord(
   };
 }
 
-/** The host over these stand-ins, at the fixed time 1 000 000, with topics `events` and `state`. */
+/** The host over these stand-ins, at the fixed time 1 000 000 unless `now` is given, with topics `events` and `state`. */
 export function hostOver(
   parts: {
     store: StateReader & OrderJournalOptions['store'];
@@ -49,10 +49,15 @@ export function hostOver(
     leases: OrderHostOptions['leases'];
     binding: MachineBinding;
   },
-  options: Partial<Pick<OrderHostOptions, 'maxCommandBytes' | 'metrics' | 'homes'>> = {},
+  options: Partial<
+    Pick<
+      OrderHostOptions,
+      'maxCommandBytes' | 'metrics' | 'homes' | 'now' | 'passivateIdleMs' | 'callInFlight'
+    >
+  > = {},
 ): OrderHost {
   const logger = createLogger({ level: 'silent' });
-  const now = (): number => 1_000_000;
+  const now = options.now ?? ((): number => 1_000_000);
   const journal = new OrderJournal({
     writer: parts.writer,
     store: parts.store,
@@ -69,5 +74,7 @@ export function hostOver(
     ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.homes ? { homes: options.homes } : {}),
+    ...(options.passivateIdleMs === undefined ? {} : { passivateIdleMs: options.passivateIdleMs }),
+    ...(options.callInFlight ? { callInFlight: options.callInFlight } : {}),
   });
 }

@@ -67,6 +67,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
       return handle;
     },
     restore: () => handle,
+    passiveUntil: () => null,
   };
   const host = hostOver({ store, writer, leases, binding });
   host.setAssignment([0]);

@@ -105,6 +105,7 @@ function harness(options: HarnessOptions = {}): Harness {
       restored.push(start.orderId);
       return handle;
     },
+    passiveUntil: () => null,
   };
   const host = hostOver(
     { store, writer, leases, binding },
@@ -142,6 +143,8 @@ const noMetrics: OrderHostMetrics = {
   orderRestored: () => {},
   reconcileNudged: () => {},
   orphanAdopted: () => {},
+  orderPassivated: () => {},
+  orderReactivated: () => {},
 };
 
 function events(h: Harness): Array<Record<string, unknown>> {

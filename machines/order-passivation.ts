@@ -1,0 +1,57 @@
+// When an order stored in its durable form is only waiting, and until when: the runtime may then stop its actor and
+// keep the record alone (passivation), re-creating the actor through the `restoring` router when the time comes or
+// an event arrives. Only a state whose restore re-enters exactly the state it was stored in, with no call in flight
+// and every timer derived from an absolute time in context, qualifies; anything else keeps its actor (null).
+import type { DurableOrder } from './order-persistence.ts';
+import { awaitingDepositStatus } from './order-context.ts';
+
+/** The open order's regions as a state value names them, or null when it is not an open order. */
+function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unknown } | null {
+  if (durable.resumeFrom !== 'open' || durable.done) return null;
+  const value = durable.stateValue;
+  if (typeof value !== 'object' || value === null) return null;
+  const open = (value as Record<string, unknown>)['open'];
+  if (typeof open !== 'object' || open === null) return null;
+  const regions = open as Record<string, unknown>;
+  return { deposit: regions['deposit'], exchange: regions['exchange'] };
+}
+
+/**
+ * The earliest time (epoch ms) the order's machine has anything to do on its own, when it is only waiting: an open
+ * order monitoring the exchange between polls (next poll, the payment deadline still to be checked) while its
+ * deposit region awaits a deposit, has submitted one, or waits to retry the PATCH. Null when it must stay live:
+ * any other state (a call in flight, a step before the exchange order exists, a parked create), or a context that
+ * the restore router would not route back to the same state.
+ */
+export function passiveUntil(durable: DurableOrder): number | null {
+  const regions = openRegions(durable);
+  if (!regions || regions.exchange !== 'monitoring') return null;
+  const context = durable.context;
+  // The restore router re-enters `monitoring` only without a poll in flight; a hint queued during a poll is served
+  // by the poll that re-enters, so none may be pending either.
+  if (context.pollStartedAt !== null || context.hintPending || context.nextPollAt === null) return null;
+  const deadlines = [context.nextPollAt];
+  if (
+    context.paymentDeadline !== null &&
+    !context.paymentDeadlineChecked &&
+    context.lastStatus === awaitingDepositStatus
+  )
+    deadlines.push(context.paymentDeadline);
+  const deposit = regions.deposit;
+  // Each deposit state only where the router's guards (depositRecorded, depositRetryScheduled, depositPending)
+  // lead back to it.
+  if (deposit === 'submitted') {
+    if (context.depositRecorded === null) return null;
+  } else if (deposit === 'awaiting') {
+    if (context.depositRecorded !== null || context.deposit !== null) return null;
+  } else if (
+    typeof deposit === 'object' &&
+    deposit !== null &&
+    (deposit as Record<string, unknown>)['submitting'] === 'waiting'
+  ) {
+    if (context.depositRecorded !== null || context.deposit === null || context.depositRetryAt === null)
+      return null;
+    deadlines.push(context.depositRetryAt);
+  } else return null;
+  return Math.min(...deadlines);
+}

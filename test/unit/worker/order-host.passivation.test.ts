@@ -1,0 +1,404 @@
+// Passivation in the order host: an order that only waits loses its actor after the idle time and keeps its durable
+// record and a deadline; it comes back - from that record, as a restore - at the deadline, on a webhook hint, on a
+// command, and never while a call is in flight. A lost lease or a revoked partition still wins over a resting order.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
+import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
+import type {
+  MachineBinding,
+  OrderActorEvent,
+  OrderActorHandle,
+  StartOrderOptions,
+} from '../../../src/worker/machine-binding.ts';
+import type { OrderHostMetrics, OrderLeases, WakeReason } from '../../../src/worker/order-host.ts';
+import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
+import { exchangeOrder } from '../machines/order-harness.ts';
+import { createCommand, hostOver, openRecord } from './host-fixtures.ts';
+
+const T = 1_000_000;
+const idleMs = 2_000;
+const OPEN = { open: { deposit: 'awaiting', exchange: 'monitoring' } };
+
+/** Lets promise chains and the host's setImmediate hops run (setImmediate stays real; timers are fake). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+function harness(opts: { passivateIdleMs?: number } = {}) {
+  const records = new Map<string, OrderRecord>();
+  const written: OutboundRecord[] = [];
+  /** What happened to the order's actors, in order: create, restore, stop, send:<event type>. */
+  const log: string[] = [];
+  const restoredFrom: unknown[] = [];
+  const sent: OrderActorEvent[] = [];
+  const control = {
+    /** What the binding answers for passiveUntil (null: not only waiting). */
+    passiveUntil: (T + 30_000) as number | null,
+    callInFlight: false,
+    leaseValid: true,
+    accepts: true,
+    depositTxHash: null as string | null,
+  };
+  const lease = { acquires: 0, releases: 0, onLost: undefined as (() => void) | undefined };
+  const counts = { passivated: 0, reactivated: [] as WakeReason[] };
+  const store = {
+    get: (id: string) => records.get(id),
+    apply: (record: OrderRecord) => void records.set(record.order_id, record),
+    recordsOfPartition: (partition: number) => [...records.values()].filter((r) => r.partition === partition),
+    catchUp: () => Promise.resolve(),
+    release: () => {},
+    orderIdByReference: () => undefined,
+  } as unknown as OrderStateStore;
+  const writer = {
+    write: (out: OutboundRecord[]) => {
+      written.push(...out);
+      return Promise.resolve(true);
+    },
+  } as unknown as TransactionalWriter;
+  const leases: OrderLeases = {
+    acquire: (_orderId, _minFence, onLost) => {
+      lease.acquires++;
+      lease.onLost = onLost;
+      control.leaseValid = true;
+      return Promise.resolve({ fence: 1 + lease.acquires });
+    },
+    release: () => {
+      lease.releases++;
+      return Promise.resolve();
+    },
+    isValid: () => control.leaseValid,
+  };
+  const actor = (kind: string, start: StartOrderOptions): OrderActorHandle => {
+    log.push(kind);
+    // As XState does: the start is a change, reported synchronously.
+    start.onChange([]);
+    return {
+      can: () => control.accepts,
+      send: (event) => {
+        log.push(`send:${event.type}`);
+        sent.push(event);
+        start.onChange([]);
+      },
+      status: () => ({
+        state: JSON.stringify(OPEN),
+        terminal: false,
+        uniqueReference: 'REF',
+        lastConfirmedAt: T,
+        depositTxHash: control.depositTxHash,
+      }),
+      durable: () => ({ fake: true, state: OPEN }),
+      stop: () => void log.push('stop'),
+    };
+  };
+  const binding: MachineBinding = {
+    create: (_command, start) => actor('create', start),
+    restore: (durable, start) => {
+      restoredFrom.push(durable);
+      return actor('restore', start);
+    },
+    passiveUntil: () => control.passiveUntil,
+  };
+  const metrics: OrderHostMetrics = {
+    commandHandled: () => {},
+    eventsCommitted: () => {},
+    webhookToEvent: () => {},
+    leaseLost: () => {},
+    leaseTakenOver: () => {},
+    orderRestored: () => {},
+    reconcileNudged: () => {},
+    orphanAdopted: () => {},
+    orderPassivated: () => void counts.passivated++,
+    orderReactivated: (reason) => void counts.reactivated.push(reason),
+  };
+  const host = hostOver(
+    { store, writer, leases, binding },
+    {
+      now: () => Date.now(),
+      metrics,
+      passivateIdleMs: opts.passivateIdleMs ?? idleMs,
+      callInFlight: () => control.callInFlight,
+    },
+  );
+  host.setAssignment([0]);
+  let offset = 0;
+  const send = (value: unknown) =>
+    host.handleMessage({
+      topic: 'commands',
+      partition: 0,
+      offset: String(offset++),
+      key: 'o-1',
+      value: Buffer.from(JSON.stringify(value)),
+    });
+  const states = () => written.filter((r) => r.topic === 'state').length;
+  const events = () =>
+    written.filter((r) => r.topic === 'events').map((r) => JSON.parse(r.value) as Record<string, unknown>);
+  /** The order restored from its record (a partition assigned) and its first record written. */
+  const start = async () => {
+    records.set('o-1', openRecord('o-1', 0));
+    await host.onAssignment([], [0]);
+    await settle();
+  };
+  return { host, log, sent, restoredFrom, control, lease, counts, send, states, events, records, start };
+}
+
+describe('order host: passivation', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({
+      now: T,
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('stops the actor of an order that only waits once it has been quiet for the idle time, and keeps the order', async () => {
+    const h = harness();
+    await h.start();
+    expect(h.log).toEqual(['restore']);
+    await vi.advanceTimersByTimeAsync(idleMs - 1);
+    expect(h.log).toEqual(['restore']);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.log).toEqual(['restore', 'stop']);
+    expect(h.host.activeOrders).toBe(1);
+    expect(h.host.passivatedOrders).toBe(1);
+    expect(h.counts.passivated).toBe(1);
+    // Still counted in its state, still ours to act for.
+    expect(h.host.openOrdersByState()).toEqual(new Map([['open.deposit.awaiting+exchange.monitoring', 1]]));
+    expect(h.host.mayAct('o-1')).toBe(true);
+  });
+
+  it('keeps an order live while it is not only waiting, or when passivation is off', async () => {
+    const busy = harness();
+    busy.control.passiveUntil = null;
+    await busy.start();
+    await vi.advanceTimersByTimeAsync(10 * idleMs);
+    expect(busy.log).toEqual(['restore']);
+
+    const off = harness({ passivateIdleMs: 0 });
+    await off.start();
+    await vi.advanceTimersByTimeAsync(10 * idleMs);
+    expect(off.log).toEqual(['restore']);
+    expect(off.host.passivatedOrders).toBe(0);
+  });
+
+  it('never passivates an order while one of its exchange calls is in flight, and does once it ended', async () => {
+    const h = harness();
+    h.control.callInFlight = true;
+    await h.start();
+    await vi.advanceTimersByTimeAsync(3 * idleMs);
+    expect(h.log).toEqual(['restore']);
+    expect(h.host.passivatedOrders).toBe(0);
+    h.control.callInFlight = false;
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.log).toEqual(['restore', 'stop']);
+  });
+
+  it('re-creates the actor from the durable record at its deadline, without writing a record for it', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    const written = h.states();
+    const durable = h.records.get('o-1')?.machine;
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now() - 1);
+    expect(h.log).toEqual(['restore', 'stop']);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    // The record this replica wrote last, the very object the state store holds: no second copy was kept.
+    expect(h.restoredFrom.at(-1)).toBe(durable);
+    expect(h.counts.reactivated).toEqual(['timer']);
+    expect(h.host.passivatedOrders).toBe(0);
+    await settle();
+    expect(h.states()).toBe(written);
+  });
+
+  it('wakes a passivated order for a webhook hint and hands it the hint after the restore', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
+      true,
+    );
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:WEBHOOK_HINT']);
+    expect(h.counts.reactivated).toEqual(['hint']);
+    // The hint's transition is written like any other.
+    const before = h.states();
+    await settle();
+    expect(h.states()).toBe(before + 1);
+  });
+
+  it('wakes a passivated order for its order.cancel and order.submit_deposit, in order, each written with its offset', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    await h.send({
+      type: 'order.submit_deposit',
+      command_id: 'c-7',
+      order_id: 'o-1',
+      tx_hash: '0xabcdef0123',
+    });
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:SUBMIT_DEPOSIT']);
+    expect(h.sent).toMatchObject([{ type: 'SUBMIT_DEPOSIT', txHash: '0xabcdef0123' }]);
+    expect(h.records.get('o-1')?.commands.map(([id]) => id)).toContain('c-7');
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.log.at(-1)).toBe('stop');
+    await h.send({ type: 'order.cancel', command_id: 'c-8', order_id: 'o-1' });
+    expect(h.log.slice(-2)).toEqual(['restore', 'send:CANCEL']);
+    expect(h.counts.reactivated).toEqual(['command', 'command']);
+    expect(h.events()).toEqual([]);
+  });
+
+  it('reloads a passivated order whose lease was lost from Kafka under a new lease, as a live order', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    h.control.leaseValid = false;
+    h.lease.onLost?.();
+    await settle();
+    // Stopped, a fresh lease taken, restored from the latest record (a barrier read first): a live order again,
+    // not a wake of the passivated slot.
+    expect(h.lease.acquires).toBe(2);
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    expect(h.host.passivatedOrders).toBe(0);
+    expect(h.counts.reactivated).toEqual([]);
+    // The new slot rests and wakes on its own, once, at the deadline.
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'stop']);
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'stop', 'restore']);
+    expect(h.counts.reactivated).toEqual(['timer']);
+  });
+
+  it('does not wake a passivated order on a lease that is no longer valid: it is reloaded and the hint goes through Kafka', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    h.control.leaseValid = false;
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
+      false,
+    );
+    expect(h.sent).toEqual([]);
+    await settle();
+    expect(h.lease.acquires).toBe(2);
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    expect(h.counts.reactivated).toEqual([]);
+  });
+
+  it('unloads a passivated order of a revoked partition, releases its lease and forgets its deadline', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    h.host.setAssignment([]);
+    await settle();
+    expect(h.host.activeOrders).toBe(0);
+    expect(h.host.passivatedOrders).toBe(0);
+    expect(h.lease.releases).toBe(1);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(h.log).toEqual(['restore', 'stop']);
+  });
+
+  it('wakes a passivated order whose deadline is long overdue from the reconciliation sweep', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    h.host.reconcile(T + 30_000 + 60_001, 60_000);
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    expect(h.counts.reactivated).toEqual(['reconcile']);
+  });
+
+  it('with the real machine: an open order rests between polls, and at its next poll is re-created and polls', async () => {
+    const records = new Map<string, OrderRecord>();
+    const polls: number[] = [];
+    const stateRecords: Array<{ machine: unknown }> = [];
+    const store = {
+      get: (id: string) => records.get(id),
+      apply: (record: OrderRecord) => void records.set(record.order_id, record),
+      recordsOfPartition: () => [],
+      catchUp: () => Promise.resolve(),
+      release: () => {},
+      orderIdByReference: () => undefined,
+    } as unknown as OrderStateStore;
+    const writer = {
+      write: (out: OutboundRecord[]) => {
+        for (const r of out)
+          if (r.topic === 'state') stateRecords.push(JSON.parse(r.value) as { machine: unknown });
+        return Promise.resolve(true);
+      },
+    } as unknown as TransactionalWriter;
+    const leases: OrderLeases = {
+      acquire: () => Promise.resolve({ fence: 1 }),
+      release: () => Promise.resolve(),
+      isValid: () => true,
+    };
+    const order = exchangeOrder({ uniqueReference: 'EXREF1', status: 'INITIAL' });
+    const at = () => Date.now();
+    const binding = createXStateBinding({
+      orderConfig: {},
+      actors: {
+        checkAddress: () => Promise.resolve({ ok: true, at: at() }),
+        preScreen: () => Promise.reject(new Error('not used')),
+        acquireQuoteSlot: () => Promise.resolve({ granted: true, at: at() }),
+        requestQuote: () =>
+          Promise.resolve({ rateId: 'r', rate: '0.05', expiresAt: at() + 60_000, at: at() }),
+        createOrder: () => Promise.resolve({ order, reused: false, at: at() }),
+        findExistingOrder: () => Promise.reject(new Error('not used')),
+        adoptOrder: () => Promise.reject(new Error('not used')),
+        submitDeposit: () => Promise.resolve({ alreadyRecorded: false, at: at() }),
+        fetchOrder: () => {
+          polls.push(at());
+          return Promise.resolve({ order, at: at() });
+        },
+      },
+    });
+    let passivated = 0;
+    const host = hostOver(
+      { store, writer, leases, binding },
+      {
+        now: () => Date.now(),
+        passivateIdleMs: idleMs,
+        metrics: {
+          commandHandled: () => {},
+          eventsCommitted: () => {},
+          webhookToEvent: () => {},
+          leaseLost: () => {},
+          leaseTakenOver: () => {},
+          orderRestored: () => {},
+          reconcileNudged: () => {},
+          orphanAdopted: () => {},
+          orderPassivated: () => void passivated++,
+          orderReactivated: () => {},
+        },
+      },
+    );
+    host.setAssignment([0]);
+    await host.handleMessage({
+      topic: 'commands',
+      partition: 0,
+      offset: '0',
+      key: 'o-1',
+      value: Buffer.from(JSON.stringify(createCommand)),
+    });
+    await settle();
+    expect([...host.openOrdersByState().keys()]).toEqual(['open.deposit.awaiting+exchange.monitoring']);
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(passivated).toBe(1);
+    expect(host.passivatedOrders).toBe(1);
+    expect([...host.openOrdersByState().keys()]).toEqual(['open.deposit.awaiting+exchange.monitoring']);
+    const writes = stateRecords.length;
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now() - 1);
+    expect(polls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(host.passivatedOrders).toBe(0);
+    // The machine's own poll timer, re-armed by the restore with the time that remains (none).
+    await vi.advanceTimersByTimeAsync(10);
+    await settle();
+    expect(polls).toHaveLength(1);
+    expect(polls[0]).toBeGreaterThanOrEqual(T + 30_000);
+    expect(polls[0]).toBeLessThan(T + 30_010);
+    // The poll's intent and its answer are written as usual; the wake itself wrote nothing.
+    expect(stateRecords.length).toBeGreaterThan(writes);
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(passivated).toBe(2);
+    expect(host.passivatedOrders).toBe(1);
+  });
+});
