@@ -147,7 +147,9 @@ export function printKillAtScale(r: KillAtScaleResult): void {
   const total = Object.values(r.violations).reduce((a, b) => a + b, 0);
   console.log(`  ${r.orders} orders on ${r.workers} workers, one SIGKILLed at ${r.createdAtKill} created`);
   console.log(`    restarted replica ready ${r.restartReadyMs} ms after the SIGKILL`);
-  console.log(`    created ${r.created} in ${r.createdMs} ms; completed ${r.completed} in ${r.completedMs} ms`);
+  console.log(
+    `    created ${r.created} in ${r.createdMs} ms; completed ${r.completed} in ${r.completedMs} ms`,
+  );
   console.log(`    exchange orders ${r.exchangeOrders} for ${r.orders} orders; ${r.events} events`);
   console.log(
     `    invariants checked: ${r.checked.join(', ')}; violations: ${total}${total ? ` ${JSON.stringify(r.violations)}` : ''}`,
