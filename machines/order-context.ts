@@ -95,6 +95,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
       requotesByCode: stored.requotesByCode ?? {},
       parkedAt: stored.parkedAt ?? null,
       adoptReference: stored.adoptReference ?? null,
+      confirmedAt: stored.confirmedAt ?? null,
       now: input.now,
       resumeFrom: input.restore.resumeFrom,
     };
@@ -126,6 +127,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     hintPending: false,
     webhooksInformed: false,
     hintedStatus: null,
+    confirmedAt: null,
     deposit: null,
     depositRecorded: null,
     depositAttempt: 0,

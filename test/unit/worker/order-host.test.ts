@@ -57,6 +57,8 @@ function harness(options: HarnessOptions = {}): Harness {
   const sent: OrderActorEvent[] = [];
   const status = {
     lastConfirmedAt: null as number | null,
+    lastStatus: null as string | null,
+    confirmedAt: null as number | null,
     uniqueReference: null as string | null,
     accepts: true,
   };
