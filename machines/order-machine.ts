@@ -32,6 +32,7 @@ import {
   quoteRequestOf,
   remainingMs,
   submitDepositInputOf,
+  listedPollIntervalMs,
   pollIntervalOf,
 } from './order-context.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
@@ -435,13 +436,14 @@ export const orderMachineSetup = setup({
       enqueue.emit({ type: 'order.canceled', unique_reference: params.order.uniqueReference, reason });
     }),
     /**
-     * A listing showed the status last confirmed: that is a confirmation as good as a routine GET's, so the next
-     * routine poll moves back to a poll interval after the listing (never earlier than it was).
+     * A listing showed the status last confirmed: that is a confirmation as good as a routine GET's, so the routine
+     * poll becomes a fallback, the longest recommended interval after the listing (never earlier than it was): the
+     * next round confirms the order again well before it.
      */
     confirmByListing: assign(({ context }, params: { readonly status: string; readonly at: number }) => ({
       now: Math.max(context.now, params.at),
       confirmedAt: params.at,
-      nextPollAt: Math.max(context.nextPollAt ?? 0, params.at + pollIntervalOf(context)),
+      nextPollAt: Math.max(context.nextPollAt ?? 0, params.at + listedPollIntervalMs),
     })),
     startPoll: assign(({ context }) => ({ pollStartedAt: context.now })),
     pollDue: assign(({ context }) => ({ now: Math.max(context.now, context.nextPollAt ?? context.now) })),

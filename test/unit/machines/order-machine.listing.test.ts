@@ -2,6 +2,7 @@
 // one confirmed stands for the routine poll, another one only triggers a GET, a stale one changes nothing, and no
 // listing ever ends an order by itself.
 import { describe, expect, it } from 'vitest';
+import { listedPollIntervalMs } from '../../../machines/order-context.ts';
 import { exchangeOrder, ok, orderInput, OrderHarness, T0 } from './order-harness.ts';
 
 async function openCefiOrder(pollIntervalMs = 30_000) {
@@ -20,13 +21,14 @@ describe('order machine: bulk listing', () => {
     await h.send({ type: 'LISTED', status: 'INITIAL', at: T0 + 20_000 });
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
     expect(h.context.confirmedAt).toBe(T0 + 20_000);
-    expect(h.context.nextPollAt).toBe(T0 + 50_000);
+    // The routine poll becomes a fallback at the longest recommended interval after the listing.
+    expect(h.context.nextPollAt).toBe(T0 + 20_000 + listedPollIntervalMs);
 
     // The poll that was due at T0 + 30 s does not happen: its timer was re-armed from the listing.
-    await h.advance(29_999);
+    await h.advance(listedPollIntervalMs - 1);
     expect(h.calls.fetchOrder).toHaveLength(0);
     await h.advance(1);
-    expect(h.calls.fetchOrder.map((call) => call.at)).toEqual([T0 + 50_000]);
+    expect(h.calls.fetchOrder.map((call) => call.at)).toEqual([T0 + 20_000 + listedPollIntervalMs]);
     expect(h.types()).toEqual(['order.created']);
   });
 
@@ -37,14 +39,17 @@ describe('order machine: bulk listing', () => {
       await h.send({ type: 'LISTED', status: 'INITIAL', at: T0 + round * 25_000 });
     }
     expect(h.calls.fetchOrder).toHaveLength(0);
-    expect(h.context.nextPollAt).toBe(T0 + 250_000 + 30_000);
+    expect(h.context.nextPollAt).toBe(T0 + 250_000 + listedPollIntervalMs);
   });
 
-  it('never moves the next poll earlier than it was', async () => {
+  it('moves the routine poll of a 60 s order to a full interval after the listing', async () => {
     const h = await openCefiOrder(60_000);
-    // A listing requested at the order's creation time: the poll stays a full interval after creation at least.
-    await h.send({ type: 'LISTED', status: 'INITIAL', at: T0 });
     expect(h.context.nextPollAt).toBe(T0 + 60_000);
+    await h.advance(30_000);
+    await h.send({ type: 'LISTED', status: 'INITIAL', at: T0 + 30_000 });
+    expect(h.context.nextPollAt).toBe(T0 + 30_000 + listedPollIntervalMs);
+    await h.advance(listedPollIntervalMs - 1);
+    expect(h.calls.fetchOrder).toHaveLength(0);
   });
 
   it('treats a listing with another status as a hint: a GET, and only the GET is believed', async () => {
@@ -129,10 +134,10 @@ describe('order machine: bulk listing', () => {
 
     const restored = await OrderHarness.restore(durable, T0 + 21_000);
     expect(restored.context.confirmedAt).toBe(T0 + 20_000);
-    expect(restored.context.nextPollAt).toBe(T0 + 50_000);
+    expect(restored.context.nextPollAt).toBe(T0 + 20_000 + listedPollIntervalMs);
     // A stale listing is still recognised after the restore.
     expect(restored.snapshot.can({ type: 'LISTED', status: 'INITIAL', at: T0 + 19_000 })).toBe(false);
-    await restored.advance(28_999);
+    await restored.advance(listedPollIntervalMs - 1_000 - 1);
     expect(restored.calls.fetchOrder).toHaveLength(0);
     await restored.advance(1);
     expect(restored.calls.fetchOrder).toHaveLength(1);
@@ -144,7 +149,7 @@ describe('order machine: bulk listing', () => {
     expect(older.context.confirmedAt).toBeNull();
     await older.send({ type: 'LISTED', status: 'INITIAL', at: T0 + 22_000 });
     expect(older.context.confirmedAt).toBe(T0 + 22_000);
-    expect(older.context.nextPollAt).toBe(T0 + 52_000);
+    expect(older.context.nextPollAt).toBe(T0 + 22_000 + listedPollIntervalMs);
     older.stop();
   });
 });
