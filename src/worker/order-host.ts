@@ -112,6 +112,9 @@ export interface OrderHostMetrics {
   orphanAdopted(): void;
 }
 
+/** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
+export type ListingOutcome = 'confirmed' | 'differed' | 'ignored' | 'not_here';
+
 /** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
 export const orphanSweepIntervalMs = 30_000;
 
@@ -336,6 +339,41 @@ export class OrderHost {
       span.end();
     }
     return true;
+  }
+
+  /**
+   * A row of a bulk listing (GET /orders/?status=<code>, requested at `at`) for the order it names, if this replica
+   * drives it: 'confirmed' when it showed the status the machine last confirmed (no GET; the routine poll moves
+   * back), 'differed' when it showed another one (the machine GETs the order now), 'ignored' when the machine does
+   * not take it (a GET in flight, a listing older than its last confirmation, an order not yet or no longer open),
+   * 'not_here' when no order of this replica records that exchange order (another replica's, or none).
+   */
+  deliverListing(row: { uniqueReference: string; status: string; at: number }): ListingOutcome {
+    const orderId = this.opts.state.orderIdByReference(row.uniqueReference);
+    const slot = orderId === undefined ? undefined : this.slots.get(orderId);
+    if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(slot.orderId)) return 'not_here';
+    const actor = slot.actor;
+    const status = actor.status();
+    if (status.uniqueReference !== row.uniqueReference) return 'not_here';
+    const event: OrderActorEvent = { type: 'LISTED', status: row.status, at: row.at };
+    if (!actor.can(event)) return 'ignored';
+    if (status.lastStatus === row.status) {
+      // A confirmation only re-arms a timer: no trace of its own (thousands per round).
+      actor.send(event);
+      return 'confirmed';
+    }
+    this.inOrderTrace(slot, 'order listing hint', () => actor.send(event));
+    return 'differed';
+  }
+
+  /** True when this replica drives an unfinished order of `mode` that exists at the exchange. */
+  drivesOpenOrders(mode: string): boolean {
+    for (const slot of this.slots.values())
+      if (slot.record.mode === mode && slot.actor && !slot.stopped && !slot.halted) {
+        const status = slot.actor.status();
+        if (status.uniqueReference !== null && !status.terminal) return true;
+      }
+    return false;
   }
 
   /** True while this replica may act for the order: checked as each exchange request leaves the process. */
