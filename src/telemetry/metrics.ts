@@ -52,6 +52,9 @@ export class WorkerMetrics {
   readonly leasesTakenOver;
   readonly reconcileNudges;
   readonly orphansAdopted;
+  readonly listingPages;
+  readonly listingRows;
+  readonly listingWalksFailed;
   readonly webhooks;
   readonly webhookToEvent;
 
@@ -114,6 +117,18 @@ export class WorkerMetrics {
     this.orphansAdopted = counter(
       'worker_orphans_adopted',
       'unfinished orders found driven by nobody on an assigned partition and adopted by the orphan sweep',
+    );
+    this.listingPages = counter(
+      'worker_listing_pages',
+      'pages of GET /orders/?status=<code> fetched by the CeFi listing reconciler (mode)',
+    );
+    this.listingRows = counter(
+      'worker_listing_orders',
+      'listed orders by outcome: confirmed (same status, no GET), differed (status changed: GET), ignored, not_here',
+    );
+    this.listingWalksFailed = counter(
+      'worker_listing_walks_failed',
+      'listing walks stopped early on an error (mode); the next round walks them again',
     );
     this.webhooks = counter(
       'worker_webhooks',
@@ -212,6 +227,15 @@ export class WorkerMetrics {
       orderRestored: (): void => this.ordersRestored.add(1),
       reconcileNudged: (count: number): void => this.reconcileNudges.add(count),
       orphanAdopted: (): void => this.orphansAdopted.add(1),
+    };
+  }
+
+  /** The CeFi listing reconciler's observer port (src/worker/cefi-listing.ts ListingMetrics). */
+  listingObserver() {
+    return {
+      pageFetched: (mode: string): void => this.listingPages.add(1, { mode }),
+      rowsListed: (outcome: string, count: number): void => this.listingRows.add(count, { outcome }),
+      walkFailed: (mode: string): void => this.listingWalksFailed.add(1, { mode }),
     };
   }
 
