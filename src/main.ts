@@ -320,6 +320,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     consumerPaused: () => consumer.isPaused,
     inflightExchangeCalls: exchangeActors.inflight,
     consumerLag: () => worker.consumerLag,
+    // The exchange's longest recommended interval between two confirmations of an order.
+    confirmationFreshness: () => host.confirmationFreshness(Date.now(), 60_000),
   });
 
   if (config.webhooks.secrets.length === 0)

@@ -29,6 +29,8 @@ export interface WorkerGaugeSources {
   inflightExchangeCalls(): number;
   /** Committed offset lag per assigned command partition (last measured). */
   consumerLag(): ReadonlyMap<number, number>;
+  /** Open exchange orders driven here, and those whose status was last confirmed more than 60 s ago. */
+  confirmationFreshness(): { open: number; overdue: number };
 }
 
 export type CommandResult = 'accepted' | 'duplicate' | 'rejected' | 'consumed' | 'error';
@@ -154,6 +156,16 @@ export class WorkerMetrics {
     );
     gauge('worker_consumer_paused', '1 while command consumption is paused by backpressure', (s) =>
       s.consumerPaused() ? 1 : 0,
+    );
+    gauge(
+      'worker_exchange_orders_open',
+      'unfinished orders driven by this replica that exist at the exchange',
+      (s) => s.confirmationFreshness().open,
+    );
+    gauge(
+      'worker_exchange_orders_unconfirmed_60s',
+      'of those, orders whose status was last confirmed (GET, or a listing of the same status) more than 60 s ago',
+      (s) => s.confirmationFreshness().overdue,
     );
     gauge('worker_exchange_calls_inflight', 'exchange calls in progress (budget wait included)', (s) =>
       s.inflightExchangeCalls(),

@@ -61,6 +61,8 @@ export interface ListingRoundSummary {
 }
 
 const defaultMaxPagesPerWalk = 10_000;
+/** The first round after start: partitions are being restored meanwhile (a round without open orders costs nothing). */
+const firstRoundDelayMs = 5_000;
 
 export class CefiListing {
   readonly #opts: CefiListingOptions;
@@ -74,10 +76,13 @@ export class CefiListing {
     this.#logger = opts.logger.child({ component: 'cefi-listing' });
   }
 
-  /** Rounds every intervalMs from now on (the first one interval from now); nothing when no CeFi mode has a key. */
+  /**
+   * Rounds every intervalMs from now on, the first one soon (orders restored at start are confirmed by it rather than
+   * each by its own overdue poll); nothing when no CeFi mode has a key.
+   */
   start(): void {
     if (this.#opts.modes.length === 0 || this.#opts.intervalMs <= 0 || this.#stop.signal.aborted) return;
-    this.#schedule(this.#opts.intervalMs);
+    this.#schedule(Math.min(this.#opts.intervalMs, firstRoundDelayMs));
   }
 
   /** No new round; the one under way stops at its next page and is awaited. */

@@ -366,6 +366,23 @@ export class OrderHost {
     return 'differed';
   }
 
+  /**
+   * The unfinished orders driven here that exist at the exchange, and how many of them had their status last
+   * confirmed (by a GET, or a listing showing the same status) longer than `maxAgeMs` ago: the gauge that says
+   * whether one API key keeps up.
+   */
+  confirmationFreshness(now: number, maxAgeMs: number): { open: number; overdue: number } {
+    let open = 0;
+    let overdue = 0;
+    for (const slot of this.slots.values()) {
+      const status = slot.actor?.status();
+      if (!status || status.terminal || status.uniqueReference === null) continue;
+      open++;
+      if (status.confirmedAt === null || now - status.confirmedAt > maxAgeMs) overdue++;
+    }
+    return { open, overdue };
+  }
+
   /** True when this replica drives an unfinished order of `mode` that exists at the exchange. */
   drivesOpenOrders(mode: string): boolean {
     for (const slot of this.slots.values())

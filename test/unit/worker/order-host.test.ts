@@ -240,6 +240,17 @@ describe('order host', () => {
     expect(h.sent).toHaveLength(2);
   });
 
+  it('counts the open exchange orders whose status was last confirmed too long ago', async () => {
+    const h = harness();
+    await h.send(create);
+    // Not at the exchange yet: not counted.
+    expect(h.host.confirmationFreshness(1_000_000, 60_000)).toEqual({ open: 0, overdue: 0 });
+    h.status.uniqueReference = 'REF1';
+    h.status.confirmedAt = 1_000_000 - 60_000;
+    expect(h.host.confirmationFreshness(1_000_000, 60_000)).toEqual({ open: 1, overdue: 0 });
+    expect(h.host.confirmationFreshness(1_000_001, 60_000)).toEqual({ open: 1, overdue: 1 });
+  });
+
   it('refuses a command above the size limit unread, with a small rejection carrying an excerpt and a hash', async () => {
     const h = harness({ maxCommandBytes: 65_536 });
     const raw = Buffer.from(JSON.stringify({ ...create, withdraw_address_extra_id: 'x'.repeat(2_000_000) }));
