@@ -2,8 +2,9 @@
 // each CeFi mode this replica holds a key for and each status in which an order is still open, and hands every row to
 // the order it names, if this replica drives it (OrderHost.deliverListing). A row is never believed: the same status
 // as the one confirmed stands for the routine poll, another status makes the order GET itself. Terminal statuses are
-// not listed (only a GET of the order confirms an end). Walks run at the budget's low priority, one page at a time;
-// a walk that fails stops there and the next round starts it again.
+// not listed (only a GET of the order confirms an end). Walks run one page at a time at the budget's normal priority
+// (ahead of per-order polls, behind creates and deposits); a walk that fails stops there and the next round starts it
+// again.
 import {
   exchangeStatusCodes,
   terminalExchangeStatuses,
@@ -11,6 +12,7 @@ import {
   type TradingMode,
 } from '../../machines/domain.ts';
 import type { ExchangeClient } from '../exchange/client.ts';
+import type { RequestPriority } from '../exchange/request-budget.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { ListingOutcome } from './order-host.ts';
 
@@ -61,6 +63,12 @@ export interface ListingRoundSummary {
 }
 
 const defaultMaxPagesPerWalk = 10_000;
+/**
+ * A page confirms up to a page size of orders, a poll one: when polls queue for the budget (a restore after an outage,
+ * more orders than the key carries), the listing goes first, so the orders it confirms never join the queue. One page
+ * is in flight at a time, so it never takes more than one request slot from quotes, which share this priority.
+ */
+const listingPriority: RequestPriority = 'normal';
 /** The first round after start: partitions are being restored meanwhile (a round without open orders costs nothing). */
 const firstRoundDelayMs = 5_000;
 
@@ -157,7 +165,7 @@ export class CefiListing {
           mode,
           // The filter goes with every page: a cursor that is not a URL would not carry it.
           cursor === undefined ? { status: code } : { status: code, cursor },
-          { priority: 'low', signal: this.#stop.signal, beforeSend: () => void (at = now()) },
+          { priority: listingPriority, signal: this.#stop.signal, beforeSend: () => void (at = now()) },
         );
       } catch (error) {
         if (this.#stop.signal.aborted) return;

@@ -101,7 +101,7 @@ function listing(
 }
 
 describe('CeFi listing reconciler', () => {
-  it('walks each open status code of each CeFi mode, at low priority, never a terminal one', async () => {
+  it('walks each open status code of each CeFi mode, ahead of per-order polls, never a terminal one', async () => {
     const exchange = fakeExchange({});
     await listing(exchange, fakeHost({})).round();
     const walked = exchange.requests.map((r) => `${r.mode}:${String(r.params.status)}`);
@@ -111,7 +111,8 @@ describe('CeFi listing reconciler', () => {
       ...codes.map((code) => `cefi:${code}`),
       ...codes.map((code) => `cefi_fixed:${code}`),
     ]);
-    expect(exchange.requests.every((r) => r.priority === 'low')).toBe(true);
+    // Per-order polls are 'low': a page (up to a page size of confirmations) goes before them.
+    expect(exchange.requests.every((r) => r.priority === 'normal')).toBe(true);
     for (const terminal of ['COMPLETED', 'REFUNDED', 'CANCELED'] as const)
       expect(codes).not.toContain(exchangeStatusCodes[terminal]);
   });
