@@ -4,7 +4,8 @@
 // Per rung of N: a first worker (budget unlimited) creates N CeFi orders and stops (SIGTERM: its orders are stored
 // and their leases released); the pass-through then enforces the document's throttle (2500 requests per minute per
 // key, 429 with Retry-After) and a second worker with API_BUDGET_PER_MINUTE=2500 restores the N open orders. After a
-// settling period, over a window of at least 60 s: exchange calls by kind (listing pages, per-order GETs, other)
+// settling period (at least 20 s, and until the polls of orders restored with their poll already due have drained),
+// over a window of at least 60 s: exchange calls by kind (listing pages, per-order GETs, other)
 // from the pass-through's log, 429s, the most requests in any 60 s, and - sampled every 5 s from the worker's
 // gauges - the fraction of open orders whose status was last confirmed (by a GET, or a listing of the same status)
 // less than 60 s before.
@@ -35,6 +36,8 @@ export interface ListingResult {
   windowMs: number;
   createMs: number;
   restoreMs: number;
+  /** From restored to the window: its length and the calls made meanwhile (overdue polls of restored orders). */
+  settling: { ms: number; listPages: number; orderGets: number };
   calls: { listPages: number; orderGets: number; other: number; total: number; perMinute: number };
   throttled: { inWindow: number; sinceRestore: number };
   /** The most requests the pass-through admitted in any 60 s since the measuring worker started. */
@@ -81,9 +84,12 @@ export async function runListing(opts: {
   /** At least 60 s. */
   windowMs?: number;
   settleMs?: number;
+  /** Longest wait for the restore's overdue polls to drain before the window starts anyway. */
+  settleCapMs?: number;
 }): Promise<ListingResult> {
   const windowMs = Math.max(60_000, opts.windowMs ?? 70_000);
   const settleMs = opts.settleMs ?? 20_000;
+  const settleCapMs = Math.max(settleMs, opts.settleCapMs ?? 300_000);
   const system = await startBenchSystem({
     ...opts,
     system: 'worker',
@@ -131,7 +137,23 @@ export async function runListing(opts: {
     const openNow = () => metric(worker.metricsPort, 'worker_exchange_orders_open');
     while ((await openNow()) < created && Date.now() - restoreStart < 300_000) await sleep(1_000);
     const restoreMs = Date.now() - restoreStart;
+    // Settling: at least settleMs, and until the polls of orders restored overdue (their fallback poll passed during
+    // the handoff) have drained and every open order is confirmed - the window measures the steady state.
+    const settleStart = Date.now();
+    const settleCallsFrom = exchange.calls.length;
     await sleep(settleMs);
+    while (Date.now() - settleStart < settleCapMs) {
+      const overdue = await metric(worker.metricsPort, 'worker_exchange_orders_unconfirmed_60s');
+      const inflight = await metric(worker.metricsPort, 'worker_exchange_calls_inflight');
+      if (overdue === 0 && inflight < 5) break;
+      await sleep(2_000);
+    }
+    const settle = exchange.calls.slice(settleCallsFrom);
+    const settling = {
+      ms: Date.now() - settleStart,
+      listPages: settle.filter(isListPage).length,
+      orderGets: settle.filter(isOrderGet).length,
+    };
 
     // ---- the window
     const counters = async () => ({
@@ -167,6 +189,7 @@ export async function runListing(opts: {
       windowMs: windowEnd - windowStart,
       createMs,
       restoreMs,
+      settling,
       calls: {
         listPages,
         orderGets,
@@ -197,6 +220,9 @@ export async function runListing(opts: {
 export function printListing(r: ListingResult): void {
   console.log(
     `  ${r.orders} open CeFi orders (${r.created} created in ${round(r.createMs / 1000, 1)} s, restored by the measured worker in ${round(r.restoreMs / 1000, 1)} s), window ${round(r.windowMs / 1000, 0)} s:`,
+  );
+  console.log(
+    `    settling ${round(r.settling.ms / 1000, 1)} s: ${r.settling.listPages} listing pages, ${r.settling.orderGets} order GETs (orders restored with their poll due)`,
   );
   console.log(
     `    calls ${r.calls.total} (${r.calls.perMinute}/min): ${r.calls.listPages} listing pages, ${r.calls.orderGets} order GETs, ${r.calls.other} other; most in any 60 s ${r.maxInAnyMinute} of ${perMinute}`,
