@@ -147,8 +147,7 @@ export const orderMachineSetup = setup({
     exchangeReports: (_, params: { readonly order: ExchangeOrderView; readonly status: ExchangeStatus }) =>
       params.order.status === params.status,
     hintPending: ({ context }) => context.hintPending,
-    /** A listing page requested before the last confirmation says nothing newer: ignored. */
-    /** The listing shows the status last confirmed: a confirmation, no GET needed. */
+    /** The listing shows the status last confirmed: a confirmation, no GET needed (a stale listing: neither). */
     listingConfirms: ({ context }, params: { readonly status: string; readonly at: number }) =>
       !isStaleListing(context, params.at) && params.status === context.lastStatus,
     /** The listing shows another status: a hint (only a GET is believed). */
@@ -385,7 +384,6 @@ export const orderMachineSetup = setup({
           pollAttempt: 0,
           hintPending: false,
           nextPollAt: params.at + pollIntervalOf(context),
-          confirmedAt: Math.max(params.at, context.confirmedAt ?? params.at),
         });
         return;
       }

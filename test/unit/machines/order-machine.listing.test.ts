@@ -98,6 +98,18 @@ describe('order machine: bulk listing', () => {
     expect(h.context.confirmedAt).toBe(before.confirmedAt);
   });
 
+  it('does not count a GET that answers a status behind the confirmed one as a confirmation', async () => {
+    const h = await openCefiOrder();
+    await h.advance(10_000);
+    await h.send({ type: 'WEBHOOK_HINT', at: T0 + 10_000 });
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
+    await h.advance(10_000);
+    await h.send({ type: 'WEBHOOK_HINT', at: T0 + 20_000 });
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'INITIAL' }) }));
+    expect(h.context.lastStatus).toBe('PAID');
+    expect(h.context.confirmedAt).toBe(T0 + 10_000);
+  });
+
   it('reaches a terminal state only through the GET, never on a listing', async () => {
     const h = await openCefiOrder();
     await h.send({ type: 'LISTED', status: 'COMPLETED', at: T0 + 1_000 });
