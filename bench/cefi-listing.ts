@@ -115,7 +115,7 @@ export async function runListing(opts: {
     const created = await collector.waitForCount(
       'order.created',
       opts.orders,
-      Math.max(120_000, opts.orders * 30),
+      Math.max(120_000, opts.orders * 50),
     );
     const createMs = Date.now() - createStart;
     await producer.close();
