@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark in turn, each printing its figures and writing JSON under bench/results/, then
 // the figures beside the targets of issue 12 (bench/results/summary.json). BENCH_SCALE=small for a quick check
 // (about 4 minutes), full by default (bounded to under 20 minutes on 2 cores: a phase that overruns its cap stops
-// and reports how far it got). BENCH_ONLY=throughput|webhooks|request-budget runs one part.
+// and reports how far it got). BENCH_ONLY=throughput|webhooks|cefi-listing|request-budget runs one part.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import {
@@ -25,6 +25,7 @@ import {
   type LatencyResult,
 } from './webhooks.ts';
 import { printThroughput, runThroughput, type ThroughputResult } from './worker-throughput.ts';
+import { runListingLadder } from './cefi-listing.ts';
 
 const only = process.env['BENCH_ONLY'];
 const wanted = (name: string): boolean => !only || only === name;
@@ -157,6 +158,25 @@ if (wanted('webhooks')) {
     ),
   );
   summary['webhooks'] = { latency, economy: { on, off, naive } };
+}
+
+// ---- API economy of the CeFi listing: open CeFi orders one key keeps confirmed within 60 s, no 429 -------------
+if (wanted('cefi-listing')) {
+  console.log(`\n=== cefi-listing: ladder ${plan.listingOrders.join(', ')} open CeFi orders, one key`);
+  const ladder = await runListingLadder({ ...common, ladder: plan.listingOrders });
+  summary['cefiListing'] = ladder;
+  const largest = ladder.rungs.at(-1);
+  verdicts.push(
+    verdict(
+      'open CeFi orders confirmed per 60 s, one key',
+      ladder.largestKept ?? 0,
+      'orders',
+      { op: '>=', bound: 10_000 },
+      largest
+        ? `largest rung kept without a 429; at ${largest.orders}: ${largest.calls.perMinute} calls/min, ${largest.throttled.sinceRestore} × 429, min confirmed ${largest.confirmedWithin60s.min}`
+        : 'no rung ran',
+    ),
+  );
 }
 
 // ---- the shared request budget (its own process pair; a 20 s window in the small profile) ----------------------

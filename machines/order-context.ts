@@ -46,6 +46,13 @@ export function pollIntervalOf(context: {
   return context.webhooksInformed === true ? (webhookPollIntervalMs ?? pollIntervalMs) : pollIntervalMs;
 }
 
+/**
+ * The routine poll after a bulk listing confirmed the order: the longest interval the exchange recommends. The listing
+ * re-confirms the order every round (LIST_RECONCILE_INTERVAL_MS, at most 60 s, 30 s by default), so this poll only
+ * happens when rounds stop reaching the order (the listing fails, or the order left the statuses listed).
+ */
+export const listedPollIntervalMs = pollIntervalBounds.maxMs;
+
 /** setTimeout overflows above 2^31-1 ms; longer deadlines are re-armed on the next entry (polls re-enter often). */
 export const maxTimerDelayMs = 2_147_483_647;
 
@@ -95,6 +102,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
       requotesByCode: stored.requotesByCode ?? {},
       parkedAt: stored.parkedAt ?? null,
       adoptReference: stored.adoptReference ?? null,
+      confirmedAt: stored.confirmedAt ?? null,
       now: input.now,
       resumeFrom: input.restore.resumeFrom,
     };
@@ -126,6 +134,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     hintPending: false,
     webhooksInformed: false,
     hintedStatus: null,
+    confirmedAt: null,
     deposit: null,
     depositRecorded: null,
     depositAttempt: 0,

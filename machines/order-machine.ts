@@ -32,6 +32,7 @@ import {
   quoteRequestOf,
   remainingMs,
   submitDepositInputOf,
+  listedPollIntervalMs,
   pollIntervalOf,
 } from './order-context.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
@@ -52,8 +53,14 @@ import type {
   PreScreenOutput,
   RequestQuoteInput,
   RequestQuoteOutput,
+  ListedEvent,
   WebhookHintEvent,
 } from './order-types.ts';
+
+/** A listing page requested before the last confirmation (GET or listing) cannot tell anything newer. */
+function isStaleListing(context: OrderContext, at: number): boolean {
+  return context.confirmedAt != null && at < context.confirmedAt;
+}
 
 /** An exchange order as a confirming call saw it, at the runtime's clock. */
 interface ObservedOrder {
@@ -75,6 +82,8 @@ const succeededAt = ({ event }: { event: { output: { at: number } } }) => ({ at:
 /** A hint's clock reading and, for a webhook (not a reconciliation nudge), the status it named. */
 const hintOf = (event: WebhookHintEvent): { at: number; status?: string } =>
   event.status === undefined ? { at: event.at } : { at: event.at, status: event.status };
+/** A listing row: the status it showed and when its page was requested. */
+const listingOf = ({ event }: { event: ListedEvent }) => ({ status: event.status, at: event.at });
 
 export const orderMachineSetup = setup({
   types: {
@@ -138,6 +147,12 @@ export const orderMachineSetup = setup({
     exchangeReports: (_, params: { readonly order: ExchangeOrderView; readonly status: ExchangeStatus }) =>
       params.order.status === params.status,
     hintPending: ({ context }) => context.hintPending,
+    /** The listing shows the status last confirmed: a confirmation, no GET needed (a stale listing: neither). */
+    listingConfirms: ({ context }, params: { readonly status: string; readonly at: number }) =>
+      !isStaleListing(context, params.at) && params.status === context.lastStatus,
+    /** The listing shows another status: a hint (only a GET is believed). */
+    listingDiffers: ({ context }, params: { readonly status: string; readonly at: number }) =>
+      !isStaleListing(context, params.at) && params.status !== context.lastStatus,
     depositAwaited: ({ context }) => context.lastStatus === awaitingDepositStatus && context.deposit === null,
     depositRecorded: ({ context }) => context.depositRecorded !== null,
     depositRetryScheduled: ({ context }) => context.deposit !== null && context.depositRetryAt !== null,
@@ -353,6 +368,7 @@ export const orderMachineSetup = setup({
           lastStatus: params.order.status,
           paymentDeadline: paymentDeadlineOf(params.order),
           nextPollAt: params.at + pollIntervalOf(context),
+          confirmedAt: params.at,
         });
         enqueue.emit(createdEventOf(params.order, params.reused));
       },
@@ -385,6 +401,7 @@ export const orderMachineSetup = setup({
         hintPending: false,
         webhooksInformed,
         nextPollAt: params.at + pollIntervalOf({ config: context.config, webhooksInformed }),
+        confirmedAt: Math.max(params.at, context.confirmedAt ?? params.at),
       });
       if (previous !== params.order.status) {
         enqueue.emit({
@@ -416,6 +433,16 @@ export const orderMachineSetup = setup({
       enqueue.assign({ cancelReason: reason });
       enqueue.emit({ type: 'order.canceled', unique_reference: params.order.uniqueReference, reason });
     }),
+    /**
+     * A listing showed the status last confirmed: that is a confirmation as good as a routine GET's, so the routine
+     * poll becomes a fallback, the longest recommended interval after the listing (never earlier than it was): the
+     * next round confirms the order again well before it.
+     */
+    confirmByListing: assign(({ context }, params: { readonly status: string; readonly at: number }) => ({
+      now: Math.max(context.now, params.at),
+      confirmedAt: params.at,
+      nextPollAt: Math.max(context.nextPollAt ?? 0, params.at + listedPollIntervalMs),
+    })),
     startPoll: assign(({ context }) => ({ pollStartedAt: context.now })),
     pollDue: assign(({ context }) => ({ now: Math.max(context.now, context.nextPollAt ?? context.now) })),
     paymentDeadlineReached: assign(({ context }) => ({
@@ -969,6 +996,21 @@ export const orderMachine = orderMachineSetup.createMachine({
                   target: 'polling',
                   actions: { type: 'noteHint', params: ({ event }) => hintOf(event) },
                 },
+                // A bulk listing (GET /orders/?status=<code>): the same status re-arms the routine poll from the
+                // listing's time; another status is a hint, confirmed (or not) by the GET; a stale one is ignored.
+                LISTED: [
+                  {
+                    guard: { type: 'listingConfirms', params: listingOf },
+                    target: 'monitoring',
+                    reenter: true,
+                    actions: { type: 'confirmByListing', params: listingOf },
+                  },
+                  {
+                    guard: { type: 'listingDiffers', params: listingOf },
+                    target: 'polling',
+                    actions: { type: 'noteTime', params: listingOf },
+                  },
+                ],
               },
               after: {
                 pollDelay: { target: 'polling', actions: 'pollDue' },

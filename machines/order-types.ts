@@ -206,6 +206,11 @@ export interface OrderContext {
   readonly webhooksInformed?: boolean;
   /** The status the latest webhook hint named (unconfirmed; only compared with what a GET shows). */
   readonly hintedStatus?: string | null;
+  /**
+   * When lastStatus was last confirmed: by a GET (its answer's clock) or by a listing page that showed the same
+   * status (the page's request time). A listing older than this is stale. Absent in older snapshots (null).
+   */
+  readonly confirmedAt?: number | null;
   readonly deposit: DepositIntent | null;
   readonly depositRecorded: { readonly txHash: string; readonly alreadyRecorded: boolean } | null;
   readonly depositAttempt: number;
@@ -234,6 +239,16 @@ export interface WebhookHintEvent {
   readonly status?: string;
   readonly at: number;
 }
+/**
+ * The order appeared in a page of GET /orders/?status=<code> (CeFi orders only) requested at `at`. The same status
+ * as the one last confirmed counts as a confirmation (the routine poll moves back); another one is only a hint, like
+ * a webhook's: the machine GETs the order and believes the GET alone. Older than the last confirmation: ignored.
+ */
+export interface ListedEvent {
+  readonly type: 'LISTED';
+  readonly status: string;
+  readonly at: number;
+}
 /** An operator's decision about a parked order (command order.settle). */
 export type SettleEvent =
   | {
@@ -243,7 +258,7 @@ export type SettleEvent =
       readonly at: number;
     }
   | { readonly type: 'SETTLE'; readonly resolution: 'abandon'; readonly at: number };
-export type OrderEvent = SubmitDepositEvent | CancelEvent | WebhookHintEvent | SettleEvent;
+export type OrderEvent = SubmitDepositEvent | CancelEvent | WebhookHintEvent | ListedEvent | SettleEvent;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Actors the runtime provides (machine.provide({ actors })). Each throws ExchangeFailure (machines/domain.ts),

@@ -305,6 +305,15 @@ export const configVariables = z.object({
   POLL_INTERVAL_MS: intFromEnv(30_000, 30_000, 60_000),
   WEBHOOK_POLL_INTERVAL_MS: intFromEnv(60_000, 30_000, 60_000),
   RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 30_000, 60_000),
+  /**
+   * CeFi orders are confirmed in bulk by GET /orders/?status=<code> this often (0: off, every order is polled on its
+   * own). At most 60 s: a listed order's fallback poll comes 60 s after the listing that confirmed it.
+   */
+  LIST_RECONCILE_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .refine((ms) => ms === 0 || (ms >= 5_000 && ms <= 60_000), 'must be 0 (off) or 5000-60000')
+    .default(30_000),
   LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
   // Must exceed the commands topic's retention: a create replayed after its order's tombstone starts it again.
   FINISHED_ORDER_RETENTION_MS: intFromEnv(7 * 86_400_000, 1_000, 365 * 86_400_000),
@@ -418,6 +427,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
     Math.min(value.WEBHOOK_POLL_INTERVAL_MS, value.RECONCILE_MAX_AGE_MS),
   ),
   reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
+  listReconcileIntervalMs: value.LIST_RECONCILE_INTERVAL_MS,
   leaseTtlMs: value.LEASE_TTL_MS,
   finishedOrderRetentionMs: value.FINISHED_ORDER_RETENTION_MS,
   maxActiveOrders: value.MAX_ACTIVE_ORDERS,

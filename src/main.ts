@@ -29,6 +29,7 @@ import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
+import { CefiListing, listedModes } from './worker/cefi-listing.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
 import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
@@ -222,6 +223,16 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     // Kept twice as long as a finished order stays in the state topic, and never under 30 days.
     homes: new OrderHomes(redis, { ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs) }),
   });
+  // CeFi orders are confirmed in bulk (GET /orders/?status=<code>) for every CeFi mode with a key (keys are per mode).
+  const listing = new CefiListing({
+    source: client,
+    target: host,
+    modes: listedModes.filter((mode) => config.exchange.credentials[mode] !== undefined),
+    intervalMs: config.listReconcileIntervalMs,
+    now: () => Date.now(),
+    logger,
+    metrics: telemetry.metrics.listingObserver(),
+  });
   const retention = new StateRetention({
     store,
     writer,
@@ -295,6 +306,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       sweep: (now) => retention.sweep(now),
       intervalMs: retentionSweepIntervalMs(config.finishedOrderRetentionMs),
     },
+    listing,
     inflightExchangeCalls: exchangeActors.inflight,
     close: async () => {
       await leases.stop().catch(() => {});
@@ -312,6 +324,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     consumerPaused: () => consumer.isPaused,
     inflightExchangeCalls: exchangeActors.inflight,
     consumerLag: () => worker.consumerLag,
+    // The exchange's longest recommended interval between two confirmations of an order.
+    confirmationFreshness: () => host.confirmationFreshness(Date.now(), 60_000),
   });
 
   if (config.webhooks.secrets.length === 0)

@@ -29,6 +29,8 @@ export interface Profile {
   phaseCapMs: (orders: number) => number;
   latencyOrders: number;
   economyOrders: number;
+  /** Open CeFi orders per rung of the listing ladder (one key, 2500 requests/min). */
+  listingOrders: number[];
 }
 
 export function profile(): Profile {
@@ -41,6 +43,7 @@ export function profile(): Profile {
       phaseCapMs: () => 60_000,
       latencyOrders: 60,
       economyOrders: 12,
+      listingOrders: [500],
     };
   if (scale !== 'full') throw new Error(`BENCH_SCALE must be small or full, not ${scale}`);
   return {
@@ -52,6 +55,7 @@ export function profile(): Profile {
     phaseCapMs: (orders) => (orders >= 10_000 ? 100_000 : 60_000),
     latencyOrders: 200,
     economyOrders: 30,
+    listingOrders: [2_000, 5_000, 10_000],
   };
 }
 
@@ -252,16 +256,31 @@ export interface TimedCall {
 
 /**
  * Forwards every request to the sandbox unchanged and records method, path, start and end. The upstream may be set
- * after the pass-through started (`setUpstream`): requests arriving before wait for it.
+ * after the pass-through started (`setUpstream`): requests arriving before wait for it. `throttle(limit)` makes it
+ * answer as the document's global throttle does (429 with Retry-After once `limit` requests of one Authorization
+ * header were admitted in the last 60 s), whatever the sandbox behind it allows; `throttle(null)` stops that.
  */
 export async function startTimedExchange(prefix = '/api/v2'): Promise<{
   url: string;
   calls: TimedCall[];
   setUpstream: (v2Url: string) => void;
+  throttle: (limit: number | null) => void;
   close: () => Promise<void>;
 }> {
   let upstream: URL | undefined;
   const calls: TimedCall[] = [];
+  let limit: number | null = null;
+  const admitted = new Map<string, number[]>();
+  /** Seconds to wait when the request must be refused, else undefined (and the request counts). */
+  const refusal = (identity: string, now: number): number | undefined => {
+    if (limit === null) return undefined;
+    const hits = admitted.get(identity) ?? [];
+    while (hits.length > 0 && (hits[0] ?? now) <= now - 60_000) hits.shift();
+    admitted.set(identity, hits);
+    if (hits.length >= limit) return Math.max(1, Math.ceil(((hits[0] ?? now) + 60_000 - now) / 1000));
+    hits.push(now);
+    return undefined;
+  };
   const server: Server = createServer((incoming, response) => {
     void forwardWhenReady(incoming, response);
   });
@@ -277,13 +296,26 @@ export async function startTimedExchange(prefix = '/api/v2'): Promise<{
       status: null,
     };
     calls.push(call);
+    const waitSeconds = refusal(String(incoming.headers.authorization ?? ''), call.startedAt);
+    if (waitSeconds !== undefined) {
+      incoming.resume();
+      call.status = 429;
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(waitSeconds) });
+      response.end(
+        JSON.stringify({ detail: `Request was throttled. Expected available in ${waitSeconds} seconds.` }),
+      );
+      call.endedAt = performance.timeOrigin + performance.now();
+      return;
+    }
     const forward = request(
       {
         host: target.hostname,
         port: target.port,
         method: incoming.method,
         path: incoming.url,
-        headers: { ...incoming.headers, host: target.host },
+        // The client's Host is kept, as a reverse proxy that preserves it: links the exchange builds from it
+        // (pagination.next) point back through the pass-through, not around it.
+        headers: incoming.headers,
       },
       (answer) => {
         call.status = answer.statusCode ?? null;
@@ -301,6 +333,10 @@ export async function startTimedExchange(prefix = '/api/v2'): Promise<{
     url: `http://127.0.0.1:${port}${prefix}`,
     calls,
     setUpstream: (v2Url) => (upstream = new URL(v2Url)),
+    throttle: (perMinute) => {
+      limit = perMinute;
+      admitted.clear();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

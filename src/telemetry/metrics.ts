@@ -31,6 +31,8 @@ export interface WorkerGaugeSources {
   inflightExchangeCalls(): number;
   /** Committed offset lag per assigned command partition (last measured). */
   consumerLag(): ReadonlyMap<number, number>;
+  /** Open exchange orders driven here, and those whose status was last confirmed more than 60 s ago. */
+  confirmationFreshness(): { open: number; overdue: number };
 }
 
 export type CommandResult = 'accepted' | 'duplicate' | 'rejected' | 'consumed' | 'error';
@@ -56,6 +58,9 @@ export class WorkerMetrics {
   readonly orphansAdopted;
   readonly ordersPassivated;
   readonly ordersReactivated;
+  readonly listingPages;
+  readonly listingRows;
+  readonly listingWalksFailed;
   readonly webhooks;
   readonly webhookToEvent;
 
@@ -125,7 +130,19 @@ export class WorkerMetrics {
     );
     this.ordersReactivated = counter(
       'worker_orders_reactivated',
-      'passivated orders whose actor was re-created (reason: timer, hint, command, reconcile)',
+      'passivated orders whose actor was re-created (reason: timer, hint, command, reconcile, listing)',
+    );
+    this.listingPages = counter(
+      'worker_listing_pages',
+      'pages of GET /orders/?status=<code> fetched by the CeFi listing reconciler (mode)',
+    );
+    this.listingRows = counter(
+      'worker_listing_orders',
+      'listed orders by outcome: confirmed (same status, no GET), differed (status changed: GET), ignored, not_here',
+    );
+    this.listingWalksFailed = counter(
+      'worker_listing_walks_failed',
+      'listing walks stopped early on an error (mode); the next round walks them again',
     );
     this.webhooks = counter(
       'worker_webhooks',
@@ -156,6 +173,16 @@ export class WorkerMetrics {
     );
     gauge('worker_consumer_paused', '1 while command consumption is paused by backpressure', (s) =>
       s.consumerPaused() ? 1 : 0,
+    );
+    gauge(
+      'worker_exchange_orders_open',
+      'unfinished orders driven by this replica that exist at the exchange',
+      (s) => s.confirmationFreshness().open,
+    );
+    gauge(
+      'worker_exchange_orders_unconfirmed_60s',
+      'of those, orders whose status was last confirmed (GET, or a listing of the same status) more than 60 s ago',
+      (s) => s.confirmationFreshness().overdue,
     );
     gauge('worker_exchange_calls_inflight', 'exchange calls in progress (budget wait included)', (s) =>
       s.inflightExchangeCalls(),
@@ -231,6 +258,15 @@ export class WorkerMetrics {
       orphanAdopted: (): void => this.orphansAdopted.add(1),
       orderPassivated: (): void => this.ordersPassivated.add(1),
       orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
+    };
+  }
+
+  /** The CeFi listing reconciler's observer port (src/worker/cefi-listing.ts ListingMetrics). */
+  listingObserver() {
+    return {
+      pageFetched: (mode: string): void => this.listingPages.add(1, { mode }),
+      rowsListed: (outcome: string, count: number): void => this.listingRows.add(count, { outcome }),
+      walkFailed: (mode: string): void => this.listingWalksFailed.add(1, { mode }),
     };
   }
 

@@ -12,6 +12,7 @@ export type OrderActorEvent =
   | { type: 'SUBMIT_DEPOSIT'; txHash: string; at: number }
   | { type: 'CANCEL'; at: number }
   | { type: 'WEBHOOK_HINT'; status?: string; at: number }
+  | { type: 'LISTED'; status: string; at: number }
   | { type: 'SETTLE'; resolution: 'adopt'; uniqueReference: string; at: number }
   | { type: 'SETTLE'; resolution: 'abandon'; at: number };
 
@@ -20,8 +21,15 @@ export interface OrderActorStatus {
   state: string;
   terminal: boolean;
   uniqueReference: string | null;
-  /** When the exchange's view of the order was last confirmed with a GET (epoch ms), if ever. */
+  /**
+   * When the order's routine poll was last reset (its next poll minus the poll interval, epoch ms), if ever: the
+   * reconciliation sweep nudges an order whose reset is overdue.
+   */
   lastConfirmedAt: number | null;
+  /** The exchange status last confirmed by a GET, null before the exchange order exists. */
+  lastStatus: string | null;
+  /** When that status was last confirmed, by a GET or by a bulk listing showing the same status (epoch ms). */
+  confirmedAt: number | null;
   /** The deposit transaction hash already accepted for this order (pending or recorded), if any. */
   depositTxHash: string | null;
 }

@@ -125,7 +125,9 @@ export interface OrderHostMetrics {
 }
 
 /** What brought a passivated order back to life (a metric label). */
-export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile';
+export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing';
+/** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
+export type ListingOutcome = 'confirmed' | 'differed' | 'ignored' | 'not_here';
 
 /** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
 export const orphanSweepIntervalMs = 30_000;
@@ -172,7 +174,7 @@ interface OrderSlot {
   /** The rev of the latest record once it is committed (and nothing newer was appended meanwhile). */
   durableRev: number;
   /** Set while passivated (no actor): the state it waits in (for metrics) and when its machine is due. */
-  passive: { state: string; wakeAt: number } | undefined;
+  passive: { state: string; wakeAt: number; confirmedAt: number | null } | undefined;
   /** The actor is being re-created from the record: its start is not a change to write. */
   waking: boolean;
 }
@@ -389,6 +391,64 @@ export class OrderHost {
       span.end();
     }
     return true;
+  }
+
+  /**
+   * A row of a bulk listing (GET /orders/?status=<code>, requested at `at`) for the order it names, if this replica
+   * drives it: 'confirmed' when it showed the status the machine last confirmed (no GET; the routine poll moves
+   * back), 'differed' when it showed another one (the machine GETs the order now), 'ignored' when the machine does
+   * not take it (a GET in flight, a listing older than its last confirmation, an order not yet or no longer open),
+   * 'not_here' when no order of this replica records that exchange order (another replica's, or none).
+   */
+  deliverListing(row: { uniqueReference: string; status: string; at: number }): ListingOutcome {
+    const orderId = this.ownerOfReference(row.uniqueReference);
+    const slot = orderId === undefined ? undefined : this.slots.get(orderId);
+    // A passivated order is woken for its listing like for a hint: the machine alone decides what a listing means
+    // (a confirmation re-arms its poll, another status is a GET), and it rests again after the idle time.
+    if (slot?.passive) this.wake(slot, 'listing');
+    if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(slot.orderId)) return 'not_here';
+    const actor = slot.actor;
+    const status = actor.status();
+    if (status.uniqueReference !== row.uniqueReference) return 'not_here';
+    const event: OrderActorEvent = { type: 'LISTED', status: row.status, at: row.at };
+    if (!actor.can(event)) return 'ignored';
+    if (status.lastStatus === row.status) {
+      // A confirmation only re-arms a timer: no trace of its own (thousands per round).
+      actor.send(event);
+      return 'confirmed';
+    }
+    this.inOrderTrace(slot, 'order listing hint', () => actor.send(event));
+    return 'differed';
+  }
+
+  /**
+   * The unfinished orders driven here that exist at the exchange, and how many of them had their status last
+   * confirmed (by a GET, or a listing showing the same status) longer than `maxAgeMs` ago: the gauge that says
+   * whether one API key keeps up.
+   */
+  confirmationFreshness(now: number, maxAgeMs: number): { open: number; overdue: number } {
+    let open = 0;
+    let overdue = 0;
+    for (const slot of this.slots.values()) {
+      // A passivated order is open at the exchange by definition (it rests only while monitoring it).
+      const status = slot.passive ?? slot.actor?.status();
+      if (!status || ('terminal' in status && (status.terminal || status.uniqueReference === null))) continue;
+      open++;
+      if (status.confirmedAt === null || now - status.confirmedAt > maxAgeMs) overdue++;
+    }
+    return { open, overdue };
+  }
+
+  /** True when this replica drives an unfinished order of `mode` that exists at the exchange. */
+  drivesOpenOrders(mode: string): boolean {
+    for (const slot of this.slots.values()) {
+      if (slot.record.mode !== mode || slot.stopped || slot.halted) continue;
+      // A passivated order rests only while monitoring its exchange order: it is one (and the listing wakes it).
+      if (slot.passive) return true;
+      const status = slot.actor?.status();
+      if (status && status.uniqueReference !== null && !status.terminal) return true;
+    }
+    return false;
   }
 
   /** True while this replica may act for the order: checked as each exchange request leaves the process. */
@@ -695,7 +755,7 @@ export class OrderHost {
     if (state === undefined) this.stateLabels.set(label, (state = label));
     slot.actor = undefined;
     actor.stop();
-    slot.passive = { state, wakeAt };
+    slot.passive = { state, wakeAt, confirmedAt: status.confirmedAt };
     // Nothing of the live actor stays behind: no span context, no settled write chain, no hint timing.
     slot.origin = undefined;
     slot.lastWrite = settledWrite;

@@ -36,6 +36,8 @@ export interface WorkerParts {
   health: Pick<WorkerHealth, 'kafkaAnswered' | 'stopped'>;
   /** Tombstones finished orders past their retention; run every `intervalMs` while the worker runs. */
   retention: { sweep(now: number): Promise<unknown>; intervalMs: number };
+  /** The CeFi listing reconciler (cefi-listing.ts): started with the consumer, stopped before the orders unload. */
+  listing?: { start(): void; stop(): Promise<void> };
   /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */
   inflightExchangeCalls: () => number;
   /** Closes what the parts above do not own (leases, the exchange client, Redis, telemetry). */
@@ -97,6 +99,7 @@ export class Worker {
     this.backpressureTimer.unref();
     this.reconcileTimer = setInterval(() => host.reconcile(Date.now(), config.reconcileMaxAgeMs), 5_000);
     this.reconcileTimer.unref();
+    parts.listing?.start();
     const { retention } = parts;
     this.retentionTimer = setInterval(() => void retention.sweep(Date.now()), retention.intervalMs);
     this.retentionTimer.unref();
@@ -166,6 +169,7 @@ export class Worker {
         this.logger.warn({ step: what, err: { message: (error as Error).message } }, 'shutdown step failed');
       }
     };
+    await step('listing', async () => parts.listing?.stop());
     await step('consumer', () => parts.consumer.stop());
     await step('orders', () => parts.host.unloadAll());
     await step('writer', () => parts.writer.close());

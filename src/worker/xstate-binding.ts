@@ -54,6 +54,8 @@ export function createXStateBinding(opts: {
           uniqueReference: context.order?.uniqueReference ?? null,
           depositTxHash: context.deposit?.txHash ?? context.depositRecorded?.txHash ?? null,
           lastConfirmedAt: context.nextPollAt === null ? null : context.nextPollAt - pollIntervalOf(context),
+          lastStatus: context.lastStatus,
+          confirmedAt: context.confirmedAt ?? null,
         };
       },
       durable: () => toDurable(actor.getSnapshot()),

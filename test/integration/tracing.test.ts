@@ -34,6 +34,8 @@ beforeAll(async () => {
       LOG_LEVEL: 'debug',
       // The webhook test below makes the order "informed by webhooks"; keep its routine poll at 30 s for the poll test.
       WEBHOOK_POLL_INTERVAL_MS: '30000',
+      // The order is CeFi: the listing would confirm it in place of its routine poll, whose trace is tested here.
+      LIST_RECONCILE_INTERVAL_MS: '0',
     },
   });
 });

@@ -60,6 +60,18 @@ describe('configuration', () => {
     );
   });
 
+  it('lists CeFi orders every 30 s by default, at most every 60 s, and not at all at 0', () => {
+    expect(loadConfig(valid).listReconcileIntervalMs).toBe(30_000);
+    expect(loadConfig({ ...valid, LIST_RECONCILE_INTERVAL_MS: '0' }).listReconcileIntervalMs).toBe(0);
+    expect(loadConfig({ ...valid, LIST_RECONCILE_INTERVAL_MS: '60000' }).listReconcileIntervalMs).toBe(
+      60_000,
+    );
+    for (const refused of ['60001', '1000', '-1', 'often'])
+      expect(problemsOf({ ...valid, LIST_RECONCILE_INTERVAL_MS: refused })).toEqual([
+        expect.stringMatching(/^LIST_RECONCILE_INTERVAL_MS: /),
+      ]);
+  });
+
   it('reports one line per problem and never echoes a secret', () => {
     try {
       loadConfig({

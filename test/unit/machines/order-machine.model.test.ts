@@ -77,6 +77,8 @@ function eventCatalogue(snapshot: OrderSnapshot): OrderEvent[] {
     { type: 'CANCEL', at },
     { type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at },
     { type: 'WEBHOOK_HINT', status: 'COMPLETED', at },
+    { type: 'LISTED', status: 'COMPLETED', at },
+    { type: 'LISTED', status: 'INITIAL', at },
     { type: 'SETTLE', resolution: 'adopt', uniqueReference: 'ADOPT1', at },
     { type: 'SETTLE', resolution: 'abandon', at },
     done('checkAddress', { ok: true, at }),

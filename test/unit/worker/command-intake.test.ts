@@ -51,6 +51,8 @@ function driven(
         terminal: false,
         uniqueReference: 'REF1',
         lastConfirmedAt: null,
+        lastStatus: null,
+        confirmedAt: null,
         depositTxHash,
       }),
     },

@@ -56,6 +56,8 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
       terminal: false,
       depositTxHash: null,
       lastConfirmedAt: null,
+      lastStatus: null,
+      confirmedAt: null,
       uniqueReference: null,
     }),
     durable: () => ({ fake: true }),

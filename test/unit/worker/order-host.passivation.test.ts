@@ -84,6 +84,8 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
         terminal: false,
         uniqueReference: 'REF',
         lastConfirmedAt: T,
+        lastStatus: 'AWAITING',
+        confirmedAt: T,
         depositTxHash: control.depositTxHash,
       }),
       durable: () => ({ fake: true, state: OPEN }),
@@ -225,6 +227,23 @@ describe('order host: passivation', () => {
     const before = h.states();
     await settle();
     expect(h.states()).toBe(before + 1);
+  });
+
+  it('wakes a passivated order for a bulk listing row and hands it the listing after the restore', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.log).toEqual(['restore', 'stop']);
+    // Resting, it still counts as an open exchange order of its mode: the listing walks that mode and the
+    // freshness gauge counts it.
+    expect(h.host.drivesOpenOrders('cefi')).toBe(true);
+    expect(h.host.confirmationFreshness(T + idleMs, 60_000)).toEqual({ open: 1, overdue: 0 });
+    // Without the wake the row was 'not_here' and the resting CeFi order polled on its own, one GET each.
+    expect(h.host.deliverListing({ uniqueReference: 'REF', status: 'AWAITING', at: T + idleMs })).toBe(
+      'confirmed',
+    );
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:LISTED']);
+    expect(h.counts.reactivated).toEqual(['listing']);
   });
 
   it('wakes a passivated order for its order.cancel and order.submit_deposit, in order, each written with its offset', async () => {

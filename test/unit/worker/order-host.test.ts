@@ -26,7 +26,13 @@ interface Harness {
   host: OrderHost;
   written: OutboundRecord[];
   sent: OrderActorEvent[];
-  status: { lastConfirmedAt: number | null; uniqueReference: string | null; accepts: boolean };
+  status: {
+    lastConfirmedAt: number | null;
+    lastStatus: string | null;
+    confirmedAt: number | null;
+    uniqueReference: string | null;
+    accepts: boolean;
+  };
   send: (value: unknown, key?: string | null, opts?: { partition?: number; raw?: Buffer }) => Promise<void>;
   records: Map<string, OrderRecord>;
   /** Lease calls in order: ['acquire' | 'release', orderId]. */
@@ -57,15 +63,17 @@ function harness(options: HarnessOptions = {}): Harness {
   const sent: OrderActorEvent[] = [];
   const status = {
     lastConfirmedAt: null as number | null,
+    lastStatus: null as string | null,
+    confirmedAt: null as number | null,
     uniqueReference: null as string | null,
     accepts: true,
   };
   const store = {
     get: (id: string) => records.get(id),
+    orderIdByReference: (reference: string) =>
+      [...records.values()].find((record) => record.unique_reference === reference)?.order_id,
     apply: (record: OrderRecord) => void records.set(record.order_id, record),
     recordsOfPartition: (partition: number) => [...records.values()].filter((r) => r.partition === partition),
-    orderIdByReference: (reference: string) =>
-      [...records.values()].find((r) => r.unique_reference === reference)?.order_id,
     catchUp: () => {
       options.onCatchUp?.(catchUps++);
       return Promise.resolve();
@@ -205,6 +213,45 @@ describe('order host', () => {
     expect(h.sent).toEqual([{ type: 'WEBHOOK_HINT', at: 1_000_000 }]);
     expect(h.host.reconcile(1_000_000 + 5_000, 60_000)).toBe(0);
     expect(h.host.reconcile(1_000_000 + 61_000, 60_000)).toBe(1);
+  });
+
+  it('hands a listing row to the order of this replica that records its exchange order, and says what it did', async () => {
+    const h = harness();
+    await h.send(create);
+    h.status.uniqueReference = 'REF1';
+    h.status.lastStatus = 'INITIAL';
+    const record = h.records.get('o-1');
+    if (record) h.records.set('o-1', { ...record, unique_reference: 'REF1' });
+    expect(h.host.drivesOpenOrders('cefi')).toBe(true);
+    expect(h.host.drivesOpenOrders('cefi_fixed')).toBe(false);
+
+    expect(h.host.deliverListing({ uniqueReference: 'REF1', status: 'INITIAL', at: 1_000 })).toBe(
+      'confirmed',
+    );
+    expect(h.host.deliverListing({ uniqueReference: 'REF1', status: 'PAID', at: 2_000 })).toBe('differed');
+    expect(h.sent).toEqual([
+      { type: 'LISTED', status: 'INITIAL', at: 1_000 },
+      { type: 'LISTED', status: 'PAID', at: 2_000 },
+    ]);
+    // Another replica's exchange order, or none: nothing is sent.
+    expect(h.host.deliverListing({ uniqueReference: 'REF-OTHER', status: 'INITIAL', at: 3_000 })).toBe(
+      'not_here',
+    );
+    // The machine does not take it (a GET in flight, a stale listing): nothing is sent either.
+    h.status.accepts = false;
+    expect(h.host.deliverListing({ uniqueReference: 'REF1', status: 'INITIAL', at: 4_000 })).toBe('ignored');
+    expect(h.sent).toHaveLength(2);
+  });
+
+  it('counts the open exchange orders whose status was last confirmed too long ago', async () => {
+    const h = harness();
+    await h.send(create);
+    // Not at the exchange yet: not counted.
+    expect(h.host.confirmationFreshness(1_000_000, 60_000)).toEqual({ open: 0, overdue: 0 });
+    h.status.uniqueReference = 'REF1';
+    h.status.confirmedAt = 1_000_000 - 60_000;
+    expect(h.host.confirmationFreshness(1_000_000, 60_000)).toEqual({ open: 1, overdue: 0 });
+    expect(h.host.confirmationFreshness(1_000_001, 60_000)).toEqual({ open: 1, overdue: 1 });
   });
 
   it('refuses a command above the size limit unread, with a small rejection carrying an excerpt and a hash', async () => {
