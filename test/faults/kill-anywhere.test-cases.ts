@@ -104,7 +104,9 @@ export async function runKillAnywhere(opts: {
     `[kill-anywhere] seed ${seed}: ${opts.killPoints} kill points in ${lanes} lanes (replay with FAULT_SEED=${seed})`,
   );
   const started = Date.now();
-  const results = await Promise.all(
+  // Every lane runs to its end (and stops its own workers) even when another fails: with Promise.all the other
+  // lanes' workers outlived the failed test and loaded the rest of the suite.
+  const settled = await Promise.allSettled(
     Array.from({ length: lanes }, (_, lane) =>
       runLane({
         seed,
@@ -113,6 +115,9 @@ export async function runKillAnywhere(opts: {
       }),
     ),
   );
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  const results = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const sum = (pick: (r: LaneResult) => number) => results.reduce((total, r) => total + pick(r), 0);
   const reached: Record<string, number> = {};
   for (const r of results)
