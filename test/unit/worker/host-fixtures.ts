@@ -3,7 +3,12 @@
 import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 import type { MachineBinding } from '../../../src/worker/machine-binding.ts';
-import { OrderHost, type OrderHostOptions, type StateReader } from '../../../src/worker/order-host.ts';
+import {
+  OrderHost,
+  type OrderHostMetrics,
+  type OrderHostOptions,
+  type StateReader,
+} from '../../../src/worker/order-host.ts';
 import { OrderJournal, type OrderJournalOptions } from '../../../src/worker/order-journal.ts';
 
 export const createCommand = {
@@ -78,3 +83,17 @@ export function hostOver(
     ...(options.callInFlight ? { callInFlight: options.callInFlight } : {}),
   });
 }
+
+/** Metrics that record nothing: a test spreads it and overrides the ones it counts. */
+export const noMetrics: OrderHostMetrics = {
+  commandHandled: () => {},
+  eventsCommitted: () => {},
+  webhookToEvent: () => {},
+  leaseLost: () => {},
+  leaseTakenOver: () => {},
+  orderRestored: () => {},
+  reconcileNudged: () => {},
+  orphanAdopted: () => {},
+  orderPassivated: () => {},
+  orderReactivated: () => {},
+};

@@ -13,7 +13,7 @@ import type {
 import type { OrderHostMetrics, OrderLeases, WakeReason } from '../../../src/worker/order-host.ts';
 import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
 import { exchangeOrder } from '../machines/order-harness.ts';
-import { createCommand, hostOver, openRecord } from './host-fixtures.ts';
+import { createCommand, hostOver, noMetrics, openRecord } from './host-fixtures.ts';
 
 const T = 1_000_000;
 const idleMs = 2_000;
@@ -101,14 +101,7 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
     passiveUntil: () => control.passiveUntil,
   };
   const metrics: OrderHostMetrics = {
-    commandHandled: () => {},
-    eventsCommitted: () => {},
-    webhookToEvent: () => {},
-    leaseLost: () => {},
-    leaseTakenOver: () => {},
-    orderRestored: () => {},
-    reconcileNudged: () => {},
-    orphanAdopted: () => {},
+    ...noMetrics,
     orderPassivated: () => void counts.passivated++,
     orderReactivated: (reason) => void counts.reactivated.push(reason),
   };
@@ -375,18 +368,7 @@ describe('order host: passivation', () => {
       {
         now: () => Date.now(),
         passivateIdleMs: idleMs,
-        metrics: {
-          commandHandled: () => {},
-          eventsCommitted: () => {},
-          webhookToEvent: () => {},
-          leaseLost: () => {},
-          leaseTakenOver: () => {},
-          orderRestored: () => {},
-          reconcileNudged: () => {},
-          orphanAdopted: () => {},
-          orderPassivated: () => void passivated++,
-          orderReactivated: () => {},
-        },
+        metrics: { ...noMetrics, orderPassivated: () => void passivated++ },
       },
     );
     host.setAssignment([0]);

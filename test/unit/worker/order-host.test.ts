@@ -13,7 +13,7 @@ import type {
   OrderActorHandle,
 } from '../../../src/worker/machine-binding.ts';
 import { commandContentHash } from '../../../src/worker/command-intake.ts';
-import { createCommand, hostOver, openRecord } from './host-fixtures.ts';
+import { createCommand, hostOver, noMetrics, openRecord } from './host-fixtures.ts';
 import type { OrderHost } from '../../../src/worker/order-host.ts';
 import {
   orphanSweepIntervalMs,
@@ -141,19 +141,6 @@ function harness(options: HarnessOptions = {}): Harness {
 }
 
 const create = createCommand;
-
-const noMetrics: OrderHostMetrics = {
-  commandHandled: () => {},
-  eventsCommitted: () => {},
-  webhookToEvent: () => {},
-  leaseLost: () => {},
-  leaseTakenOver: () => {},
-  orderRestored: () => {},
-  reconcileNudged: () => {},
-  orphanAdopted: () => {},
-  orderPassivated: () => {},
-  orderReactivated: () => {},
-};
 
 function events(h: Harness): Array<Record<string, unknown>> {
   return h.written
