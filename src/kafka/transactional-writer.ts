@@ -188,9 +188,11 @@ export class TransactionalWriter {
   oversizedWrites = 0;
 
   private readonly opts: TransactionalWriterOptions;
+  private readonly compressedTopics: ReadonlySet<string>;
 
   constructor(opts: TransactionalWriterOptions) {
     this.opts = opts;
+    this.compressedTopics = new Set(opts.compressedTopics ?? []);
     this.producer = this.newProducer();
   }
 
@@ -466,9 +468,8 @@ export class TransactionalWriter {
           ...(r.headers ? { headers: r.headers } : {}),
         })),
       }));
-      const compressed = new Set(this.opts.compressedTopics ?? []);
-      const zstd = topicMessages.filter((entry) => compressed.has(entry.topic));
-      const plain = topicMessages.filter((entry) => !compressed.has(entry.topic));
+      const zstd = topicMessages.filter((entry) => this.compressedTopics.has(entry.topic));
+      const plain = topicMessages.filter((entry) => !this.compressedTopics.has(entry.topic));
       if (plain.length) await transaction.sendBatch({ topicMessages: plain });
       if (zstd.length)
         await transaction.sendBatch({ topicMessages: zstd, compression: CompressionTypes.ZSTD });
