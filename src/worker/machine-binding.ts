@@ -71,9 +71,19 @@ export interface MachineBinding {
   create(command: OrderCreateCommand, opts: StartOrderOptions): OrderActorHandle;
   restore(durable: unknown, opts: StartOrderOptions): OrderActorHandle;
   /**
-   * When an order stored in this durable form is only waiting (no call in flight, nothing to do before a timer),
-   * the time (epoch ms) its machine next has anything to do on its own; null while it must keep its actor. The
-   * host may then stop the actor and restore it from the same durable form at that time or on the next event.
+   * Whether an order stored in this durable form is only waiting (no call in flight, nothing to do before a
+   * timer), and until when; null while it must keep its actor. The host may then stop the actor (or, restoring
+   * it, not start one) and restore it from the same durable form at that time or on the next event.
    */
-  passiveUntil(durable: unknown): number | null;
+  resting(durable: unknown): RestingOrder | null;
+}
+
+/** An order stored only waiting: what a passivated slot keeps instead of its actor. */
+export interface RestingOrder {
+  /** When its machine next has anything to do on its own (epoch ms). */
+  wakeAt: number;
+  /** Its machine state value (as OrderActorStatus.state parses). */
+  stateValue: unknown;
+  /** As OrderActorStatus.confirmedAt. */
+  confirmedAt: number | null;
 }

@@ -99,7 +99,7 @@ export interface OrderHostOptions {
   /** Recognises an order.create of an order that lives on a partition this replica does not hold. */
   homes?: OrderHomes;
   /**
-   * An order only waiting (see MachineBinding.passiveUntil) for this long, its latest record durable, is passivated:
+   * An order only waiting (see MachineBinding.resting) for this long, its latest record durable, is passivated:
    * its actor stops and the slot keeps the record and a deadline. 0 or absent: never (PASSIVATE_IDLE_MS).
    */
   passivateIdleMs?: number;
@@ -629,6 +629,15 @@ export class OrderHost {
     const slot = this.newSlot(record, fence);
     this.slots.set(orderId, slot);
     this.indexReference(slot);
+    // A resting order is restored as it rests (passivation on): no actor until its deadline or an event, and no
+    // record written now. Waking re-creates the actor from this record; its first change is written under the new
+    // fence before any call it makes, as every change is.
+    const resting = this.passivateIdleMs > 0 && !record.halted ? this.binding.resting(record.machine) : null;
+    if (resting) {
+      slot.durableRev = slot.record.rev;
+      this.rest(slot, stateLabel(resting.stateValue), resting.wakeAt, resting.confirmedAt);
+      return true;
+    }
     try {
       slot.actor = this.binding.restore(record.machine, this.startOptions(slot));
     } catch (error) {
@@ -748,20 +757,23 @@ export class OrderHost {
     }
     const status = actor.status();
     if (status.terminal) return;
-    const wakeAt = this.binding.passiveUntil(slot.record.machine);
-    if (wakeAt === null) return;
-    const label = stateLabel(JSON.parse(status.state) as unknown);
-    let state = this.stateLabels.get(label);
-    if (state === undefined) this.stateLabels.set(label, (state = label));
+    const resting = this.binding.resting(slot.record.machine);
+    if (resting === null) return;
     slot.actor = undefined;
     actor.stop();
-    slot.passive = { state, wakeAt, confirmedAt: status.confirmedAt };
-    // Nothing of the live actor stays behind: no span context, no settled write chain, no hint timing.
+    this.rest(slot, stateLabel(JSON.parse(status.state) as unknown), resting.wakeAt, status.confirmedAt);
+    this.opts.metrics?.orderPassivated();
+  }
+
+  /** The slot keeps its record and a deadline, and nothing of a live actor: no span context, write chain, hint timing. */
+  private rest(slot: OrderSlot, label: string, wakeAt: number, confirmedAt: number | null): void {
+    let state = this.stateLabels.get(label);
+    if (state === undefined) this.stateLabels.set(label, (state = label));
+    slot.passive = { state, wakeAt, confirmedAt };
     slot.origin = undefined;
     slot.lastWrite = settledWrite;
     slot.webhookAt = undefined;
-    this.wakes.schedule(orderId, wakeAt);
-    this.opts.metrics?.orderPassivated();
+    this.wakes.schedule(slot.orderId, wakeAt);
   }
 
   private wakeDue(orderId: string): void {

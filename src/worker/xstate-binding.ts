@@ -74,6 +74,12 @@ export function createXStateBinding(opts: {
         );
       return start(restoreInput(durable, startOpts.now), startOpts);
     },
-    passiveUntil: (durable) => (isDurableOrder(durable) ? passiveUntil(durable) : null),
+    resting: (durable) => {
+      if (!isDurableOrder(durable)) return null;
+      const wakeAt = passiveUntil(durable);
+      return wakeAt === null
+        ? null
+        : { wakeAt, stateValue: durable.stateValue, confirmedAt: durable.context.confirmedAt ?? null };
+    },
   };
 }

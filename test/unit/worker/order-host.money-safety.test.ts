@@ -69,7 +69,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
       return handle;
     },
     restore: () => handle,
-    passiveUntil: () => null,
+    resting: () => null,
   };
   const host = hostOver({ store, writer, leases, binding });
   host.setAssignment([0]);

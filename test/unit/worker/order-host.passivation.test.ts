@@ -34,6 +34,11 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
   const control = {
     /** What the binding answers for passiveUntil (null: not only waiting). */
     passiveUntil: (T + 30_000) as number | null,
+    /**
+     * Whether the record the harness restores from (machine `{ fake: true }`) was stored resting too; records
+     * written from the harness's actors (which carry their state) rest whenever passiveUntil says so.
+     */
+    restsAsStored: false,
     callInFlight: false,
     leaseValid: true,
     accepts: true,
@@ -98,7 +103,11 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
       restoredFrom.push(durable);
       return actor('restore', start);
     },
-    passiveUntil: () => control.passiveUntil,
+    resting: (durable) =>
+      control.passiveUntil === null ||
+      (!control.restsAsStored && !(durable as { state?: unknown } | null)?.state)
+        ? null
+        : { wakeAt: control.passiveUntil, stateValue: OPEN, confirmedAt: T },
   };
   const metrics: OrderHostMetrics = {
     ...noMetrics,
@@ -207,6 +216,61 @@ describe('order host: passivation', () => {
     expect(h.states()).toBe(written);
   });
 
+  it('restores an order stored resting without an actor and without writing its record, and wakes it at its deadline', async () => {
+    const h = harness();
+    h.control.restsAsStored = true;
+    await h.start();
+    expect(h.log).toEqual([]);
+    expect(h.lease.acquires).toBe(1);
+    expect(h.states()).toBe(0);
+    expect(h.host.activeOrders).toBe(1);
+    expect(h.host.passivatedOrders).toBe(1);
+    expect(h.host.mayAct('o-1')).toBe(true);
+    expect(h.host.openOrdersByState()).toEqual(new Map([['open.deposit.awaiting+exchange.monitoring', 1]]));
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now() - 1);
+    expect(h.log).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.log).toEqual(['restore']);
+    expect(h.restoredFrom).toEqual([{ fake: true }]);
+    expect(h.counts.reactivated).toEqual(['timer']);
+    expect(h.host.passivatedOrders).toBe(0);
+  });
+
+  it('restores a stored resting order live when passivation is off, and a halted one always', async () => {
+    const off = harness({ passivateIdleMs: 0 });
+    off.control.restsAsStored = true;
+    await off.start();
+    expect(off.log).toEqual(['restore']);
+    expect(off.host.passivatedOrders).toBe(0);
+
+    const halted = harness();
+    halted.control.restsAsStored = true;
+    halted.records.set(
+      'o-1',
+      openRecord('o-1', 0, {
+        halted: { code: 'actor_error', message: 'boom', at: new Date(T).toISOString() },
+      }),
+    );
+    await halted.host.onAssignment([], [0]);
+    await settle();
+    expect(halted.log).toEqual(['restore']);
+  });
+
+  it('wakes an order restored at rest for a webhook hint and hands it the hint after the restore', async () => {
+    const h = harness();
+    h.control.restsAsStored = true;
+    await h.start();
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
+      true,
+    );
+    expect(h.log).toEqual(['restore', 'send:WEBHOOK_HINT']);
+    expect(h.counts.reactivated).toEqual(['hint']);
+    // Its first change is written, under the fence this replica's lease gave it.
+    await settle();
+    expect(h.states()).toBe(1);
+    expect(h.records.get('o-1')?.fence).toBe(2);
+  });
+
   it('wakes a passivated order for a webhook hint and hands it the hint after the restore', async () => {
     const h = harness();
     await h.start();
@@ -260,24 +324,22 @@ describe('order host: passivation', () => {
     expect(h.events()).toEqual([]);
   });
 
-  it('reloads a passivated order whose lease was lost from Kafka under a new lease, as a live order', async () => {
+  it('reloads a passivated order whose lease was lost from Kafka under a new lease, at rest as stored', async () => {
     const h = harness();
     await h.start();
     await vi.advanceTimersByTimeAsync(idleMs);
     h.control.leaseValid = false;
     h.lease.onLost?.();
     await settle();
-    // Stopped, a fresh lease taken, restored from the latest record (a barrier read first): a live order again,
-    // not a wake of the passivated slot.
+    // Stopped, a fresh lease taken, restored from the latest record (a barrier read first) - which rests, so
+    // as a new resting slot, not a wake of the old one.
     expect(h.lease.acquires).toBe(2);
-    expect(h.log).toEqual(['restore', 'stop', 'restore']);
-    expect(h.host.passivatedOrders).toBe(0);
+    expect(h.log).toEqual(['restore', 'stop']);
+    expect(h.host.passivatedOrders).toBe(1);
     expect(h.counts.reactivated).toEqual([]);
-    // The new slot rests and wakes on its own, once, at the deadline.
-    await vi.advanceTimersByTimeAsync(idleMs);
-    expect(h.log).toEqual(['restore', 'stop', 'restore', 'stop']);
+    // The new slot wakes on its own, once, at the deadline.
     await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
-    expect(h.log).toEqual(['restore', 'stop', 'restore', 'stop', 'restore']);
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
     expect(h.counts.reactivated).toEqual(['timer']);
   });
 
@@ -292,7 +354,8 @@ describe('order host: passivation', () => {
     expect(h.sent).toEqual([]);
     await settle();
     expect(h.lease.acquires).toBe(2);
-    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    expect(h.log).toEqual(['restore', 'stop']);
+    expect(h.host.passivatedOrders).toBe(1);
     expect(h.counts.reactivated).toEqual([]);
   });
 

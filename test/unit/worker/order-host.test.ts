@@ -113,7 +113,7 @@ function harness(options: HarnessOptions = {}): Harness {
       restored.push(start.orderId);
       return handle;
     },
-    passiveUntil: () => null,
+    resting: () => null,
   };
   const host = hostOver(
     { store, writer, leases, binding },
