@@ -2,6 +2,7 @@
 // client, the order machine's actors, the writer, the state store, the order host, the consumer, the HTTP face,
 // telemetry), hands each what it needs - dependencies flow forward only - then starts the worker and owns
 // shutdown. Nothing else reads process.env.
+import pLimit from 'p-limit';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { ConfigError, configWarnings, loadConfig, secretValues, type WorkerConfig } from './config.ts';
@@ -96,25 +97,30 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   const referenceClaims = new RedisReferenceClaims(redis);
   const orderIndex = new OrderIndex(redis);
   const routeLog = logger.child({ component: 'order-routes' });
+  // Reading a state topic of 100k orders records 100k routes: a bounded number in flight, the rest queued, so
+  // they never crowd out (time out) the lease and budget commands that share the connection.
+  const routeWrites = pLimit(32);
   const orderRoutes: OrderRoutes = {
     // The owner of a partition publishes where its orders live, and claims their references again: a Redis that
     // restarted empty gets both back as partitions are read (the claim guards adoption across partitions).
     record: (reference, orderId, partition) => {
-      orderIndex
-        .put(reference, orderId, partition)
-        .catch((error: unknown) =>
-          routeLog.debug({ orderId, err: { message: (error as Error).message } }, 'route not recorded'),
+      void routeWrites(async () => {
+        await orderIndex
+          .put(reference, orderId, partition)
+          .catch((error: unknown) =>
+            routeLog.debug({ orderId, err: { message: (error as Error).message } }, 'route not recorded'),
+          );
+        await referenceClaims.claim(reference, orderId).then(
+          (ours) => {
+            if (!ours)
+              routeLog.error(
+                { orderId, uniqueReference: reference },
+                'exchange order claimed by another order',
+              );
+          },
+          () => {},
         );
-      referenceClaims.claim(reference, orderId).then(
-        (ours) => {
-          if (!ours)
-            routeLog.error(
-              { orderId, uniqueReference: reference },
-              'exchange order claimed by another order',
-            );
-        },
-        () => {},
-      );
+      });
     },
     locate: async (reference) => {
       const found = await orderIndex.locate(reference);

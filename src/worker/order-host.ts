@@ -15,6 +15,7 @@ import {
   type Span,
   type SpanContext,
 } from '@opentelemetry/api';
+import pLimit from 'p-limit';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 import { commandTypes, parseCommand } from '../contract/commands.ts';
 import { rejectedCommandFingerprint } from '../contract/events.ts';
@@ -183,6 +184,9 @@ interface OrderSlot {
 const settledWrite: Promise<void> = Promise.resolve();
 
 const tracer = trace.getTracer('exchange-order-worker');
+
+/** Lease requests in flight at once while a partition's open orders are restored. */
+const restoreLeaseConcurrency = 200;
 
 /** A machine state value as a label: `"a"`, `{"a":"b"}` -> `a.b`, parallel regions joined by `+`. */
 function stateLabel(value: unknown): string {
@@ -544,11 +548,16 @@ export class OrderHost {
         );
       if (candidates.length === 0) return;
       for (const record of candidates) attempted.add(record.order_id);
+      // A bounded number of lease requests at a time: a partition of 100k open orders asked for at once would queue
+      // 100k Redis commands behind each other, time most of them out and retry them all (a storm, not a restore).
+      const limit = pLimit(restoreLeaseConcurrency);
       const leased = await Promise.all(
-        candidates.map(async (record) => ({
-          record,
-          fence: await this.acquireLease(record.order_id, record.fence, record.partition),
-        })),
+        candidates.map((record) =>
+          limit(async () => ({
+            record,
+            fence: await this.acquireLease(record.order_id, record.fence, record.partition),
+          })),
+        ),
       );
       await this.opts.state.catchUp(partitions);
       for (const { record, fence } of leased) {
