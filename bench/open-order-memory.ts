@@ -36,7 +36,15 @@ function collect(): { rss: number; heap: number } {
 
 const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function measure(orders: number, passivation: boolean): Promise<OpenOrderMemory> {
+/**
+ * The real order host, journal and XState binding over an in-memory store and writer, with exchange calls that
+ * answer at once as if a day had passed, partition 0 assigned. Also the source of the restore benchmark's records.
+ */
+export function inProcessHost(passivation: boolean): {
+  host: OrderHost;
+  records: Map<string, OrderRecord>;
+  created: () => number;
+} {
   const records = new Map<string, OrderRecord>();
   /** Orders whose exchange order exists (counted here: counting the host's states each round is O(orders)). */
   let created = 0;
@@ -100,6 +108,27 @@ async function measure(orders: number, passivation: boolean): Promise<OpenOrderM
     passivateIdleMs: passivation ? 50 : 0,
   });
   host.setAssignment([0]);
+  return { host, records, created: () => created };
+}
+
+/** A CeFi order.create command for the i-th order of these benchmarks (its own deposit amount). */
+export function createCommandValue(orderId: string, i: number): Buffer {
+  return Buffer.from(
+    JSON.stringify({
+      type: 'order.create',
+      command_id: `${orderId}-c`,
+      order_id: orderId,
+      mode: 'cefi',
+      deposit_currency: 'ETH',
+      withdraw_currency: 'BTC',
+      deposit_amount: (1 + i / 1e6).toFixed(8),
+      withdraw_address: 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4',
+    }),
+  );
+}
+
+async function measure(orders: number, passivation: boolean): Promise<OpenOrderMemory> {
+  const { host, created } = inProcessHost(passivation);
   const open = (): number => [...host.openOrdersByState().values()].reduce((a, b) => a + b, 0);
 
   const base = collect();
@@ -115,25 +144,14 @@ async function measure(orders: number, passivation: boolean): Promise<OpenOrderM
           partition: 0,
           offset: String(offset++),
           key: orderId,
-          value: Buffer.from(
-            JSON.stringify({
-              type: 'order.create',
-              command_id: `${orderId}-c`,
-              order_id: orderId,
-              mode: 'cefi',
-              deposit_currency: 'ETH',
-              withdraw_currency: 'BTC',
-              deposit_amount: (1 + i / 1e6).toFixed(8),
-              withdraw_address: 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4',
-            }),
-          ),
+          value: createCommandValue(orderId, i),
         }),
       );
     }
     await Promise.all(sends);
     // Every order of the batch is open (waiting for its deposit) and, with passivation, passivated.
     for (let i = 0; i < 2_000; i++) {
-      if (created >= upTo && (!passivation || host.passivatedOrders >= upTo)) break;
+      if (created() >= upTo && (!passivation || host.passivatedOrders >= upTo)) break;
       await tick(10);
     }
   }

@@ -31,6 +31,8 @@ export interface Profile {
   economyOrders: number;
   /** Open CeFi orders per rung of the listing ladder (one key, 2500 requests/min). */
   listingOrders: number[];
+  /** Open orders on one partition that a fresh replica restores (bench/restore-at-scale.ts). */
+  restoreOrders: number[];
 }
 
 export function profile(): Profile {
@@ -44,6 +46,7 @@ export function profile(): Profile {
       latencyOrders: 60,
       economyOrders: 12,
       listingOrders: [500],
+      restoreOrders: [2_000],
     };
   if (scale !== 'full') throw new Error(`BENCH_SCALE must be small or full, not ${scale}`);
   return {
@@ -58,6 +61,7 @@ export function profile(): Profile {
     // The target's rung only: each rung creates its orders through a worker first (10k: about 8 minutes here), and
     // the whole ladder would not fit the run's 20 minutes (BENCH_LISTING_ORDERS runs any ladder on its own).
     listingOrders: [10_000],
+    restoreOrders: [10_000, 100_000],
   };
 }
 

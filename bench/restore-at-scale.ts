@@ -1,0 +1,180 @@
+// Restore of a partition holding N open orders, and what those orders cost a replica at rest. N records of open
+// CeFi orders waiting for their deposit - clones of one record the real host, journal and XState binding wrote
+// (bench/open-order-memory.ts), each with its own order id and exchange reference, next poll a day ahead - are
+// written to the state topic of a one-partition topic set. A real worker process then starts on it and restores
+// them (leases in the real Redis, passivation on as by default). Measured: spawn to /readyz (every partition
+// restored) beside the same worker's start on empty topics; RSS and heap of the restored replica over the empty
+// one, per order, 15 s after ready (at rest; heap: the least of one sample a second); the orders it drives and how many of them rest (its gauges).
+//
+//   BENCH_RESTORE_ORDERS=10000,100000 node bench/restore-at-scale.ts
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CompressionTypes } from 'kafkajs';
+import { startWorker } from '../test/support/worker-process.ts';
+import { createCommandValue, inProcessHost } from './open-order-memory.ts';
+import { ProcessMeter, benchServices, heapUsed, mib, round, saveResult } from './lib/harness.ts';
+import { startBenchSystem } from './worker-throughput.ts';
+
+export interface RestoreResult {
+  orders: number;
+  /** Bytes of one record as written (JSON). */
+  recordBytes: number;
+  writeMs: number;
+  /** Spawn to ready on empty topics, and with the N records. */
+  emptyBootMs: number;
+  readyMs: number;
+  /** What the worker said once ready: orders it drives, and how many rest without an actor. */
+  activeOrders: number;
+  passivatedOrders: number;
+  rssMiB: { empty: number; restored: number };
+  heapMiB: { empty: number; restored: number };
+  rssKiBPerOrder: number;
+  heapKiBPerOrder: number;
+}
+
+/** The production lease ttl (the test environment's 6 s would renew 100k leases every 2 s). */
+const benchEnv = { LEASE_TTL_MS: '15000', MAX_ACTIVE_ORDERS: '1000000' };
+const settleMs = Number(process.env['BENCH_RESTORE_SETTLE_MS'] ?? 15_000);
+
+async function gauge(port: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line ? Number(line.split(' ').at(-1)) : NaN;
+}
+
+/**
+ * The heap a process keeps: the least heapUsed sampled every second over `ms` (the figure just after a collection;
+ * a single sample may hold any amount of garbage).
+ */
+async function restingHeap(metricsPort: number, ms: number): Promise<number> {
+  let least = Infinity;
+  for (const until = Date.now() + ms; Date.now() < until; await sleep(1_000))
+    least = Math.min(least, await heapUsed(metricsPort));
+  return least;
+}
+
+/** One open CeFi order's state record as the real host wrote it, and the strings that make it this order. */
+async function templateRecord(): Promise<{ text: string; orderId: string; reference: string }> {
+  const { host, records, created } = inProcessHost(true);
+  const orderId = 'tmpl-order-0000000000';
+  host.setAssignment([0]);
+  await host.handleMessage({
+    topic: 'commands',
+    partition: 0,
+    offset: '0',
+    key: orderId,
+    value: createCommandValue(orderId, 0),
+  });
+  for (let i = 0; i < 500 && (created() < 1 || host.passivatedOrders < 1); i++) await sleep(10);
+  const record = records.get(orderId);
+  if (!record?.unique_reference || host.passivatedOrders !== 1)
+    throw new Error('the template order did not come to rest');
+  await host.unloadAll();
+  return { text: JSON.stringify(record), orderId, reference: record.unique_reference };
+}
+
+export async function runRestore(opts: {
+  kafkaBrokers: string[];
+  redisUrl: string;
+  orders: number;
+}): Promise<RestoreResult> {
+  const template = await templateRecord();
+  const system = await startBenchSystem({
+    ...opts,
+    system: 'worker',
+    workers: 1,
+    partitions: 1,
+    env: benchEnv,
+  });
+  try {
+    const { env } = system;
+    const first = env.workers[0]!;
+    const emptyBootMs = system.bootMs;
+    const empty = {
+      rss: new ProcessMeter([first.child.pid ?? 0]),
+      heap: await restingHeap(first.metricsPort, 5_000),
+    };
+    const emptyRss = empty.rss.rss()[0] ?? NaN;
+    empty.rss.stop();
+    await first.kill('SIGTERM');
+
+    // ---- N records of open orders on the one state partition
+    const run = randomBytes(3).toString('hex');
+    const producer = system.kafka.producer();
+    await producer.connect();
+    const writeStarted = Date.now();
+    const batch = 1_000;
+    for (let from = 0; from < opts.orders; from += batch) {
+      const messages = [];
+      for (let i = from; i < Math.min(opts.orders, from + batch); i++) {
+        const orderId = `rs-${run}-${i.toString(36).padStart(10, '0')}`;
+        const reference = `X${run}${i.toString(36).padStart(8, '0')}`.toUpperCase();
+        messages.push({
+          key: orderId,
+          partition: 0,
+          value: template.text
+            .split(template.orderId)
+            .join(orderId)
+            .split(template.reference)
+            .join(reference),
+        });
+      }
+      await producer.send({
+        topic: `${env.topics.commands}.state`,
+        compression: CompressionTypes.GZIP,
+        messages,
+      });
+    }
+    const writeMs = Date.now() - writeStarted;
+    await producer.disconnect();
+
+    // ---- a fresh replica restores them
+    const started = Date.now();
+    const fresh = await startWorker(`${first.name}-restored`, env.env, env.webhookPort);
+    env.workers.push(fresh);
+    await fresh.ready(600_000);
+    const readyMs = Date.now() - started;
+    // At rest: the restore's garbage collected (V8 collects an idle heap some seconds later).
+    const restoredHeap = await restingHeap(fresh.metricsPort, settleMs);
+    const meter = new ProcessMeter([fresh.child.pid ?? 0]);
+    const restoredRss = meter.rss()[0] ?? NaN;
+    meter.stop();
+    return {
+      orders: opts.orders,
+      recordBytes: Buffer.byteLength(template.text),
+      writeMs,
+      emptyBootMs,
+      readyMs,
+      activeOrders: await gauge(fresh.metricsPort, 'worker_active_orders'),
+      passivatedOrders: await gauge(fresh.metricsPort, 'worker_passivated_orders'),
+      rssMiB: { empty: mib(emptyRss), restored: mib(restoredRss) },
+      heapMiB: { empty: mib(empty.heap), restored: mib(restoredHeap) },
+      rssKiBPerOrder: round((restoredRss - emptyRss) / 1024 / opts.orders, 2),
+      heapKiBPerOrder: round((restoredHeap - empty.heap) / 1024 / opts.orders, 2),
+    };
+  } finally {
+    await system.stop();
+  }
+}
+
+export function printRestore(r: RestoreResult): void {
+  console.log(
+    `  ${r.orders} open orders on one partition (${r.recordBytes} B per record, written in ${r.writeMs} ms): fresh replica ready in ${r.readyMs} ms (empty topics: ${r.emptyBootMs} ms); driving ${r.activeOrders}, ${r.passivatedOrders} at rest`,
+  );
+  console.log(
+    `    RSS ${r.rssMiB.empty} -> ${r.rssMiB.restored} MiB = ${r.rssKiBPerOrder} KiB per order; heap ${r.heapMiB.empty} -> ${r.heapMiB.restored} MiB = ${r.heapKiBPerOrder} KiB per order`,
+  );
+}
+
+if (import.meta.filename === process.argv[1]) {
+  const services = await benchServices();
+  const sizes = (process.env['BENCH_RESTORE_ORDERS'] ?? '10000').split(',').map(Number);
+  const results: RestoreResult[] = [];
+  for (const orders of sizes) {
+    const r = await runRestore({ kafkaBrokers: services.kafkaBrokers, redisUrl: services.redisUrl, orders });
+    printRestore(r);
+    results.push(r);
+  }
+  console.log(`  wrote ${await saveResult('restore-at-scale', results)}`);
+  await services.stop();
+}
