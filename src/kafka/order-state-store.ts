@@ -5,7 +5,9 @@
 // orders twice with it, and a crashed reader left a replica unable to restore after broker restarts).
 // Before any order of a newly assigned partition is driven, catchUp writes a barrier record into it and waits to
 // read it back, which proves that this replica has seen every committed record before the barrier (including the
-// last words of a replica that died). Open orders are held whole; a finished one only in a compact form (what
+// last words of a replica that died). Open orders of the partitions this replica owns are held whole, those of
+// other partitions without their machine (owning such a partition later re-reads it from its beginning before its
+// barrier); a finished one only in a compact form (what
 // answers a late command the same way: its create hash, its remembered command ids, its seq), until the retention
 // sweep of the partition's owner tombstones it. Records are ordered by (fence, rev): a record from an older lease
 // holder never replaces a newer one.
@@ -55,10 +57,27 @@ interface FinishedOrder extends Omit<OrderRecord, 'commands' | 'machine' | 'term
   finishedAt: number;
 }
 
-type HeldRecord = OrderRecord | FinishedOrder;
+/**
+ * An open order of a partition this replica does not own: everything but its machine (the bulk of a record), which
+ * only the partition's owner needs. Owning the partition later re-reads it from its beginning (catchUp).
+ */
+interface ForeignOrder extends Omit<OrderRecord, 'machine'> {
+  machine: null;
+  foreign: true;
+}
+
+type HeldRecord = OrderRecord | FinishedOrder | ForeignOrder;
 
 function isFinished(record: HeldRecord): record is FinishedOrder {
   return typeof record.commands === 'string';
+}
+
+function isForeign(record: HeldRecord): record is ForeignOrder {
+  return (record as Partial<ForeignOrder>).foreign === true;
+}
+
+function foreign(record: OrderRecord): ForeignOrder {
+  return { ...record, machine: null, foreign: true };
 }
 
 function compact(record: OrderRecord): FinishedOrder {
@@ -118,6 +137,13 @@ export class OrderStateStore {
   private readonly waiters = new Map<string, Waiter>();
   /** The partitions this replica is assigned (catchUp adds, release removes): its retention sweep's share. */
   private readonly owned = new Set<number>();
+  /**
+   * Until the first catch-up (no partition assigned yet) every record is held whole: the first assignment then
+   * needs no second read. After it, a record of a partition not owned is held without its machine.
+   */
+  private wholeEverywhere = true;
+  /** Partitions holding records without their machine: owning one again means reading it from its beginning. */
+  private readonly foreignPartitions = new Set<number>();
   private consumer: Consumer | undefined;
   private readonly kafka: KafkaClient;
   private readonly topic: string;
@@ -236,7 +262,7 @@ export class OrderStateStore {
    */
   apply(record: OrderRecord): void {
     if (!newer(record, this.records.get(record.order_id))) return;
-    this.records.set(record.order_id, record.terminal ? compact(record) : record);
+    this.records.set(record.order_id, this.held(record));
     const reference = record.unique_reference;
     if (reference && this.references.get(reference) !== record.order_id) {
       this.references.set(reference, record.order_id);
@@ -244,6 +270,18 @@ export class OrderStateStore {
     }
   }
 
+  /** How a record is held: finished ones compact, open ones of a partition not owned without their machine. */
+  private held(record: OrderRecord): HeldRecord {
+    if (record.terminal) return compact(record);
+    if (this.wholeEverywhere || this.owned.has(record.partition)) return record;
+    this.foreignPartitions.add(record.partition);
+    return foreign(record);
+  }
+
+  /**
+   * The order's record: finished ones with `machine: null`, and so are open orders of a partition this replica
+   * does not own (only the owner drives them; catchUp makes a partition's records whole).
+   */
   get(orderId: string): OrderRecord | undefined {
     const record = this.records.get(orderId);
     return record && isFinished(record) ? expand(record) : record;
@@ -307,6 +345,26 @@ export class OrderStateStore {
   async catchUp(partitions: number[], timeoutMs = this.catchUpTimeoutMs): Promise<void> {
     if (partitions.length === 0) return;
     for (const partition of partitions) this.owned.add(partition);
+    if (this.wholeEverywhere) {
+      this.wholeEverywhere = false;
+      this.stripForeign();
+    }
+    // A partition held without machines is read again from its beginning; the barrier below is read after it.
+    const reread: number[] = [];
+    for (const partition of partitions) {
+      if (!this.foreignPartitions.delete(partition)) continue;
+      reread.push(partition);
+      try {
+        this.consumer?.seek({ topic: this.topic, partition, offset: '0' });
+        this.logger.info({ partition }, 'state partition owned again: reading it from its beginning');
+      } catch (error) {
+        // A reader still starting (replacing a crashed one) reads every partition from its beginning anyway.
+        this.logger.info(
+          { partition, err: { message: (error as Error).message } },
+          'state partition owned again; the reader is starting and reads it from its beginning',
+        );
+      }
+    }
     const pending = partitions.map((partition) => {
       const nonce = randomUUID();
       const seen = new Promise<void>((resolve, reject) => {
@@ -356,20 +414,44 @@ export class OrderStateStore {
       throw error;
     }
     await Promise.all(pending.map((p) => p.seen));
+    // A seek the reader dropped (its own group rebalanced meanwhile) leaves records without their machine: caught
+    // up is only what is whole. The caller retries (a restore, a reload, a create), and the partition is re-read.
+    const partial = reread.filter((partition) => this.hasForeign(partition));
+    if (partial.length) {
+      for (const partition of partial) this.foreignPartitions.add(partition);
+      throw new Error(`state partitions ${partial.join(', ')} not yet read again from their beginning`);
+    }
+  }
+
+  private hasForeign(partition: number): boolean {
+    for (const record of this.records.values())
+      if (record.partition === partition && isForeign(record)) return true;
+    return false;
   }
 
   /**
-   * Partitions this replica no longer owns: their records stay (every replica reads every partition), but a
-   * catch-up of one of them still waiting is rejected, and the retention sweep leaves them to their new owner.
+   * Partitions this replica no longer owns: their records stay (every replica reads every partition), without
+   * their machines; a catch-up of one of them still waiting is rejected, and the retention sweep leaves them to
+   * their new owner.
    */
   release(partitions: readonly number[]): void {
     const released = partitions.filter((partition) => this.owned.delete(partition));
     if (released.length === 0) return;
+    this.stripForeign();
     const gone = new Set(released);
     for (const waiter of [...this.waiters.values()])
       if (gone.has(waiter.partition))
         waiter.reject(new Error(`state partition ${waiter.partition} was released while catching up`));
     this.logger.info({ released }, 'state partitions released');
+  }
+
+  /** Drops the machine of every open order of a partition this replica does not own. */
+  private stripForeign(): void {
+    for (const [orderId, record] of this.records) {
+      if (this.owned.has(record.partition) || isFinished(record) || isForeign(record)) continue;
+      this.records.set(orderId, foreign(record));
+      this.foreignPartitions.add(record.partition);
+    }
   }
 
   async stop(): Promise<void> {

@@ -1,5 +1,5 @@
 // The state store against a real broker and Redis: a replica holds only the partitions it was given (two replicas
-// share the orders), forgets a released partition, keeps a finished order only in its compact form, treats a
+// share the orders), holds the open orders of other partitions without their machine, keeps a finished order only in its compact form, treats a
 // tombstone as "no record" (also when it restores across one), and the retention sweep tombstones a finished
 // order under its lease once its retention passed.
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -137,6 +137,50 @@ describe('order state store', () => {
     await store.catchUp([0, 1]);
     expect(store.size()).toBe(9);
     for (const r of [...records, later]) expect(store.get(r.order_id)?.order_id).toBe(r.order_id);
+  });
+
+  it('holds open orders of partitions it does not own without their machine, and whole again once it owns them', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const records = Array.from({ length: 16 }, (_, i) => record(uniqueName(`o${i}`), i % partitions));
+    await writer.write(records.map((r) => written(topic, r)));
+    const store = await storeFor(kafka, topic, writer);
+    await store.catchUp([0, 1]);
+    const owned = (r: OrderRecord): boolean => r.partition === 0 || r.partition === 1;
+    for (const r of records) {
+      const held = store.get(r.order_id);
+      // Everything a command or a waiting create asks of any order, on every partition.
+      expect(held).toMatchObject({
+        order_id: r.order_id,
+        fence: r.fence,
+        rev: r.rev,
+        seq: r.seq,
+        create_hash: r.create_hash,
+        commands: r.commands,
+        unique_reference: r.unique_reference,
+        terminal: false,
+      });
+      expect(held?.machine).toEqual(owned(r) ? r.machine : null);
+    }
+    // A record written to a partition not owned is held the same way.
+    const later = record(uniqueName('later'), 2);
+    await writer.write([written(topic, later)]);
+    await store.catchUp([0]);
+    expect(store.get(later.order_id)?.machine).toBeNull();
+
+    // Owning partition 2 reads it again from its beginning: whole before the catch-up returns.
+    await store.catchUp([2]);
+    for (const r of [...records, later].filter((r) => r.partition === 2))
+      expect(store.get(r.order_id)?.machine).toEqual(r.machine);
+    // Letting partition 0 go drops its machines; owning it again brings them back.
+    store.release([0]);
+    for (const r of records.filter((r) => r.partition === 0))
+      expect(store.get(r.order_id)?.machine).toBeNull();
+    await store.catchUp([0]);
+    for (const r of records.filter((r) => r.partition === 0))
+      expect(store.get(r.order_id)?.machine).toEqual(r.machine);
+    expect(store.get(records[3]!.order_id)?.machine).toBeNull();
   });
 
   it('rejects a catch-up still waiting when its partition is released', async () => {
