@@ -2,7 +2,7 @@
 // keep the record alone (passivation), re-creating the actor through the `restoring` router when the time comes or
 // an event arrives. Only a state whose restore re-enters exactly the state it was stored in, with no call in flight
 // and every timer derived from an absolute time in context, qualifies; anything else keeps its actor (null).
-import type { DurableOrder } from './order-persistence.ts';
+import { isDurableOrder, type DurableOrder } from './order-persistence.ts';
 import { awaitingDepositStatus } from './order-context.ts';
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
@@ -54,4 +54,46 @@ export function passiveUntil(durable: DurableOrder): number | null {
     deadlines.push(context.depositRetryAt);
   } else return null;
   return Math.min(...deadlines);
+}
+
+/**
+ * What a poll's start changes and a restart may lose: the restore router re-enters `monitoring` without them, and the
+ * order polls again at its next deadline (a hint they noted is a hint; webhooks are never believed).
+ */
+const pollStartFields: ReadonlySet<string> = new Set([
+  'pollStartedAt',
+  'now',
+  'hintedStatus',
+  'webhooksInformed',
+  'hintPending',
+  'paymentDeadlineChecked',
+]);
+
+const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * True when `next` differs from the `written` durable form only by the start of a status poll: the exchange region
+ * went from `monitoring` to `polling` (or polls again), the deposit region did not move, and no context field changed
+ * but the poll's bookkeeping. Such a change need not be written (issue 12: poll bookkeeping is not rewritten as a
+ * full record on every poll): the poll is a GET, which moves no money, and its answer is written as always.
+ */
+export function onlyStartsAPoll(written: unknown, next: DurableOrder): boolean {
+  if (!isDurableOrder(written)) return false;
+  const before = openRegions(written);
+  const after = openRegions(next);
+  if (!before || !after || after.exchange !== 'polling') return false;
+  if (before.exchange !== 'monitoring' && before.exchange !== 'polling') return false;
+  if (!sameJson(before.deposit, after.deposit)) return false;
+  const keys = new Set([...Object.keys(written.context), ...Object.keys(next.context)]);
+  for (const key of keys) {
+    if (pollStartFields.has(key)) continue;
+    if (
+      !sameJson(
+        (written.context as unknown as Record<string, unknown>)[key],
+        (next.context as unknown as Record<string, unknown>)[key],
+      )
+    )
+      return false;
+  }
+  return true;
 }

@@ -76,6 +76,11 @@ export interface MachineBinding {
    * it, not start one) and restore it from the same durable form at that time or on the next event.
    */
   resting(durable: unknown): RestingOrder | null;
+  /**
+   * True when the change from the `written` durable form to `next` need not be written: it only starts a status
+   * poll (a GET), whose answer is written as always; a restart re-enters the written state and polls again.
+   */
+  unwritten?(written: unknown, next: unknown): boolean;
 }
 
 /** An order stored only waiting: what a passivated slot keeps instead of its actor. */

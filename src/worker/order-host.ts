@@ -955,6 +955,18 @@ export class OrderHost {
     } = {},
   ): Promise<boolean> {
     if (slot.stopped) return Promise.resolve(false);
+    // A change that only starts a status poll is not written (the GET moves nothing; its answer is written).
+    let machine: unknown;
+    if (slot.actor && !slot.record.halted) {
+      machine = slot.actor.durable();
+      const bare =
+        slot.pendingEvents.length === 0 &&
+        !extra.events?.length &&
+        extra.offset === undefined &&
+        extra.command === undefined &&
+        extra.terminal !== true;
+      if (bare && this.binding.unwritten?.(slot.record.machine, machine)) return Promise.resolve(true);
+    }
     const events = [...slot.pendingEvents.splice(0, slot.pendingEvents.length), ...(extra.events ?? [])];
     const eventTypes = events.map((event) => event.type);
     // Webhook-to-event latency: from the hint to the first event a later write publishes (the poll's answer). A
@@ -976,7 +988,7 @@ export class OrderHost {
         terminal: extra.terminal === true || (status?.terminal ?? slot.record.terminal),
         // A live actor that writes again has recovered from an earlier halt.
         halted: slot.actor ? null : (slot.record.halted ?? null),
-        machine: slot.actor ? slot.actor.durable() : slot.record.machine,
+        machine: slot.actor ? (machine ?? slot.actor.durable()) : slot.record.machine,
       },
       guard: () => !slot.stopped && this.opts.leases.isValid(slot.orderId),
     });

@@ -2,7 +2,7 @@
 // command onto the machine's input, forwards emitted domain events, and stores/restores the durable form.
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
-import { passiveUntil } from '../../machines/order-passivation.ts';
+import { onlyStartsAPoll, passiveUntil } from '../../machines/order-passivation.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
 import { camelKeys } from '../../machines/order-request.ts';
 import { pollIntervalOf } from '../../machines/order-context.ts';
@@ -74,6 +74,7 @@ export function createXStateBinding(opts: {
         );
       return start(restoreInput(durable, startOpts.now), startOpts);
     },
+    unwritten: (written, next) => isDurableOrder(next) && onlyStartsAPoll(written, next),
     resting: (durable) => {
       if (!isDurableOrder(durable)) return null;
       const wakeAt = passiveUntil(durable);

@@ -1,7 +1,7 @@
 // Which stored orders may lose their actor while they wait, and until when (machines/order-passivation.ts): only an
 // open order monitoring between polls, with its deposit region in a state its restore routes back to.
 import { describe, expect, it } from 'vitest';
-import { passiveUntil } from '../../../machines/order-passivation.ts';
+import { onlyStartsAPoll, passiveUntil } from '../../../machines/order-passivation.ts';
 import { OrderHarness, T0, exchangeOrder, fails, ok, orderInput } from './order-harness.ts';
 import type { Script } from './order-harness.ts';
 
@@ -70,5 +70,40 @@ describe('passiveUntil', () => {
       context: { ...durable.context, deposit: { txHash: '0x', acceptedAt: T0, startedAt: null } },
     };
     expect(passiveUntil(inconsistent)).toBeNull();
+  });
+});
+
+describe('onlyStartsAPoll', () => {
+  it('is true for a routine poll or a hint that starts a GET, and nothing else changed', async () => {
+    const h = await openOrder();
+    const resting = h.durable();
+    await h.advance(30_000);
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
+    expect(onlyStartsAPoll(resting, h.durable())).toBe(true);
+    await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
+    const answered = h.durable();
+    // The answer is written: it moved the exchange region back and recorded what the GET saw.
+    expect(onlyStartsAPoll(resting, answered)).toBe(false);
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 31_000 });
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
+    expect(onlyStartsAPoll(answered, h.durable())).toBe(true);
+  });
+
+  it('is false when the deposit region moved meanwhile (its intent must be written before the PATCH)', async () => {
+    const h = await openOrder();
+    const resting = h.durable();
+    await h.advance(30_000);
+    await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 + 30_500 });
+    expect(h.state).toBe('open.deposit.submitting.calling+open.exchange.polling');
+    expect(onlyStartsAPoll(resting, h.durable())).toBe(false);
+  });
+
+  it('is false before the exchange order exists and for anything not stored by this machine', async () => {
+    const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
+    expect(onlyStartsAPoll(quoting.durable(), quoting.durable())).toBe(false);
+    const h = await openOrder();
+    await h.advance(30_000);
+    expect(onlyStartsAPoll(null, h.durable())).toBe(false);
+    expect(onlyStartsAPoll({ fake: true }, h.durable())).toBe(false);
   });
 });

@@ -145,6 +145,72 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
   return { host, log, sent, restoredFrom, control, lease, counts, send, states, events, records, start };
 }
 
+/** The real machine and XState binding in the host, over in-memory stand-ins; the order created and written. */
+async function realMachineHost(opts: { passivateIdleMs: number; fetchOrder?: () => Promise<void> }) {
+  const records = new Map<string, OrderRecord>();
+  const polls: number[] = [];
+  const stateRecords: Array<{ machine: unknown }> = [];
+  const store = {
+    get: (id: string) => records.get(id),
+    apply: (record: OrderRecord) => void records.set(record.order_id, record),
+    recordsOfPartition: () => [],
+    catchUp: () => Promise.resolve(),
+    release: () => {},
+    orderIdByReference: () => undefined,
+  } as unknown as OrderStateStore;
+  const writer = {
+    write: (out: OutboundRecord[]) => {
+      for (const r of out)
+        if (r.topic === 'state') stateRecords.push(JSON.parse(r.value) as { machine: unknown });
+      return Promise.resolve(true);
+    },
+  } as unknown as TransactionalWriter;
+  const leases: OrderLeases = {
+    acquire: () => Promise.resolve({ fence: 1 }),
+    release: () => Promise.resolve(),
+    isValid: () => true,
+  };
+  const order = exchangeOrder({ uniqueReference: 'EXREF1', status: 'INITIAL' });
+  const at = () => Date.now();
+  const binding = createXStateBinding({
+    orderConfig: {},
+    actors: {
+      checkAddress: () => Promise.resolve({ ok: true, at: at() }),
+      preScreen: () => Promise.reject(new Error('not used')),
+      acquireQuoteSlot: () => Promise.resolve({ granted: true, at: at() }),
+      requestQuote: () => Promise.resolve({ rateId: 'r', rate: '0.05', expiresAt: at() + 60_000, at: at() }),
+      createOrder: () => Promise.resolve({ order, reused: false, at: at() }),
+      findExistingOrder: () => Promise.reject(new Error('not used')),
+      adoptOrder: () => Promise.reject(new Error('not used')),
+      submitDeposit: () => Promise.resolve({ alreadyRecorded: false, at: at() }),
+      fetchOrder: async () => {
+        polls.push(at());
+        await opts.fetchOrder?.();
+        return { order, at: at() };
+      },
+    },
+  });
+  let passivated = 0;
+  const host = hostOver(
+    { store, writer, leases, binding },
+    {
+      now: () => Date.now(),
+      passivateIdleMs: opts.passivateIdleMs,
+      metrics: { ...noMetrics, orderPassivated: () => void passivated++ },
+    },
+  );
+  host.setAssignment([0]);
+  await host.handleMessage({
+    topic: 'commands',
+    partition: 0,
+    offset: '0',
+    key: 'o-1',
+    value: Buffer.from(JSON.stringify(createCommand)),
+  });
+  await settle();
+  return { host, polls, stateRecords, passivated: () => passivated };
+}
+
 describe('order host: passivation', () => {
   beforeEach(() => {
     vi.useFakeTimers({
@@ -381,71 +447,42 @@ describe('order host: passivation', () => {
     expect(h.counts.reactivated).toEqual(['reconcile']);
   });
 
-  it('with the real machine: an open order rests between polls, and at its next poll is re-created and polls', async () => {
-    const records = new Map<string, OrderRecord>();
-    const polls: number[] = [];
-    const stateRecords: Array<{ machine: unknown }> = [];
-    const store = {
-      get: (id: string) => records.get(id),
-      apply: (record: OrderRecord) => void records.set(record.order_id, record),
-      recordsOfPartition: () => [],
-      catchUp: () => Promise.resolve(),
-      release: () => {},
-      orderIdByReference: () => undefined,
-    } as unknown as OrderStateStore;
-    const writer = {
-      write: (out: OutboundRecord[]) => {
-        for (const r of out)
-          if (r.topic === 'state') stateRecords.push(JSON.parse(r.value) as { machine: unknown });
-        return Promise.resolve(true);
-      },
-    } as unknown as TransactionalWriter;
-    const leases: OrderLeases = {
-      acquire: () => Promise.resolve({ fence: 1 }),
-      release: () => Promise.resolve(),
-      isValid: () => true,
-    };
-    const order = exchangeOrder({ uniqueReference: 'EXREF1', status: 'INITIAL' });
-    const at = () => Date.now();
-    const binding = createXStateBinding({
-      orderConfig: {},
-      actors: {
-        checkAddress: () => Promise.resolve({ ok: true, at: at() }),
-        preScreen: () => Promise.reject(new Error('not used')),
-        acquireQuoteSlot: () => Promise.resolve({ granted: true, at: at() }),
-        requestQuote: () =>
-          Promise.resolve({ rateId: 'r', rate: '0.05', expiresAt: at() + 60_000, at: at() }),
-        createOrder: () => Promise.resolve({ order, reused: false, at: at() }),
-        findExistingOrder: () => Promise.reject(new Error('not used')),
-        adoptOrder: () => Promise.reject(new Error('not used')),
-        submitDeposit: () => Promise.resolve({ alreadyRecorded: false, at: at() }),
-        fetchOrder: () => {
-          polls.push(at());
-          return Promise.resolve({ order, at: at() });
-        },
-      },
+  it('with the real machine: the poll start of a live order writes nothing, its GET waits for no write, and its answer is written', async () => {
+    let answer = (): void => {};
+    const pending = new Promise<void>((resolve) => (answer = resolve));
+    const { host, polls, stateRecords } = await realMachineHost({
+      passivateIdleMs: 0,
+      fetchOrder: () => pending,
     });
-    let passivated = 0;
-    const host = hostOver(
-      { store, writer, leases, binding },
-      {
-        now: () => Date.now(),
-        passivateIdleMs: idleMs,
-        metrics: { ...noMetrics, orderPassivated: () => void passivated++ },
-      },
+    const writes = stateRecords.length;
+    expect(host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
+      true,
     );
-    host.setAssignment([0]);
-    await host.handleMessage({
-      topic: 'commands',
-      partition: 0,
-      offset: '0',
-      key: 'o-1',
-      value: Buffer.from(JSON.stringify(createCommand)),
-    });
     await settle();
+    // The GET left at once and nothing was written for the poll's start.
+    expect(polls).toHaveLength(1);
+    expect(stateRecords.length).toBe(writes);
+    answer();
+    await settle();
+    expect(stateRecords.length).toBe(writes + 1);
+    expect(stateRecords.at(-1)?.machine).toMatchObject({
+      stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
+      context: { pollStartedAt: null },
+    });
+  });
+
+  it('with the real machine: an open order rests between polls, at its next poll is re-created and polls, and only the answer is written', async () => {
+    const {
+      host,
+      polls,
+      stateRecords,
+      passivated: passivatedCount,
+    } = await realMachineHost({
+      passivateIdleMs: idleMs,
+    });
     expect([...host.openOrdersByState().keys()]).toEqual(['open.deposit.awaiting+exchange.monitoring']);
     await vi.advanceTimersByTimeAsync(idleMs);
-    expect(passivated).toBe(1);
+    expect(passivatedCount()).toBe(1);
     expect(host.passivatedOrders).toBe(1);
     expect([...host.openOrdersByState().keys()]).toEqual(['open.deposit.awaiting+exchange.monitoring']);
     const writes = stateRecords.length;
@@ -459,10 +496,14 @@ describe('order host: passivation', () => {
     expect(polls).toHaveLength(1);
     expect(polls[0]).toBeGreaterThanOrEqual(T + 30_000);
     expect(polls[0]).toBeLessThan(T + 30_010);
-    // The poll's intent and its answer are written as usual; the wake itself wrote nothing.
-    expect(stateRecords.length).toBeGreaterThan(writes);
+    // Only the poll's answer is written: neither the wake nor the poll's start (a GET moves nothing) wrote a record.
+    expect(stateRecords.length).toBe(writes + 1);
+    expect(stateRecords.at(-1)?.machine).toMatchObject({
+      stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
+      context: { pollStartedAt: null },
+    });
     await vi.advanceTimersByTimeAsync(idleMs);
-    expect(passivated).toBe(2);
+    expect(passivatedCount()).toBe(2);
     expect(host.passivatedOrders).toBe(1);
   });
 });
