@@ -71,6 +71,8 @@ const defaultMaxPagesPerWalk = 10_000;
 const listingPriority: RequestPriority = 'normal';
 /** The first round after start: partitions are being restored meanwhile (a round without open orders costs nothing). */
 const firstRoundDelayMs = 5_000;
+/** After a round that found no open CeFi order to walk: the next look (a look with nothing to walk costs nothing). */
+const idleRecheckMs = 2_000;
 
 export class CefiListing {
   readonly #opts: CefiListingOptions;
@@ -103,13 +105,22 @@ export class CefiListing {
   #schedule(delayMs: number): void {
     this.#timer = setTimeout(() => {
       const startedAt = this.#opts.now();
-      const running = this.round().catch((error: unknown) =>
-        this.#logger.warn({ err: { message: (error as Error).message } }, 'listing round failed'),
-      );
+      const running = this.round().catch((error: unknown) => {
+        this.#logger.warn({ err: { message: (error as Error).message } }, 'listing round failed');
+        return undefined;
+      });
       this.#running = running;
-      void running.finally(() => {
+      void running.then((summary) => {
         if (this.#stop.signal.aborted) return;
-        this.#schedule(Math.max(0, startedAt + this.#opts.intervalMs - this.#opts.now()));
+        // A round with nothing to walk (no open CeFi order here yet: partitions still being restored, or just taken
+        // over) is followed by another soon, not after a whole interval: orders a restore brings are confirmed by the
+        // listing before their fallback polls come due, each with its own GET.
+        const idle = summary !== undefined && summary.skippedModes.length === this.#opts.modes.length;
+        this.#schedule(
+          idle
+            ? Math.min(this.#opts.intervalMs, idleRecheckMs)
+            : Math.max(0, startedAt + this.#opts.intervalMs - this.#opts.now()),
+        );
       });
     }, delayMs);
     this.#timer.unref();

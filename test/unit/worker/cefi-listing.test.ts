@@ -1,7 +1,7 @@
 // The CeFi listing reconciler's walk against a fake of the client's listOrders: every open status of every CeFi mode
 // with a key, every page to the end, the filter on every page, a walk stopped at its first error (the others go on),
 // rows handed to the host, which alone knows which orders are this replica's.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { exchangeStatusCodes, type TradingMode } from '../../../machines/domain.ts';
 import type { ExchangeClient, ListOrdersParams, OrderPage } from '../../../src/exchange/client.ts';
 import { ExchangeError } from '../../../src/exchange/errors.ts';
@@ -212,6 +212,34 @@ describe('CeFi listing reconciler', () => {
     const summary = await listing(exchange, fakeHost({}, ['cefi_fixed'])).round();
     expect(summary.skippedModes).toEqual(['cefi']);
     expect(exchange.requests.every((r) => r.mode === 'cefi_fixed')).toBe(true);
+  });
+
+  it('looks again soon after a round with nothing to walk, so orders restored meanwhile wait no whole interval', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const exchange = fakeExchange({ cefi: [{ reference: 'A', status: 'INITIAL' }] });
+      const drives: ListedMode[] = [];
+      const host = fakeHost({ A: 'INITIAL' }, drives);
+      const reconciler = listing(exchange, host, ['cefi']);
+      reconciler.start();
+      // The first round (5 s after start) finds no open order: the restore is still under way.
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(exchange.requests).toEqual([]);
+      // The restore brings the orders: the next look, 2 s later, walks them (not 30 s later).
+      drives.push('cefi');
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(exchange.requests.length).toBeGreaterThan(0);
+      expect(host.delivered.map((row) => row.uniqueReference)).toContain('A');
+      // A round that walked something is followed by the next one an interval after its start.
+      const after = exchange.requests.length;
+      await vi.advanceTimersByTimeAsync(29_000);
+      expect(exchange.requests.length).toBe(after);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(exchange.requests.length).toBeGreaterThan(after);
+      await reconciler.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('lists nothing for DeFi, and does not start without a CeFi key or with the interval at 0', async () => {
