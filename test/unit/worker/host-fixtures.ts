@@ -1,6 +1,6 @@
 // What the order host's unit tests share: a valid order.create, an unfinished order's record, and the host built
 // over recording stand-ins of its ports (the journal is the real one, over a stand-in writer and store).
-import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
+import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 import type { MachineBinding } from '../../../src/worker/machine-binding.ts';
 import {
@@ -44,6 +44,18 @@ export function openRecord(
     machine: { fake: true },
     ...overrides,
   };
+}
+
+/** A state store over a map: what the host reads and applies, every partition caught up at once. */
+export function memoryStore(records: Map<string, OrderRecord>): OrderStateStore {
+  return {
+    get: (id: string) => records.get(id),
+    apply: (record: OrderRecord) => void records.set(record.order_id, record),
+    recordsOfPartition: (partition: number) => [...records.values()].filter((r) => r.partition === partition),
+    catchUp: () => Promise.resolve(),
+    release: () => {},
+    orderIdByReference: () => undefined,
+  } as unknown as OrderStateStore;
 }
 
 /** The host over these stand-ins, at the fixed time 1 000 000 unless `now` is given, with topics `events` and `state`. */

@@ -2,7 +2,7 @@
 // record and a deadline; it comes back - from that record, as a restore - at the deadline, on a webhook hint, on a
 // command, and never while a call is in flight. A lost lease or a revoked partition still wins over a resting order.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
+import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
 import type {
   MachineBinding,
@@ -13,7 +13,7 @@ import type {
 import type { OrderHostMetrics, OrderLeases, WakeReason } from '../../../src/worker/order-host.ts';
 import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
 import { exchangeOrder } from '../machines/order-harness.ts';
-import { createCommand, hostOver, noMetrics, openRecord } from './host-fixtures.ts';
+import { createCommand, hostOver, memoryStore, noMetrics, openRecord } from './host-fixtures.ts';
 
 const T = 1_000_000;
 const idleMs = 2_000;
@@ -46,14 +46,7 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
   };
   const lease = { acquires: 0, releases: 0, onLost: undefined as (() => void) | undefined };
   const counts = { passivated: 0, reactivated: [] as WakeReason[] };
-  const store = {
-    get: (id: string) => records.get(id),
-    apply: (record: OrderRecord) => void records.set(record.order_id, record),
-    recordsOfPartition: (partition: number) => [...records.values()].filter((r) => r.partition === partition),
-    catchUp: () => Promise.resolve(),
-    release: () => {},
-    orderIdByReference: () => undefined,
-  } as unknown as OrderStateStore;
+  const store = memoryStore(records);
   const writer = {
     write: (out: OutboundRecord[]) => {
       written.push(...out);
@@ -150,14 +143,7 @@ async function realMachineHost(opts: { passivateIdleMs: number; fetchOrder?: () 
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
   const stateRecords: Array<{ machine: unknown }> = [];
-  const store = {
-    get: (id: string) => records.get(id),
-    apply: (record: OrderRecord) => void records.set(record.order_id, record),
-    recordsOfPartition: () => [],
-    catchUp: () => Promise.resolve(),
-    release: () => {},
-    orderIdByReference: () => undefined,
-  } as unknown as OrderStateStore;
+  const store = memoryStore(records);
   const writer = {
     write: (out: OutboundRecord[]) => {
       for (const r of out)
