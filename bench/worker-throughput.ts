@@ -20,8 +20,10 @@ import {
   benchOrders,
   benchServices,
   heapUsed,
+  metricSum,
   mib,
   percentile,
+  redisCommandCount,
   round,
   saveResult,
   startTimedExchange,
@@ -147,12 +149,19 @@ export interface ThroughputResult {
   finishedOrders: OrderMemory | null;
   restore: { openOrders: number; readyMs: number; emptyBootMs: number } | null;
   exchangeCallsPerOrder: { create: number; complete: number };
+  /** Kafka transactions and Redis commands per order of each phase (the worker's; NaN for the floor's transactions). */
+  costs: { create: PhaseCosts; complete: PhaseCosts };
   /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
   exchangeCallsByEndpoint: Record<string, number>;
   exchangeOrders: number;
   /** Exchange orders beyond one per deposit amount (every order has its own amount): duplicates, should be 0. */
   duplicateExchangeOrders: number;
   capped: string[];
+}
+
+export interface PhaseCosts {
+  kafkaTransactionsPerOrder: number;
+  redisCommandsPerOrder: number;
 }
 
 const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
@@ -191,7 +200,35 @@ export async function runThroughput(opts: {
         ? sum(await Promise.all(env.workers.map((w) => heapUsed(w.metricsPort))))
         : NaN;
 
+    // Where a phase's work goes besides CPU: Kafka transactions the workers committed and Redis commands the
+    // server ran (the workers are its only clients here), per order of the phase.
+    const kafkaTransactions = async (): Promise<number> =>
+      opts.system === 'worker'
+        ? sum(
+            await Promise.all(
+              env.workers
+                .filter(alive)
+                .map((w) => metricSum(w.metricsPort, 'worker_kafka_transactions_total')),
+            ),
+          )
+        : NaN;
+    const costMark = async (): Promise<{ transactions: number; redis: number }> => ({
+      transactions: await kafkaTransactions(),
+      redis: await redisCommandCount(opts.redisUrl),
+    });
+    const costPerOrder = async (
+      since: { transactions: number; redis: number },
+      count: number,
+    ): Promise<PhaseCosts> => {
+      const now = await costMark();
+      return {
+        kafkaTransactionsPerOrder: round((now.transactions - since.transactions) / Math.max(1, count), 2),
+        redisCommandsPerOrder: round((now.redis - since.redis) / Math.max(1, count), 2),
+      };
+    };
+
     // ---- order.create -> order.created
+    const createMark = await costMark();
     const run = randomBytes(3).toString('hex');
     const planned = benchOrders(opts.orders, `bench-${run}`);
     const sentAt = new Map<string, number>();
@@ -204,6 +241,7 @@ export async function runThroughput(opts: {
     const createdEvents = collector.events.filter((e) => e.type === 'order.created');
     const createdMs = Math.max(...createdEvents.map((e) => e.receivedAt)) - t0;
     const createCpu = sum(meter.cpuSinceMark());
+    const createCosts = await costPerOrder(createMark, created);
     const createCalls = callsIn(exchange.calls, t0, t0 + createdMs);
     const latencies = createdEvents.map((e) => e.receivedAt - (sentAt.get(String(e.order_id)) ?? NaN));
 
@@ -246,6 +284,7 @@ export async function runThroughput(opts: {
     }
 
     // ---- exchange COMPLETED -> order.completed
+    const completeMark = await costMark();
     const t1 = Date.now();
     meter.mark();
     // Paced at 500 orders/s (above every target): advancing 10k orders at once makes the sandbox, which runs in
@@ -272,6 +311,7 @@ export async function runThroughput(opts: {
     const completedEvents = collector.events.filter((e) => e.type === 'order.completed');
     const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
     const completeCpu = sum(meter.cpuSinceMark());
+    const completeCosts = await costPerOrder(completeMark, completed);
     const completeCalls = callsIn(exchange.calls, t1, t1 + completedMs);
 
     // ---- N finished orders: memory (against the idle figures before the first command)
@@ -308,6 +348,7 @@ export async function runThroughput(opts: {
         create: round(createCalls / Math.max(1, created), 2),
         complete: round(completeCalls / Math.max(1, completed), 2),
       },
+      costs: { create: createCosts, complete: completeCosts },
       exchangeCallsByEndpoint: byEndpoint,
       exchangeOrders: env.sandbox.orders.list().length,
       duplicateExchangeOrders:
@@ -333,6 +374,9 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
   );
   console.log(
     `    COMPLETED -> order.completed    ${r.completed} in ${r.completedMs} ms = ${r.completedPerSecond} orders/s${ratio(r.completedPerSecond, floor?.completedPerSecond)}; CPU ${r.completeCpuMsPerOrder} ms per order${ratio(r.completeCpuMsPerOrder, floor?.completeCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.complete} per order`,
+  );
+  console.log(
+    `    Kafka transactions per order    create ${r.costs.create.kafkaTransactionsPerOrder}, complete ${r.costs.complete.kafkaTransactionsPerOrder}; Redis commands per order create ${r.costs.create.redisCommandsPerOrder}, complete ${r.costs.complete.redisCommandsPerOrder}`,
   );
   console.log(
     `    RSS MiB per process             idle ${r.rssMiB.idle.join('/')}  with orders open ${r.rssMiB.open.join('/')}  peak ${r.rssMiB.peak.join('/')}`,

@@ -238,16 +238,37 @@ export class ProcessMeter {
   }
 }
 
-/** V8 heap in use, from a worker's /metrics (the OTel runtime instrumentation's v8js_memory_heap_used, summed). */
-export async function heapUsed(metricsPort: number): Promise<number> {
+/** A metric of a worker's /metrics, summed over its label sets (NaN when the worker does not export it). */
+export async function metricSum(metricsPort: number, name: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   let sum = 0;
   let seen = false;
-  for (const match of text.matchAll(/^v8js_memory_heap_used(?:_bytes)?(?:\{[^}]*\})? ([0-9.e+]+)/gm)) {
+  for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)`, 'gm'))) {
     sum += Number(match[1]);
     seen = true;
   }
   return seen ? sum : NaN;
+}
+
+/** V8 heap in use, from a worker's /metrics (the OTel runtime instrumentation's v8js_memory_heap_used, summed). */
+export async function heapUsed(metricsPort: number): Promise<number> {
+  const bytes = await metricSum(metricsPort, 'v8js_memory_heap_used_bytes');
+  return Number.isNaN(bytes) ? metricSum(metricsPort, 'v8js_memory_heap_used') : bytes;
+}
+
+/** Commands the Redis server has executed so far (INFO commandstats, every command summed). */
+export async function redisCommandCount(redisUrl: string): Promise<number> {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    const info = await redis.info('commandstats');
+    let calls = 0;
+    for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(match[1]);
+    return calls;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 // ---- a timing pass-through in front of the exchange -----------------------------------------------------------
