@@ -319,6 +319,8 @@ export const configVariables = z.object({
   FINISHED_ORDER_RETENTION_MS: intFromEnv(7 * 86_400_000, 1_000, 365 * 86_400_000),
   MAX_ACTIVE_ORDERS: intFromEnv(50_000, 1, 1_000_000),
   MAX_INFLIGHT_EXCHANGE_CALLS: intFromEnv(200, 1, 100_000),
+  /** Commands of one partition whose Kafka writes may be in flight at once; 1: each waits for its transaction. */
+  COMMAND_PIPELINE_DEPTH: intFromEnv(32, 1, 1_000),
   API_BUDGET_PER_MINUTE: intFromEnv(2_500, 1, 100_000),
   QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
   CREATE_SETTLE_MS: intFromEnv(60_000, 1_000, 600_000),
@@ -432,6 +434,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
   finishedOrderRetentionMs: value.FINISHED_ORDER_RETENTION_MS,
   maxActiveOrders: value.MAX_ACTIVE_ORDERS,
   maxInflightExchangeCalls: value.MAX_INFLIGHT_EXCHANGE_CALLS,
+  commandPipelineDepth: value.COMMAND_PIPELINE_DEPTH,
   quoteCooldownMs: value.QUOTE_COOLDOWN_MS,
   createSettleMs: value.CREATE_SETTLE_MS,
   parkedRecheckMs: value.PARKED_RECHECK_MS,

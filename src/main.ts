@@ -224,6 +224,9 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     callsSettled: exchangeActors.settled,
     callInFlight: exchangeActors.busy,
     passivateIdleMs: config.passivateIdleMs,
+    commandPipelineDepth: config.commandPipelineDepth,
+    // The consumer is built below; a rewind is asked for only once commands flow.
+    rewind: (partition, offset) => consumer.rewind(partition, offset),
     maxCommandBytes: config.maxCommandBytes,
     metrics: telemetry.metrics.hostObserver(),
     // Kept twice as long as a finished order stays in the state topic, and never under 30 days.

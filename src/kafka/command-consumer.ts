@@ -55,6 +55,8 @@ export class CommandConsumer {
   private readonly logger: Logger;
   private handlers: CommandConsumerHandlers | undefined;
   private assignmentChain: Promise<void> = Promise.resolve();
+  /** Per partition, the offset it was rewound to and has not delivered again yet (the earliest asked for). */
+  private readonly rewinds = new Map<number, bigint>();
   restoredPartitions = new Set<number>();
   /** Joined the consumer group at least once (a member may legitimately hold no partition). */
   joined = false;
@@ -125,6 +127,7 @@ export class CommandConsumer {
     const revoked = this.assignment.filter((p) => !nextSet.has(p));
     this.assignment = next;
     for (const p of [...revoked, ...added]) {
+      this.rewinds.delete(p);
       this.ready.delete(p);
       this.restoredPartitions.delete(p);
     }
@@ -188,6 +191,8 @@ export class CommandConsumer {
       partitionsConsumedConcurrently,
       eachMessage: async (payload) => {
         const { topic, partition, message } = payload;
+        const rewound = this.rewinds.get(partition);
+        if (rewound !== undefined && BigInt(message.offset) <= rewound) this.rewinds.delete(partition);
         const ready = this.ready.get(partition);
         if (ready && !(await this.heartbeatingUntil(ready, () => payload.heartbeat()))) {
           // Revoked before it was restored: not ours to handle; the next owner reads it (its offset is not committed).
@@ -222,6 +227,22 @@ export class CommandConsumer {
       if (done) return done.value;
       await heartbeat();
     }
+  }
+
+  /**
+   * Delivers a partition's messages again from `offset` (a pipelined command whose write was refused: the commands
+   * after it were handled already, and are recognised as duplicates when they come again). The earliest offset
+   * asked for wins until it is delivered; a partition no longer assigned here is left to its next owner, who starts
+   * from the group's committed offset.
+   */
+  rewind(partition: number, offset: string): void {
+    if (this.stopping || !this.assignment.includes(partition)) return;
+    const at = BigInt(offset);
+    const pending = this.rewinds.get(partition);
+    if (pending !== undefined && pending <= at) return;
+    this.rewinds.set(partition, at);
+    this.logger.warn({ partition, offset }, 'delivering the partition again from a refused command');
+    this.consumer.seek({ topic: this.topic, partition, offset });
   }
 
   pause(): void {

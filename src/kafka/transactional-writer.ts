@@ -5,6 +5,12 @@
 // A transaction is capped by bytes per partition (a broker refuses a record batch above its max.message.bytes, for
 // good): a large queue is split into several transactions, each write (records + offsets) staying whole, and a
 // size refusal is split around - only a write that is too large on its own fails, and only its caller hears of it.
+// Offsets in order: a command's offset is committed with its effects, and never one past a command whose write the
+// guard refused. When commands of one partition are pipelined (the next handled before the last one's transaction
+// committed), a refused write at offset N holds that partition's offsets at N: later writes of the partition still
+// commit their records, but not their offsets, until the command at N is written again (after the consumer is
+// rewound to it) or the hold is released with the partition's assignment. Committing a later offset would commit N
+// with it, and the command at N would never be handled.
 // Tracing: each write is a producer span (`send <topic>`) of the context that asked for it, and its records carry
 // that span's traceparent, so a consumer of our events continues the order's trace whatever batch they shared.
 import { withTimeout } from '../timeouts.ts';
@@ -42,6 +48,8 @@ interface Pending {
   records: WritableRecord[];
   offsets: OffsetToCommit[];
   guard: (() => boolean) | undefined;
+  /** Offset holds released once the writes queued before this one are written (`topic\u0000partition` keys). */
+  releaseHolds?: readonly string[];
   /** Resolves true once committed, false when the guard refused the records (nothing of them was written). */
   resolve: (written: boolean) => void;
   reject: (error: Error) => void;
@@ -60,6 +68,20 @@ export function recordBytes(record: WritableRecord): number {
   for (const [name, value] of Object.entries(record.headers ?? {}))
     bytes += Buffer.byteLength(name) + Buffer.byteLength(value) + 8;
   return bytes;
+}
+
+function partitionKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
+
+/** Holds each offset's partition at that offset, unless it is held at an earlier one already. */
+function holdAt(holds: Map<string, bigint>, offsets: readonly OffsetToCommit[]): void {
+  for (const offset of offsets) {
+    const key = partitionKey(offset.topic, offset.partition);
+    const at = BigInt(offset.offset);
+    const held = holds.get(key);
+    if (held === undefined || at < held) holds.set(key, at);
+  }
 }
 
 function bucketOf(record: WritableRecord): string {
@@ -186,6 +208,11 @@ export class TransactionalWriter {
   committedRecords = 0;
   /** Writes refused by the broker for their size even alone (a bug: nothing should produce such a record). */
   oversizedWrites = 0;
+  /**
+   * Per partition (`topic\u0000partition`), the offset of the first command whose write the guard refused: no offset
+   * at or past it is committed until that command is written again (see the header). Changed only by a commit.
+   */
+  private offsetHolds = new Map<string, bigint>();
 
   private readonly opts: TransactionalWriterOptions;
   private readonly compressedTopics: ReadonlySet<string>;
@@ -267,6 +294,30 @@ export class TransactionalWriter {
     });
   }
 
+  /**
+   * Releases the offset holds of these partitions once every write queued before this call is done (a partition
+   * assigned anew: its consumer starts from the group's committed offset, whatever was refused before).
+   */
+  releaseOffsetHolds(topic: string, partitions: readonly number[]): Promise<void> {
+    if (this.closed || this.failure || partitions.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.queue.push({
+        records: [],
+        offsets: [],
+        guard: undefined,
+        releaseHolds: partitions.map((partition) => partitionKey(topic, partition)),
+        resolve: () => resolve(),
+        reject,
+      });
+      this.kick();
+    });
+  }
+
+  /** The offset a partition's commits are held at (a refused write), if any: for tests and diagnostics. */
+  offsetHold(topic: string, partition: number): string | undefined {
+    return this.offsetHolds.get(partitionKey(topic, partition))?.toString();
+  }
+
   /** `send <topic>` (the first record's topic: an order's events come before its state record). */
   private startSendSpan(records: WritableRecord[]): Span {
     return startSendSpan(records[0]?.topic ?? 'unknown', {
@@ -335,6 +386,8 @@ export class TransactionalWriter {
       const [item] = chunk;
       if (!item) return;
       this.oversizedWrites++;
+      // Nothing of it was written: no later offset of its partitions may commit it.
+      holdAt(this.offsetHolds, item.offsets);
       const bytes = item.records.reduce((sum, record) => sum + recordBytes(record), 0);
       const topics = [...new Set(item.records.map((record) => record.topic))];
       // Sizes and topics only: record contents may carry what must not be logged.
@@ -432,9 +485,13 @@ export class TransactionalWriter {
     const byTopic = new Map<string, WritableRecord[]>();
     const offsets = new Map<string, OffsetToCommit>();
     const refused = new Set<Pending>();
+    // The holds as they will be once this transaction commits (kept only if it does), applied in queue order.
+    const holds = new Map(this.offsetHolds);
     for (const item of batch) {
+      for (const key of item.releaseHolds ?? []) holds.delete(key);
       if (item.guard && !item.guard()) {
         refused.add(item);
+        holdAt(holds, item.offsets);
         continue;
       }
       for (const record of item.records) {
@@ -443,12 +500,21 @@ export class TransactionalWriter {
         byTopic.set(record.topic, list);
       }
       for (const offset of item.offsets) {
-        const id = `${offset.topic}\u0000${offset.partition}`;
+        const id = partitionKey(offset.topic, offset.partition);
+        const at = BigInt(offset.offset);
+        const held = holds.get(id);
+        // Past a refused command: its records are written, its offset waits for the refused one.
+        if (held !== undefined && at > held) continue;
+        // The refused command itself, written this time: the partition's offsets move on again.
+        if (held !== undefined && at === held) holds.delete(id);
         const current = offsets.get(id);
-        if (!current || BigInt(offset.offset) > BigInt(current.offset)) offsets.set(id, offset);
+        if (!current || at > BigInt(current.offset)) offsets.set(id, offset);
       }
     }
-    if (byTopic.size === 0 && offsets.size === 0) return refused;
+    if (byTopic.size === 0 && offsets.size === 0) {
+      this.offsetHolds = holds;
+      return refused;
+    }
     const startedAt = performance.now();
     const recordCount = [...byTopic.values()].reduce((n, list) => n + list.length, 0);
     const ended = (outcome: 'committed' | 'aborted'): void =>
@@ -491,6 +557,7 @@ export class TransactionalWriter {
       if (batch.some((item) => item.guard !== undefined && !refused.has(item) && !item.guard()))
         throw new GuardLapsedError();
       await transaction.commit();
+      this.offsetHolds = holds;
       ended('committed');
       this.committedTransactions++;
       for (const list of byTopic.values()) this.committedRecords += list.length;

@@ -106,6 +106,16 @@ export interface OrderHostOptions {
   passivateIdleMs?: number;
   /** True while an exchange call of the order is in progress (then it is never passivated). */
   callInFlight?: (orderId: string) => boolean;
+  /**
+   * Commands of one partition whose writes may be in flight at once (COMMAND_PIPELINE_DEPTH; default 1: each
+   * command waits for its transaction before the next is handled). Above 1 the next command is handled while the
+   * last one's transaction commits, so a partition is not bounded by one transaction's round trips. Commands of
+   * one order still wait for each other's writes, and a refused write has its partition delivered again from its
+   * command (`rewind`; the writer holds the partition's offsets there meanwhile). Needs `rewind`.
+   */
+  commandPipelineDepth?: number;
+  /** Delivers a partition's commands again from this offset (the command consumer's rewind). */
+  rewind?: (partition: number, offset: string) => void;
 }
 
 /** What the host reports for metrics; label values are command types, reasons and event types only. */
@@ -223,12 +233,16 @@ export class OrderHost {
   private readonly wakes: DeadlineQueue<string>;
   /** State labels of passivated orders, shared (a handful of distinct strings for any number of orders). */
   private readonly stateLabels = new Map<string, string>();
+  private readonly pipelineDepth: number;
+  /** Per partition, the pipelined commands whose writes are in flight, oldest first (settled, never rejected). */
+  private readonly pipelines = new Map<number, Promise<void>[]>();
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
     this.logger = opts.logger.child({ component: 'order-host' });
     this.maxCommandBytes = opts.maxCommandBytes;
     this.passivateIdleMs = opts.passivateIdleMs ?? 0;
+    this.pipelineDepth = opts.rewind ? Math.max(1, opts.commandPipelineDepth ?? 1) : 1;
     this.idleChecks = new DeadlineQueue((orderId) => this.passivateIfIdle(orderId), opts.now);
     this.wakes = new DeadlineQueue((orderId) => this.wakeDue(orderId), opts.now);
     this.binding = opts.binding({
@@ -1062,6 +1076,51 @@ export class OrderHost {
     );
   }
 
+  /**
+   * A command's write is queued: with a pipeline depth of 1, waits for it (a refused write throws, so the consumer
+   * delivers the command again). Deeper, lets the partition's next command go ahead while it commits, waiting only
+   * when that many writes of the partition are in flight; a refused (or failed) write has the partition delivered
+   * again from this command once the order is reloaded. The writer commits no later offset of the partition
+   * meanwhile, so nothing after it is skipped; what was handled after it comes again and is recognised.
+   */
+  private async settleCommand(
+    offset: OffsetToCommit,
+    written: Promise<boolean>,
+    orderId: string | null,
+  ): Promise<void> {
+    if (this.pipelineDepth <= 1) {
+      const done = await written;
+      if (orderId !== null) await this.requireWritten(done, orderId);
+      return;
+    }
+    let queue = this.pipelines.get(offset.partition);
+    if (!queue) this.pipelines.set(offset.partition, (queue = []));
+    const inFlight = queue;
+    const settled: Promise<void> = written
+      .then(
+        (done) => (done ? undefined : this.redeliver(orderId, offset, 'its order lost its lease')),
+        (error: unknown) => this.redeliver(orderId, offset, (error as Error)?.message ?? String(error)),
+      )
+      .catch(() => {})
+      .finally(() => {
+        const index = inFlight.indexOf(settled);
+        if (index >= 0) void inFlight.splice(index, 1);
+      });
+    inFlight.push(settled);
+    while (inFlight.length > this.pipelineDepth) await inFlight[0];
+  }
+
+  /** A pipelined command was not committed: its partition is delivered again from it, once its order is reloaded. */
+  private async redeliver(orderId: string | null, offset: OffsetToCommit, why: string): Promise<void> {
+    if (orderId !== null) await this.reloading.get(orderId);
+    if (this.writerFailed || !this.assigned.has(offset.partition)) return;
+    this.logger.warn(
+      { orderId, partition: offset.partition, offset: offset.offset, reason: why },
+      'a pipelined command was not committed; its partition is delivered again from it',
+    );
+    this.opts.rewind?.(offset.partition, offset.offset);
+  }
+
   private finishIfTerminal(slot: OrderSlot): void {
     if (!slot.actor?.status().terminal) return;
     // The terminal record is written by the pending persist; unload once it is durable.
@@ -1165,6 +1224,10 @@ export class OrderHost {
     // the order to its reload, which the adoption below joins).
     const passive = named === null ? undefined : this.slots.get(named);
     if (passive?.passive && this.routedHere(passive.orderId, message)) this.wake(passive, 'command');
+    // A command is decided on its order's durable state: one that follows a pipelined command of the same order
+    // waits for that command's write (a refused one reloads the order, awaited below).
+    const writing = named === null ? undefined : this.slots.get(named);
+    if (writing) await writing.lastWrite.catch(() => {});
     // An unfinished order of this partition that nobody drives here (created by a previous owner after this
     // replica's restore, or whose reload failed): load it before answering its command.
     if (named !== null && this.routedHere(named, message)) {
@@ -1184,7 +1247,7 @@ export class OrderHost {
     switch (decision.kind) {
       case 'skip':
         noteOutcome(decision.outcome);
-        await this.opts.journal.commitOffset(offset);
+        await this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         return;
       case 'reject':
         await this.reject(decision.orderId, message, decision.rejection);
@@ -1202,7 +1265,8 @@ export class OrderHost {
         return;
       }
       case 'abandon': {
-        if (!slot) return; // decide() abandons only a halted order driven here
+        // decide() abandons only a halted order driven here; the offset is committed all the same
+        if (!slot) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         const { command } = decision;
         await this.requireWritten(
           await this.persist(slot, {
@@ -1225,11 +1289,13 @@ export class OrderHost {
       }
       case 'deliver': {
         const { command, event } = decision;
-        if (!slot?.actor) return; // decide() delivers only to an actor driven here
+        // decide() delivers only to an actor driven here; the offset is committed all the same
+        if (!slot?.actor) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         if (command.type === 'order.webhook_hint') slot.webhookAt = Date.parse(command.received_at);
         slot.actor.send(event);
-        await this.requireWritten(
-          await this.persist(slot, { offset, command: [command.command_id, decision.hash] }),
+        await this.settleCommand(
+          offset,
+          this.persist(slot, { offset, command: [command.command_id, decision.hash] }),
           command.order_id,
         );
         this.finishIfTerminal(slot);
@@ -1292,7 +1358,7 @@ export class OrderHost {
     const slot = this.newSlot(record, fence);
     this.slots.set(command.order_id, slot);
     slot.actor = this.binding.create(command, this.startOptions(slot));
-    await this.requireWritten(await this.persist(slot, { offset }), command.order_id);
+    await this.settleCommand(offset, this.persist(slot, { offset }), command.order_id);
     this.finishIfTerminal(slot);
   }
 

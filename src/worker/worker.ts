@@ -19,7 +19,10 @@ export interface WorkerParts {
   http: HttpFace;
   /** Creates missing topics; an existing commands topic decides the partition count. */
   ensureTopics: () => Promise<{ partitions: number }>;
-  writer: Connectable & { close(): Promise<void> };
+  writer: Connectable & {
+    close(): Promise<void>;
+    releaseOffsetHolds(topic: string, partitions: readonly number[]): Promise<void>;
+  };
   store: { start(): Promise<void>; stop(): Promise<void> };
   /** The producer webhook hints and KYC events are routed with. */
   hints: Connectable & { disconnect(): Promise<void> };
@@ -85,6 +88,9 @@ export class Worker {
       {
         onAssignmentChanged: (assigned) => host.setAssignment(assigned),
         onAssignment: async (_assigned, revoked, added) => {
+          // A partition assigned anew is read from the group's committed offset: a hold left by a refused
+          // pipelined command of an earlier assignment no longer applies.
+          await parts.writer.releaseOffsetHolds(config.topics.commands, added);
           await host.onAssignment(revoked, added);
         },
         onMessage: async (message) => {

@@ -65,12 +65,13 @@ function writer(
   fatal: Error[],
   transactionalId = uniqueName('tx'),
   compressedTopics: string[] = [],
+  consumerGroupId = uniqueName('group'),
 ): TransactionalWriter {
   const w = new TransactionalWriter({
     compressedTopics,
     kafka: KafkaClient.wrap(kafka),
     transactionalId,
-    consumerGroupId: uniqueName('group'),
+    consumerGroupId,
     transactionTimeoutMs: 10_000,
     logger: createLogger({ level: 'silent' }),
     onFatal: (error) => fatal.push(error),
@@ -151,6 +152,72 @@ describe('transactional writer', () => {
     expect(await other).toBe(true);
     expect(fatal).toEqual([]);
     expect(await countCommitted(kafka, topic, 1)).toBe(1);
+  });
+
+  it('commits no offset past a refused write until that command is written again (pipelined commands)', async () => {
+    const { kafka, topic, fatal } = await setup(1_048_588);
+    const group = uniqueName('group');
+    const w = writer(kafka, fatal, uniqueName('tx'), [], group);
+    await w.connect();
+    const admin = kafka.admin();
+    await admin.connect();
+    cleanups.push(() => admin.disconnect());
+    const committed = async (): Promise<Record<number, string>> => {
+      const [entry] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+      return Object.fromEntries((entry?.partitions ?? []).map((p) => [p.partition, p.offset]));
+    };
+    const at = (partition: number, offset: number) => ({ topic, partition, offset: String(offset) });
+    // Commands 10, 11 and 12 of partition 0 handled one after the other before any committed; 10's order lost its
+    // lease. 11's records are written (its own order's lease holds) but no offset of partition 0 past 9 commits.
+    const refused = w.write([{ topic, key: 'a', partition: 0, value: '10' }], [at(0, 10)], () => false);
+    const later = w.write([{ topic, key: 'b', partition: 0, value: '11' }], [at(0, 11)], () => true);
+    const skipped = w.write([], [at(0, 12)]);
+    const otherPartition = w.write([], [at(1, 5)]);
+    expect(await refused).toBe(false);
+    expect(await later).toBe(true);
+    expect(await skipped).toBe(true);
+    expect(await otherPartition).toBe(true);
+    expect(w.offsetHold(topic, 0)).toBe('10');
+    expect(await committed()).toEqual({ 0: '-1', 1: '6' });
+    // Delivered again from 10: written this time, and the partition's offsets move on.
+    expect(
+      await w.write([{ topic, key: 'a', partition: 0, value: '10 again' }], [at(0, 10)], () => true),
+    ).toBe(true);
+    expect(w.offsetHold(topic, 0)).toBeUndefined();
+    expect((await committed())[0]).toBe('11');
+    // 11 and 12 come again and are recognised as handled: only their offsets are committed.
+    await w.write([], [at(0, 11)]);
+    await w.write([], [at(0, 12)]);
+    expect((await committed())[0]).toBe('13');
+    expect(await countCommitted(kafka, topic, 2)).toBe(2);
+    expect(fatal).toEqual([]);
+  });
+
+  it('releases an offset hold when the partition is assigned anew, after the writes queued before', async () => {
+    const { kafka, topic, fatal } = await setup(1_048_588);
+    const group = uniqueName('group');
+    const w = writer(kafka, fatal, uniqueName('tx'), [], group);
+    await w.connect();
+    const admin = kafka.admin();
+    await admin.connect();
+    cleanups.push(() => admin.disconnect());
+    const committed = async (): Promise<string | undefined> =>
+      (await admin.fetchOffsets({ groupId: group, topics: [topic] }))[0]?.partitions.find(
+        (p) => p.partition === 0,
+      )?.offset;
+    const at = (offset: number) => ({ topic, partition: 0, offset: String(offset) });
+    const refused = w.write([{ topic, key: 'a', partition: 0, value: '3' }], [at(3)], () => false);
+    const queuedBefore = w.write([], [at(4)]);
+    const released = w.releaseOffsetHolds(topic, [0]);
+    expect(await refused).toBe(false);
+    expect(await queuedBefore).toBe(true);
+    await released;
+    // The write queued before the release stayed held; the new assignment's commands commit again.
+    expect(await committed()).toBe('-1');
+    expect(w.offsetHold(topic, 0)).toBeUndefined();
+    expect(await w.write([], [at(7)])).toBe(true);
+    expect(await committed()).toBe('8');
+    expect(fatal).toEqual([]);
   });
 
   it('fails only the write the broker refuses for its size and keeps writing', async () => {

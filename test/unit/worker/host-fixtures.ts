@@ -69,7 +69,14 @@ export function hostOver(
   options: Partial<
     Pick<
       OrderHostOptions,
-      'maxCommandBytes' | 'metrics' | 'homes' | 'now' | 'passivateIdleMs' | 'callInFlight'
+      | 'maxCommandBytes'
+      | 'metrics'
+      | 'homes'
+      | 'now'
+      | 'passivateIdleMs'
+      | 'callInFlight'
+      | 'commandPipelineDepth'
+      | 'rewind'
     >
   > = {},
 ): OrderHost {
@@ -93,6 +100,10 @@ export function hostOver(
     ...(options.homes ? { homes: options.homes } : {}),
     ...(options.passivateIdleMs === undefined ? {} : { passivateIdleMs: options.passivateIdleMs }),
     ...(options.callInFlight ? { callInFlight: options.callInFlight } : {}),
+    ...(options.commandPipelineDepth === undefined
+      ? {}
+      : { commandPipelineDepth: options.commandPipelineDepth }),
+    ...(options.rewind ? { rewind: options.rewind } : {}),
   });
 }
 
