@@ -143,6 +143,8 @@ export interface ThroughputResult {
   completedMs: number;
   completedPerSecond: number;
   completeCpuMsPerOrder: number;
+  /** The exchange moved the order to COMPLETED -> order.completed seen, per order. */
+  completeLatencyMs: { p50: number; p99: number; max: number };
   rssMiB: { idle: number[]; open: number[]; peak: number[] };
   openOrders: OrderMemory | null;
   /** The same 2 s after the last order.completed: what a finished order still costs (null for the floor). */
@@ -151,6 +153,8 @@ export interface ThroughputResult {
   exchangeCallsPerOrder: { create: number; complete: number };
   /** Kafka transactions and Redis commands per order of each phase (the worker's; NaN for the floor's transactions). */
   costs: { create: PhaseCosts; complete: PhaseCosts };
+  /** The sandbox's webhook deliveries of the run by outcome (and HTTP status): a timeout is a hint lost. */
+  webhookOutcomes: Record<string, number>;
   /** Every exchange call of the run by endpoint, and the exchange orders the sandbox holds (one per order is right). */
   exchangeCallsByEndpoint: Record<string, number>;
   exchangeOrders: number;
@@ -295,9 +299,12 @@ export async function runThroughput(opts: {
     const completeCapMs = opts.completeCapMs ?? opts.capMs;
     const deadline = t1 + completeCapMs;
     let advanced = 0;
+    const advancedAt = new Map<string, number>();
     for (let i = 0; i < createdEvents.length && Date.now() < deadline; i += 50) {
-      for (const e of createdEvents.slice(i, i + 50))
+      for (const e of createdEvents.slice(i, i + 50)) {
+        advancedAt.set(String(e.order_id), Date.now());
         env.sandbox.advanceOrder(String(e['unique_reference']), 'completed');
+      }
       advanced = Math.min(createdEvents.length, i + 50);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -311,6 +318,9 @@ export async function runThroughput(opts: {
     const completedEvents = collector.events.filter((e) => e.type === 'order.completed');
     const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
     const completeCpu = sum(meter.cpuSinceMark());
+    const completeLatencies = completedEvents.map(
+      (e) => e.receivedAt - (advancedAt.get(String(e.order_id)) ?? NaN),
+    );
     const completeCosts = await costPerOrder(completeMark, completed);
     const completeCalls = callsIn(exchange.calls, t1, t1 + completedMs);
 
@@ -340,6 +350,11 @@ export async function runThroughput(opts: {
       completedMs,
       completedPerSecond: round((completed / Math.max(1, completedMs)) * 1000),
       completeCpuMsPerOrder: round((completeCpu * 1000) / Math.max(1, completed), 2),
+      completeLatencyMs: {
+        p50: percentile(completeLatencies, 50),
+        p99: percentile(completeLatencies, 99),
+        max: Math.max(...completeLatencies),
+      },
       rssMiB: { idle: idleRss.map(mib), open: openRss.map(mib), peak: peakRss.map(mib) },
       openOrders,
       finishedOrders,
@@ -349,6 +364,15 @@ export async function runThroughput(opts: {
         complete: round(completeCalls / Math.max(1, completed), 2),
       },
       costs: { create: createCosts, complete: completeCosts },
+      webhookOutcomes: Object.fromEntries(
+        Object.entries(
+          Object.groupBy(env.sandbox.listWebhookDeliveries(), (d) =>
+            d.httpStatus === undefined
+              ? `${d.outcome} (${d.error ?? 'no answer'})`
+              : `${d.outcome} ${d.httpStatus}`,
+          ),
+        ).map(([outcome, list]) => [outcome, list?.length ?? 0]),
+      ),
       exchangeCallsByEndpoint: byEndpoint,
       exchangeOrders: env.sandbox.orders.list().length,
       duplicateExchangeOrders:
@@ -373,10 +397,15 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
     `    CPU per created order           ${r.createCpuMsPerOrder} ms${ratio(r.createCpuMsPerOrder, floor?.createCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.create} per order`,
   );
   console.log(
-    `    COMPLETED -> order.completed    ${r.completed} in ${r.completedMs} ms = ${r.completedPerSecond} orders/s${ratio(r.completedPerSecond, floor?.completedPerSecond)}; CPU ${r.completeCpuMsPerOrder} ms per order${ratio(r.completeCpuMsPerOrder, floor?.completeCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.complete} per order`,
+    `    COMPLETED -> order.completed    ${r.completed} in ${r.completedMs} ms = ${r.completedPerSecond} orders/s${ratio(r.completedPerSecond, floor?.completedPerSecond)}; CPU ${r.completeCpuMsPerOrder} ms per order${ratio(r.completeCpuMsPerOrder, floor?.completeCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.complete} per order; latency p50 ${r.completeLatencyMs.p50} ms p99 ${r.completeLatencyMs.p99} ms max ${r.completeLatencyMs.max} ms`,
   );
   console.log(
     `    Kafka transactions per order    create ${r.costs.create.kafkaTransactionsPerOrder}, complete ${r.costs.complete.kafkaTransactionsPerOrder}; Redis commands per order create ${r.costs.create.redisCommandsPerOrder}, complete ${r.costs.complete.redisCommandsPerOrder}`,
+  );
+  console.log(
+    `    webhook deliveries              ${Object.entries(r.webhookOutcomes)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}`,
   );
   console.log(
     `    RSS MiB per process             idle ${r.rssMiB.idle.join('/')}  with orders open ${r.rssMiB.open.join('/')}  peak ${r.rssMiB.peak.join('/')}`,
