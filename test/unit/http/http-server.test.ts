@@ -97,6 +97,47 @@ describe('webhook server (HTTP_PORT)', () => {
     expect(received).toEqual([]);
   });
 
+  it('answers a burst of 1,000 deliveries at once, one connection each, every one with a 2xx', async () => {
+    // A refused delivery counts towards the exchange disabling the endpoint (50 % errors): a burst of status
+    // changes must all be answered (the cap was 256 and refused most of such a burst).
+    const received: Buffer[] = [];
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const server = createWebhookServer({
+      logger,
+      handleWebhook: async (raw) => {
+        received.push(raw);
+        await held;
+        return { status: 200 as const, body: { accepted: true } };
+      },
+    });
+    const base = await listen(server);
+    const { port } = new URL(base);
+    const body = '{"unique_reference":"R","status":"COMPLETED"}';
+    const deliveries = Array.from(
+      { length: 1_000 },
+      () =>
+        new Promise<string>((resolve) => {
+          const socket = connect(Number(port), '127.0.0.1', () =>
+            socket.write(
+              `POST /webhooks/exchange HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+            ),
+          );
+          sockets.push(socket);
+          let data = '';
+          socket.on('data', (chunk) => (data += chunk.toString()));
+          socket.on('close', () => resolve(data.slice(0, 12)));
+          socket.on('error', () => resolve('error'));
+        }),
+    );
+    // Every connection is open and its request handed on before any is answered.
+    for (let i = 0; i < 200 && received.length < 1_000; i++) await new Promise((r) => setTimeout(r, 25));
+    release();
+    const answers = await Promise.all(deliveries);
+    expect(answers.filter((a) => a !== 'HTTP/1.1 200')).toEqual([]);
+    expect(received).toHaveLength(1_000);
+  });
+
   it('caps concurrent connections', async () => {
     const { server } = webhookServer({ maxConnections: 2 });
     const base = await listen(server);
