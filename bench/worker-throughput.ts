@@ -296,11 +296,20 @@ export async function runThroughput(opts: {
     // and starve them (the first full run saw no completion at all in 100 s, for the floor and the worker alike).
     // The cap covers the whole phase, the pacing included (a system that answers each webhook slowly starves this
     // process's timers too: the floor's 10k took over three minutes to advance).
+    // And no faster than the deliveries go out: the next orders move only while fewer than
+    // `maxPendingDeliveries` webhooks are queued or in flight. Without it, once the worker accepted every
+    // connection of a burst (it refused those past 256 before), this process held some 4,000 deliveries at once,
+    // answered the worker's GETs too late (12,668 timeouts) and 141 of 10k orders completed in 100 s: a measure of
+    // the exchange simulator collapsing, not of the system under test. Orders advanced are timed from their own
+    // advance, so the wait is not counted against anyone's latency.
+    const maxPendingDeliveries = 1_000;
     const completeCapMs = opts.completeCapMs ?? opts.capMs;
     const deadline = t1 + completeCapMs;
     let advanced = 0;
     const advancedAt = new Map<string, number>();
     for (let i = 0; i < createdEvents.length && Date.now() < deadline; i += 50) {
+      while (env.sandbox.webhooksPending() >= maxPendingDeliveries && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       for (const e of createdEvents.slice(i, i + 50)) {
         advancedAt.set(String(e.order_id), Date.now());
         env.sandbox.advanceOrder(String(e['unique_reference']), 'completed');

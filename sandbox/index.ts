@@ -55,6 +55,8 @@ export interface SandboxHandle {
   listWebhookDeliveries(): WebhookDelivery[];
   /** Resolves once every webhook delivery queued so far has finished. */
   webhooksIdle(): Promise<void>;
+  /** Webhook deliveries queued or in flight (a benchmark paces itself by it). */
+  webhooksPending(): number;
   webhookStates(): WebhookState[];
   setWebhookEnabled(webhookId: string, enabled: boolean): void;
   emitKycStatus(reference: string, kycStatus: string): void;
@@ -88,6 +90,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     throttleRefusals: () => ctx.throttles.refusals(),
     listWebhookDeliveries: () => control.listWebhookDeliveries(),
     webhooksIdle: () => ctx.webhooks.idle(),
+    webhooksPending: () => ctx.webhooks.pendingCount,
     webhookStates: () => control.webhookStates(),
     setWebhookEnabled: (webhookId, enabled) => control.setWebhookEnabled(webhookId, enabled),
     emitKycStatus: (reference, kycStatus) => control.emitKycStatus(reference, kycStatus),

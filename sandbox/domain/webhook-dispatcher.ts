@@ -102,6 +102,11 @@ export class WebhookDispatcher {
   }
 
   /** Resolves once every delivery queued so far has finished (delivered, failed, timed out or dropped). */
+  /** Deliveries queued or in flight. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
   async idle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
