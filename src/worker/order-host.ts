@@ -1086,11 +1086,14 @@ export class OrderHost {
   private async settleCommand(
     offset: OffsetToCommit,
     written: Promise<boolean>,
-    orderId: string | null,
+    slot: OrderSlot | null,
   ): Promise<void> {
+    const orderId = slot?.orderId ?? null;
     if (this.pipelineDepth <= 1) {
       const done = await written;
-      if (orderId !== null) await this.requireWritten(done, orderId);
+      if (!slot) return;
+      if (!done) this.dropRefused(slot);
+      await this.requireWritten(done, slot.orderId);
       return;
     }
     let queue = this.pipelines.get(offset.partition);
@@ -1098,7 +1101,11 @@ export class OrderHost {
     const inFlight = queue;
     const settled: Promise<void> = written
       .then(
-        (done) => (done ? undefined : this.redeliver(orderId, offset, 'its order lost its lease')),
+        (done) => {
+          if (done) return undefined;
+          if (slot) this.dropRefused(slot);
+          return this.redeliver(orderId, offset, 'its order lost its lease');
+        },
         (error: unknown) => this.redeliver(orderId, offset, (error as Error)?.message ?? String(error)),
       )
       .catch(() => {})
@@ -1108,6 +1115,16 @@ export class OrderHost {
       });
     inFlight.push(settled);
     while (inFlight.length > this.pipelineDepth) await inFlight[0];
+  }
+
+  /**
+   * A command's write of this slot was refused (its lease no longer held, found at commit time, perhaps before the
+   * lease keeper said so): the slot's record holds what never became durable, the command among its remembered
+   * ones. The slot goes at once and the order is reloaded from its last durable record, as after a lost lease;
+   * else the command, delivered again, would be taken for a duplicate of itself and its offset committed unapplied.
+   */
+  private dropRefused(slot: OrderSlot): void {
+    if (this.slots.get(slot.orderId) === slot && !slot.stopped) void this.onLeaseLost(slot.orderId);
   }
 
   /** A pipelined command was not committed: its partition is delivered again from it, once its order is reloaded. */
@@ -1296,7 +1313,7 @@ export class OrderHost {
         await this.settleCommand(
           offset,
           this.persist(slot, { offset, command: [command.command_id, decision.hash] }),
-          command.order_id,
+          slot,
         );
         this.finishIfTerminal(slot);
         return;
@@ -1358,7 +1375,7 @@ export class OrderHost {
     const slot = this.newSlot(record, fence);
     this.slots.set(command.order_id, slot);
     slot.actor = this.binding.create(command, this.startOptions(slot));
-    await this.settleCommand(offset, this.persist(slot, { offset }), command.order_id);
+    await this.settleCommand(offset, this.persist(slot, { offset }), slot);
     this.finishIfTerminal(slot);
   }
 

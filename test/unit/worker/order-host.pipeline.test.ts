@@ -81,10 +81,20 @@ function pipelineHarness(depth: number) {
       .then(() => void (handled = true));
     return { handled: () => handled, done };
   };
+  /** Sends a command again at its offset (the consumer rewound the partition). */
+  const sendAt = (at: number, value: Record<string, unknown>): { done: Promise<void> } => ({
+    done: host.handleMessage({
+      topic: 'commands',
+      partition: 0,
+      offset: String(at),
+      key: String(value['order_id']),
+      value: Buffer.from(JSON.stringify(value)),
+    }),
+  });
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
   };
-  return { host, pending, commitNext, rewinds, valid, send, settle, records };
+  return { host, pending, commitNext, rewinds, valid, send, sendAt, settle, records };
 }
 
 const createOf = (n: number): Record<string, unknown> => ({
@@ -154,5 +164,21 @@ describe('pipelined commands', () => {
     expect(h.rewinds).toEqual([[0, '0']]);
     expect(h.records.has('o-1')).toBe(false);
     expect(h.records.has('o-2')).toBe(true);
+    // Delivered again at once (before any lease keeper reported the loss): o-1 is created this time, not taken
+    // for a duplicate of its own unwritten command, and o-2 is recognised.
+    const redelivered = h.sendAt(0, createOf(1));
+    await h.settle();
+    await redelivered.done;
+    const again = h.sendAt(1, createOf(2));
+    await h.settle();
+    await again.done;
+    expect(
+      h.pending.map((w) => [w.records.some((r) => r.topic === 'state'), w.offsets.map((o) => o.offset)]),
+    ).toEqual([
+      [true, ['0']],
+      [false, ['1']],
+    ]);
+    await h.commitNext();
+    expect(h.records.get('o-1')?.commands.map(([id]) => id)).toEqual(['c-1']);
   });
 });
