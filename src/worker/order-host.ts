@@ -1066,8 +1066,9 @@ export class OrderHost {
    * (offset included) was written. Throwing makes the consumer deliver the message again once the order is
    * reloaded, so the command is neither lost nor applied twice.
    */
-  private async requireWritten(written: boolean, orderId: string): Promise<void> {
+  private async requireWritten(written: boolean, orderId: string, slot?: OrderSlot): Promise<void> {
     if (written) return;
+    if (slot) this.dropRefused(slot);
     await this.reloading.get(orderId);
     throw new WorkerError(
       'command_not_committed',
@@ -1091,9 +1092,7 @@ export class OrderHost {
     const orderId = slot?.orderId ?? null;
     if (this.pipelineDepth <= 1) {
       const done = await written;
-      if (!slot) return;
-      if (!done) this.dropRefused(slot);
-      await this.requireWritten(done, slot.orderId);
+      if (slot) await this.requireWritten(done, slot.orderId, slot);
       return;
     }
     let queue = this.pipelines.get(offset.partition);
@@ -1300,6 +1299,7 @@ export class OrderHost {
             ],
           }),
           command.order_id,
+          slot,
         );
         if (this.slots.get(slot.orderId) === slot) await this.unload(slot);
         return;
@@ -1429,7 +1429,7 @@ export class OrderHost {
         events: [rejected],
         ...(remember ? { command: remember } : {}),
       });
-      await this.requireWritten(written, orderId);
+      await this.requireWritten(written, orderId, slot);
       return;
     }
     const record = inHistory ? this.opts.state.get(orderId) : undefined;

@@ -181,4 +181,34 @@ describe('pipelined commands', () => {
     await h.commitNext();
     expect(h.records.get('o-1')?.commands.map(([id]) => id)).toEqual(['c-1']);
   });
+
+  it('refuses a command again when its remembered refusal was not written (its order lost its lease)', async () => {
+    const h = pipelineHarness(8);
+    h.send(createOf(1));
+    await h.settle();
+    await h.commitNext();
+    // Another create for o-1: refused (order_exists) and remembered, but the lease is gone before the commit.
+    const other = { ...createOf(1), command_id: 'c-other', deposit_amount: '9' };
+    const refused = h.sendAt(1, other).done.then(
+      () => 'handled',
+      (error: { code?: string }) => error.code,
+    );
+    await h.settle();
+    h.valid.delete('o-1');
+    await h.commitNext();
+    expect(await refused).toBe('command_not_committed');
+    // Delivered again: refused again and published, not skipped as a duplicate of its own unwritten refusal (the
+    // reloaded order's own first write goes first: the command waits for it, as for any write of its order).
+    const again = h.sendAt(1, other);
+    await h.settle();
+    const types: unknown[] = [];
+    while (h.pending.length) {
+      const write = await h.commitNext();
+      types.push(...write.records.map((r) => (JSON.parse(r.value ?? '{}') as { type?: unknown }).type));
+      await h.settle();
+    }
+    await again.done;
+    expect(types).toContain('command.rejected');
+    expect(h.records.get('o-1')?.commands.map(([id]) => id)).toEqual(['c-1', 'c-other']);
+  });
 });
