@@ -43,6 +43,19 @@ export function fastSandbox(config: SandboxConfigInput): SandboxConfigInput {
   };
 }
 
+/**
+ * BENCH_WORKER_ENV: worker settings for a comparison run, as a JSON object of strings (for example
+ * `{"COMMAND_PIPELINE_DEPTH":"1"}`), laid over every benchmark's own.
+ */
+function benchWorkerEnv(): Record<string, string> {
+  const text = process.env['BENCH_WORKER_ENV'];
+  if (!text) return {};
+  const parsed = JSON.parse(text) as unknown;
+  if (!parsed || typeof parsed !== 'object' || Object.values(parsed).some((v) => typeof v !== 'string'))
+    throw new Error('BENCH_WORKER_ENV must be a JSON object of strings');
+  return parsed as Record<string, string>;
+}
+
 export const workerBenchEnv = {
   API_BUDGET_PER_MINUTE: '100000',
   LOG_LEVEL: 'warn',
@@ -79,7 +92,7 @@ export async function startBenchSystem(opts: {
     partitions: opts.partitions ?? 6,
     sandbox: fastSandbox,
     baseConfig: demoConfig,
-    env: { ...workerBenchEnv, EXCHANGE_API_URL: exchange.url, ...opts.env },
+    env: { ...workerBenchEnv, EXCHANGE_API_URL: exchange.url, ...opts.env, ...benchWorkerEnv() },
   });
   exchange.setUpstream(env.sandbox.url);
   const bootMs = Date.now() - started;
