@@ -80,6 +80,25 @@ function writer(
   return w;
 }
 
+/** A writer committing offsets for a group of its own, and that group's committed offsets by partition. */
+async function offsetWriter(
+  kafka: Kafka,
+  fatal: Error[],
+  topic: string,
+): Promise<{ w: TransactionalWriter; committed: () => Promise<Record<number, string>> }> {
+  const group = uniqueName('group');
+  const w = writer(kafka, fatal, uniqueName('tx'), [], group);
+  await w.connect();
+  const admin = kafka.admin();
+  await admin.connect();
+  cleanups.push(() => admin.disconnect());
+  const committed = async (): Promise<Record<number, string>> => {
+    const [entry] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+    return Object.fromEntries((entry?.partitions ?? []).map((p) => [p.partition, p.offset]));
+  };
+  return { w, committed };
+}
+
 describe('transactional writer', () => {
   it('sends the topics it is told to zstd-compressed, readable by our consumers, and the others plain', async () => {
     const { kafka, topic, fatal } = await setup(1_048_588);
@@ -156,16 +175,7 @@ describe('transactional writer', () => {
 
   it('commits no offset past a refused write until that command is written again (pipelined commands)', async () => {
     const { kafka, topic, fatal } = await setup(1_048_588);
-    const group = uniqueName('group');
-    const w = writer(kafka, fatal, uniqueName('tx'), [], group);
-    await w.connect();
-    const admin = kafka.admin();
-    await admin.connect();
-    cleanups.push(() => admin.disconnect());
-    const committed = async (): Promise<Record<number, string>> => {
-      const [entry] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-      return Object.fromEntries((entry?.partitions ?? []).map((p) => [p.partition, p.offset]));
-    };
+    const { w, committed } = await offsetWriter(kafka, fatal, topic);
     const at = (partition: number, offset: number) => ({ topic, partition, offset: String(offset) });
     // Commands 10, 11 and 12 of partition 0 handled one after the other before any committed; 10's order lost its
     // lease. 11's records are written (its own order's lease holds) but no offset of partition 0 past 9 commits.
@@ -195,16 +205,9 @@ describe('transactional writer', () => {
 
   it('releases an offset hold when the partition is assigned anew, after the writes queued before', async () => {
     const { kafka, topic, fatal } = await setup(1_048_588);
-    const group = uniqueName('group');
-    const w = writer(kafka, fatal, uniqueName('tx'), [], group);
-    await w.connect();
-    const admin = kafka.admin();
-    await admin.connect();
-    cleanups.push(() => admin.disconnect());
-    const committed = async (): Promise<string | undefined> =>
-      (await admin.fetchOffsets({ groupId: group, topics: [topic] }))[0]?.partitions.find(
-        (p) => p.partition === 0,
-      )?.offset;
+    const offsets = await offsetWriter(kafka, fatal, topic);
+    const { w } = offsets;
+    const committed = async (): Promise<string | undefined> => (await offsets.committed())[0];
     const at = (offset: number) => ({ topic, partition: 0, offset: String(offset) });
     const refused = w.write([{ topic, key: 'a', partition: 0, value: '3' }], [at(3)], () => false);
     const queuedBefore = w.write([], [at(4)]);
