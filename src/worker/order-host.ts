@@ -236,6 +236,11 @@ export class OrderHost {
   private readonly pipelineDepth: number;
   /** Per partition, the pipelined commands whose writes are in flight, oldest first (settled, never rejected). */
   private readonly pipelines = new Map<number, Promise<void>[]>();
+  /**
+   * Per partition, the offset of a refused pipelined command it is being delivered again from: a command past it
+   * that reaches its decision meanwhile is left undecided (it comes again after the refused one).
+   */
+  private readonly redelivering = new Map<number, bigint>();
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
@@ -504,6 +509,8 @@ export class OrderHost {
    * a partition that has just been revoked gives up instead of blocking the next owner.
    */
   setAssignment(partitions: readonly number[]): void {
+    // A new assignment starts each partition from the group's committed offset: no redelivery is awaited.
+    this.redelivering.clear();
     this.assigned.clear();
     for (const partition of partitions) this.assigned.add(partition);
     // Orders of a revoked partition stop now and release their leases: the new owner is waiting for them.
@@ -1103,9 +1110,13 @@ export class OrderHost {
         (done) => {
           if (done) return undefined;
           if (slot) this.dropRefused(slot);
+          this.awaitRedelivery(offset);
           return this.redeliver(orderId, offset, 'its order lost its lease');
         },
-        (error: unknown) => this.redeliver(orderId, offset, (error as Error)?.message ?? String(error)),
+        (error: unknown) => {
+          this.awaitRedelivery(offset);
+          return this.redeliver(orderId, offset, (error as Error)?.message ?? String(error));
+        },
       )
       .catch(() => {})
       .finally(() => {
@@ -1124,6 +1135,27 @@ export class OrderHost {
    */
   private dropRefused(slot: OrderSlot): void {
     if (this.slots.get(slot.orderId) === slot && !slot.stopped) void this.onLeaseLost(slot.orderId);
+  }
+
+  /** From now until the command at `offset` comes again, its partition decides nothing past it. */
+  private awaitRedelivery(offset: OffsetToCommit): void {
+    const at = BigInt(offset.offset);
+    const pending = this.redelivering.get(offset.partition);
+    if (pending === undefined || at < pending) this.redelivering.set(offset.partition, at);
+  }
+
+  /**
+   * False for a command past a refused one its partition is being delivered again from: it is left undecided,
+   * nothing written and no offset committed (it comes again after the refused one; deciding it now could, for
+   * instance, refuse a command for an order whose creation is about to be applied again). The refused command
+   * itself, or one before it, ends the wait.
+   */
+  private mayDecide(message: InboundCommandMessage): boolean {
+    const pending = this.redelivering.get(message.partition);
+    if (pending === undefined) return true;
+    if (BigInt(message.offset) > pending) return false;
+    this.redelivering.delete(message.partition);
+    return true;
   }
 
   /** A pipelined command was not committed: its partition is delivered again from it, once its order is reloaded. */
@@ -1254,6 +1286,13 @@ export class OrderHost {
     const orderId = parsed.ok ? parsed.command.order_id : null;
     const slot = orderId === null ? undefined : this.slots.get(orderId);
     const record = orderId === null ? undefined : (slot?.record ?? this.opts.state.get(orderId));
+    if (!this.mayDecide(message)) {
+      this.logger.debug(
+        { partition: message.partition, offset: message.offset },
+        'command left for its partition to deliver again (a command before it was refused)',
+      );
+      return;
+    }
     const decision = decide(
       parsed,
       { partition: message.partition, now: this.opts.now() },
