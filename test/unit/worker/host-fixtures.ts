@@ -2,7 +2,7 @@
 // over recording stand-ins of its ports (the journal is the real one, over a stand-in writer and store).
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
-import type { MachineBinding } from '../../../src/worker/machine-binding.ts';
+import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machine-binding.ts';
 import {
   OrderHost,
   type OrderHostMetrics,
@@ -120,3 +120,16 @@ export const noMetrics: OrderHostMetrics = {
   orderPassivated: () => {},
   orderReactivated: () => {},
 };
+
+/** What a stand-in actor of an open order reports: nothing confirmed, no exchange order yet. */
+export function openOrderStatus(): ReturnType<OrderActorHandle['status']> {
+  return {
+    state: '"open"',
+    terminal: false,
+    depositTxHash: null,
+    lastConfirmedAt: null,
+    lastStatus: null,
+    confirmedAt: null,
+    uniqueReference: null,
+  };
+}

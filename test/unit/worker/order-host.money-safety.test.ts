@@ -10,7 +10,7 @@ import type {
   StartOrderOptions,
 } from '../../../src/worker/machine-binding.ts';
 import { commandContentHash } from '../../../src/worker/command-intake.ts';
-import { hostOver } from './host-fixtures.ts';
+import { hostOver, openOrderStatus } from './host-fixtures.ts';
 import type { OrderLeases } from '../../../src/worker/order-host.ts';
 import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
 
@@ -51,15 +51,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
   const handle: OrderActorHandle = {
     can: () => true,
     send: () => {},
-    status: () => ({
-      state: '"open"',
-      terminal: false,
-      depositTxHash: null,
-      lastConfirmedAt: null,
-      lastStatus: null,
-      confirmedAt: null,
-      uniqueReference: null,
-    }),
+    status: openOrderStatus,
     durable: () => ({ fake: true }),
     stop: () => void stopped++,
   };

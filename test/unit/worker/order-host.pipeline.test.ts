@@ -7,7 +7,7 @@ import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
 import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machine-binding.ts';
 import type { OrderLeases } from '../../../src/worker/order-host.ts';
-import { createCommand, hostOver, memoryStore } from './host-fixtures.ts';
+import { createCommand, hostOver, memoryStore, openOrderStatus } from './host-fixtures.ts';
 
 interface PendingWrite {
   records: OutboundRecord[];
@@ -47,16 +47,7 @@ function pipelineHarness(depth: number) {
   const handle = (): OrderActorHandle => ({
     can: () => true,
     send: () => {},
-    status: () => ({
-      state: '"open"',
-      terminal: false,
-      depositTxHash: null,
-      lastConfirmedAt: null,
-      lastStatus: null,
-      confirmedAt: null,
-      uniqueReference: null,
-      accepts: true,
-    }),
+    status: openOrderStatus,
     durable: () => ({ fake: true }),
     stop: () => {},
   });
