@@ -67,6 +67,10 @@ export function inProcessHost(passivation: boolean): {
     acquire: () => Promise.resolve({ fence: 1 }),
     release: () => Promise.resolve(),
     isValid: () => true,
+    suspend: () => Date.now(),
+    keepAgain: () => true,
+    resume: (_orderId, fence) => Promise.resolve({ fence }),
+    releaseSuspended: () => Promise.resolve(),
   };
   const now = (): number => Date.now();
   // The exchange answers as if a day had passed: the machine takes its clock from the answers, so every order's

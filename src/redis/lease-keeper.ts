@@ -34,6 +34,8 @@ interface Kept {
   lastError: WorkerError | undefined;
   renewTimer: NodeJS.Timeout | undefined;
   deadlineTimer: NodeJS.Timeout | undefined;
+  /** Put aside by suspend(): a renewal still in flight must not release it (its holder may take it up again). */
+  suspended?: boolean;
 }
 
 export class LeaseKeeper {
@@ -97,6 +99,42 @@ export class LeaseKeeper {
     if (!kept) return false;
     this.#forget(kept);
     return this.#lease.release(kept.grant);
+  }
+
+  /**
+   * Stops renewing a lease that is still ours without giving it up (a resting order: nothing to do until its next
+   * event, so no renewal every ttl/3). Returns when it was last renewed (the local clock, before the renewal was
+   * sent) if it is still valid, for keepAgain(); undefined when it was not kept or is no longer valid. The lease
+   * runs out on its own ttl unless it is kept again in time; a renewal in flight meanwhile only extends it.
+   */
+  suspend(orderId: string): number | undefined {
+    const kept = this.#kept.get(orderId);
+    if (!kept) return undefined;
+    const valid = this.#now() <= this.#validUntil(kept);
+    kept.suspended = true;
+    this.#forget(kept);
+    return valid ? kept.lastRenewedAt : undefined;
+  }
+
+  /**
+   * Keeps a suspended lease again without asking Redis, when it is still valid on the local clock: nobody else can
+   * have taken it, since its key has not expired. False (nothing kept) when it is no longer valid: take it again
+   * (resume) instead.
+   */
+  keepAgain(grant: LeaseGrant, lastRenewedAt: number): boolean {
+    const kept: Kept = {
+      grant,
+      lastRenewedAt,
+      lastError: undefined,
+      renewTimer: undefined,
+      deadlineTimer: undefined,
+    };
+    if (this.#now() > this.#validUntil(kept)) return false;
+    this.#stopTimers(grant.orderId);
+    this.#kept.set(grant.orderId, kept);
+    this.#armDeadline(kept);
+    this.#scheduleRenewal(kept, lastRenewedAt + grant.ttlMs / 3 - this.#now());
+    return true;
   }
 
   /** Stops renewing without touching Redis: the lease runs out on its own ttl. */
@@ -179,7 +217,7 @@ export class LeaseKeeper {
       // Reported lost or released while the renewal was in flight: do not leave a lease nobody drives
       // (unless the same grant is kept again).
       const sameGrant = current?.grant.fence === kept.grant.fence && current.grant.owner === kept.grant.owner;
-      if (renewed && !sameGrant) await this.#lease.release(kept.grant).catch(() => false);
+      if (renewed && !sameGrant && !kept.suspended) await this.#lease.release(kept.grant).catch(() => false);
       return;
     }
     if (!renewed) {

@@ -27,7 +27,12 @@ export const openStatuses: readonly ExchangeStatus[] = (
 
 /** The orders a listing row may concern: this replica's (OrderHost). */
 export interface ListingTarget {
-  deliverListing(row: { uniqueReference: string; status: string; at: number }): ListingOutcome;
+  /** A promise when the order must be woken first (its lease taken up again from Redis). */
+  deliverListing(row: {
+    uniqueReference: string;
+    status: string;
+    at: number;
+  }): ListingOutcome | Promise<ListingOutcome>;
   /** True when this replica drives an open exchange order of `mode` (else its walks are skipped). */
   drivesOpenOrders(mode: TradingMode): boolean;
 }
@@ -195,11 +200,15 @@ export class CefiListing {
       }
       summary.pages++;
       metrics?.pageFetched(mode);
-      for (const order of result.results) {
+      // A page's rows together: a resting order's wake waits for Redis, and the page's wakes share the wait.
+      const outcomes = await Promise.all(
+        result.results.map(async (order) =>
+          target.deliverListing({ uniqueReference: order.uniqueReference, status: order.status, at }),
+        ),
+      );
+      for (const outcome of outcomes) {
         summary.rows++;
-        summary.outcomes[
-          target.deliverListing({ uniqueReference: order.uniqueReference, status: order.status, at })
-        ]++;
+        summary.outcomes[outcome]++;
       }
       if (!result.next) return;
       cursor = result.next;

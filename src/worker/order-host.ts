@@ -57,6 +57,23 @@ export interface OrderLeases {
   release(orderId: string): Promise<void>;
   /** False once the lease may have passed to someone else (lost, expired, or unrenewed for too long). */
   isValid(orderId: string): boolean;
+  /**
+   * A resting order: stop renewing its lease without giving it up (it runs out on its ttl). Returns when it was
+   * last renewed if it is still valid (for keepAgain), else undefined. `onLost` no longer runs for it.
+   */
+  suspend(orderId: string): number | undefined;
+  /** Keeps a suspended lease again, synchronously and without Redis, if it is still valid locally; else false. */
+  keepAgain(orderId: string, fence: number, lastRenewedAt: number, onLost: () => void): boolean;
+  /**
+   * Takes a suspended lease up again: the same fence when the lease is still ours in Redis, else a new grant above
+   * `fence` (null when another owner holds it). A fence above `fence + 1` means someone else held it in between.
+   */
+  resume(orderId: string, fence: number, onLost: () => void): Promise<{ fence: number } | null>;
+  /**
+   * Frees a suspended lease if it may still be ours (a resting order leaving this replica); nothing when it ran out
+   * long ago (`lastRenewedAt` as suspend gave it).
+   */
+  releaseSuspended(orderId: string, fence: number, lastRenewedAt: number): Promise<void>;
 }
 
 /** Where each order lives, shared by every replica (this one holds only its own partitions' records). */
@@ -184,8 +201,13 @@ interface OrderSlot {
   webhookAt: number | undefined;
   /** The rev of the latest record once it is committed (and nothing newer was appended meanwhile). */
   durableRev: number;
-  /** Set while passivated (no actor): the state it waits in (for metrics) and when its machine is due. */
-  passive: { state: string; wakeAt: number; confirmedAt: number | null } | undefined;
+  /**
+   * Set while passivated (no actor): the state it waits in (for metrics), when its machine is due, and when its
+   * suspended lease was last renewed if it was still valid then (no renewals while at rest).
+   */
+  passive:
+    | { state: string; wakeAt: number; confirmedAt: number | null; leaseRenewedAt: number | undefined }
+    | undefined;
   /** The actor is being re-created from the record: its start is not a change to write. */
   waking: boolean;
 }
@@ -216,6 +238,8 @@ export class OrderHost {
   private readonly assigned = new Set<number>();
   /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
   private readonly reloading = new Map<string, Promise<void>>();
+  /** Resting orders whose suspended lease is being taken up again (from Redis) to wake them. */
+  private readonly resuming = new Map<string, Promise<void>>();
   /** Restores of added partitions under way (onAssignment): the orphan sweep waits for them. */
   private restoresRunning = 0;
   /** Unfinished orders the last orphan sweep found driven by nobody here; adopted if the next sweep agrees. */
@@ -396,9 +420,13 @@ export class OrderHost {
    * or not wanted in the order's state); false when the order is not driven here (route it through Kafka). A hint is
    * best effort either way: if this replica loses the order meanwhile, the next owner's poll confirms the status.
    */
-  deliverHint(hint: { orderId: string; status: string; receivedAt: string }): boolean {
+  deliverHint(hint: { orderId: string; status: string; receivedAt: string }, again = true): boolean {
     const slot = this.slots.get(hint.orderId);
-    if (slot?.passive) this.wake(slot, 'hint');
+    if (slot?.passive && !this.wake(slot, 'hint') && this.resuming.has(hint.orderId)) {
+      // Its lease is being taken up again from Redis: the hint follows once the order is live (once only).
+      if (again) void this.awake(hint.orderId).then(() => this.deliverHint(hint, false));
+      return true;
+    }
     if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(hint.orderId)) return false;
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.opts.now() };
     if (!slot.actor.can(event)) return true;
@@ -423,12 +451,17 @@ export class OrderHost {
    * not take it (a GET in flight, a listing older than its last confirmation, an order not yet or no longer open),
    * 'not_here' when no order of this replica records that exchange order (another replica's, or none).
    */
-  deliverListing(row: { uniqueReference: string; status: string; at: number }): ListingOutcome {
+  deliverListing(
+    row: { uniqueReference: string; status: string; at: number },
+    again = true,
+  ): ListingOutcome | Promise<ListingOutcome> {
     const orderId = this.ownerOfReference(row.uniqueReference);
     const slot = orderId === undefined ? undefined : this.slots.get(orderId);
     // A passivated order is woken for its listing like for a hint: the machine alone decides what a listing means
-    // (a confirmation re-arms its poll, another status is a GET), and it rests again after the idle time.
-    if (slot?.passive) this.wake(slot, 'listing');
+    // (a confirmation re-arms its poll, another status is a GET), and it rests again after the idle time. Its lease
+    // may have to be taken up again from Redis first: the row follows once the order is live.
+    if (slot?.passive && !this.wake(slot, 'listing') && this.resuming.has(slot.orderId))
+      return again ? this.awake(slot.orderId).then(() => this.deliverListing(row, false)) : 'ignored';
     if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(slot.orderId)) return 'not_here';
     const actor = slot.actor;
     const status = actor.status();
@@ -595,6 +628,7 @@ export class OrderHost {
 
   private async unload(slot: OrderSlot): Promise<void> {
     if (slot.stopped) return;
+    const suspended = slot.passive && { renewedAt: slot.passive.leaseRenewedAt, fence: slot.fence };
     slot.stopped = true;
     slot.actor?.stop();
     this.dropSlot(slot);
@@ -603,6 +637,11 @@ export class OrderHost {
     // A request that already left (stopping the actor does not recall a POST in flight) must end before the
     // lease does: the next owner's lookup must not run while it can still land.
     await this.opts.callsSettled?.(slot.orderId, this.opts.callsSettleTimeoutMs ?? 35_000);
+    // A resting order's lease is suspended, not kept: freed by its token if it may still be ours in Redis.
+    if (suspended && suspended.renewedAt !== undefined)
+      await this.opts.leases
+        .releaseSuspended(slot.orderId, suspended.fence, suspended.renewedAt)
+        .catch(() => {});
     await this.opts.leases.release(slot.orderId).catch((error: unknown) => {
       this.logger.warn(
         { orderId: slot.orderId, err: { message: (error as Error).message } },
@@ -645,7 +684,7 @@ export class OrderHost {
   }
 
   /** Restores an order whose lease we hold from its latest durable record; false (lease released) if finished. */
-  private async restoreLatest(orderId: string, fence: number): Promise<boolean> {
+  private async restoreLatest(orderId: string, fence: number, live = false): Promise<boolean> {
     if (this.slots.has(orderId)) return false;
     const record = this.opts.state.get(orderId);
     if (!record || record.terminal || !this.assigned.has(record.partition)) {
@@ -662,7 +701,8 @@ export class OrderHost {
     // A resting order is restored as it rests (passivation on): no actor until its deadline or an event, and no
     // record written now. Waking re-creates the actor from this record; its first change is written under the new
     // fence before any call it makes, as every change is.
-    const resting = this.passivateIdleMs > 0 && !record.halted ? this.binding.resting(record.machine) : null;
+    const resting =
+      this.passivateIdleMs > 0 && !record.halted && !live ? this.binding.resting(record.machine) : null;
     if (resting) {
       slot.durableRev = slot.record.rev;
       this.rest(slot, stateLabel(resting.stateValue), resting.wakeAt, resting.confirmedAt);
@@ -688,7 +728,7 @@ export class OrderHost {
    * The lease of an order was lost (expired, stolen, or Redis restarted empty): stop it and reload from Kafka.
    * Never rejects: a failed reload is retried with backoff while the order's partition is ours.
    */
-  async onLeaseLost(orderId: string): Promise<void> {
+  async onLeaseLost(orderId: string, live = false): Promise<void> {
     const slot = this.slots.get(orderId);
     if (!slot || slot.stopped) return;
     this.opts.metrics?.leaseLost();
@@ -707,7 +747,7 @@ export class OrderHost {
         return;
       }
       try {
-        await this.adopt(orderId, slot.partition);
+        await this.adopt(orderId, slot.partition, live);
         return;
       } catch (error) {
         this.logger.error(
@@ -726,7 +766,7 @@ export class OrderHost {
    * or a previous owner created it after this replica's restore): takes its lease, reads up to a barrier, restores.
    * One load per order at a time; its commands wait for it. Throws (retryable) when the partition goes meanwhile.
    */
-  private adopt(orderId: string, partition: number): Promise<void> {
+  private adopt(orderId: string, partition: number, live = false): Promise<void> {
     const pending = this.reloading.get(orderId);
     if (pending) return pending;
     const load = (async () => {
@@ -743,7 +783,7 @@ export class OrderHost {
       try {
         // Whoever held the lease meanwhile wrote its last records before letting go: read up to them first.
         await this.opts.state.catchUp([partition]);
-        await this.restoreLatest(orderId, fence);
+        await this.restoreLatest(orderId, fence, live);
       } catch (error) {
         await this.opts.leases.release(orderId).catch(() => {});
         throw error;
@@ -799,7 +839,10 @@ export class OrderHost {
   private rest(slot: OrderSlot, label: string, wakeAt: number, confirmedAt: number | null): void {
     let state = this.stateLabels.get(label);
     if (state === undefined) this.stateLabels.set(label, (state = label));
-    slot.passive = { state, wakeAt, confirmedAt };
+    // Nothing to do until the next event: the lease is no longer renewed (it runs out on its ttl), and is kept
+    // again or taken up again when the order wakes.
+    const leaseRenewedAt = this.opts.leases.suspend(slot.orderId);
+    slot.passive = { state, wakeAt, confirmedAt, leaseRenewedAt };
     slot.origin = undefined;
     slot.lastWrite = settledWrite;
     slot.webhookAt = undefined;
@@ -817,18 +860,85 @@ export class OrderHost {
   }
 
   /**
-   * Re-creates a passivated order's actor from its durable record, exactly as a restore does (this replica wrote
-   * that record and still holds the lease, so no barrier is needed), synchronously: the event that woke it is
-   * delivered after, in order. False when the order cannot be woken here: stopped, or its lease is no longer
-   * valid, in which case it is handed to the lease-loss path (stopped, reloaded from Kafka) like a live order.
+   * Wakes a passivated order: re-creates its actor from its durable record, exactly as a restore does, once its
+   * lease is held again. True when it is live now: its suspended lease was still valid on the local clock (kept
+   * again without asking Redis: nobody else can have taken it), so the wake is synchronous and the event that woke
+   * it is delivered after, in order. False otherwise: stopped or halted, or its lease is being taken up again from
+   * Redis (`resuming`; `awake` resolves once that is over), the event to follow then.
    */
   private wake(slot: OrderSlot, reason: WakeReason): boolean {
     if (!slot.passive) return Boolean(slot.actor);
-    if (slot.stopped || slot.halted) return false;
-    if (!this.mayAct(slot.orderId)) {
-      void this.onLeaseLost(slot.orderId);
-      return false;
-    }
+    if (slot.stopped || slot.halted || this.writerFailed) return false;
+    const orderId = slot.orderId;
+    const renewedAt = slot.passive.leaseRenewedAt;
+    if (
+      renewedAt !== undefined &&
+      this.opts.leases.keepAgain(orderId, slot.fence, renewedAt, () => void this.onLeaseLost(orderId))
+    )
+      return this.wakeNow(slot, reason);
+    void this.resumeLease(slot, reason);
+    return false;
+  }
+
+  /** Resolves once a wake under way for the order (its lease taken up again, or a reload) is over. */
+  private async awake(orderId: string): Promise<void> {
+    await this.resuming.get(orderId);
+    await this.reloading.get(orderId);
+  }
+
+  /**
+   * Takes a resting order's suspended lease up again from Redis, then wakes it. The record the slot rests with is
+   * this replica's latest when nobody held the lease in between: the lease was still ours (same fence) or the new
+   * fence follows ours directly, and the state topic holds nothing newer for the order. Otherwise (another replica
+   * drove it in between, or holds it now) the order is reloaded from Kafka under the lease, as after a lost lease,
+   * and comes back live.
+   */
+  private resumeLease(slot: OrderSlot, reason: WakeReason): Promise<void> {
+    const orderId = slot.orderId;
+    const pending = this.resuming.get(orderId);
+    if (pending) return pending;
+    const resume = (async () => {
+      const fence = slot.fence;
+      const grant = await this.opts.leases
+        .resume(orderId, fence, () => void this.onLeaseLost(orderId))
+        .catch((error: unknown) => {
+          this.logger.warn(
+            { orderId, err: { message: (error as Error).message } },
+            'could not take the lease of a resting order up again',
+          );
+          return null;
+        });
+      const here =
+        this.slots.get(orderId) === slot &&
+        !slot.stopped &&
+        slot.passive !== undefined &&
+        this.assigned.has(slot.partition) &&
+        !this.writerFailed;
+      if (!here) {
+        if (grant) await this.opts.leases.release(orderId).catch(() => {});
+        return;
+      }
+      const stored = this.opts.state.get(orderId);
+      if (grant && grant.fence <= fence + 1 && (!stored || stored.rev <= slot.record.rev)) {
+        slot.fence = grant.fence;
+        this.wakeNow(slot, reason);
+        return;
+      }
+      if (grant) await this.opts.leases.release(orderId).catch(() => {});
+      this.logger.info(
+        { orderId, fence, granted: grant?.fence ?? null },
+        'a resting order may have been driven elsewhere meanwhile; reloading it from Kafka',
+      );
+      // Registered before this resume ends, so whoever awaits the wake awaits the reload too.
+      await this.onLeaseLost(orderId, true);
+    })().finally(() => this.resuming.delete(orderId));
+    this.resuming.set(orderId, resume);
+    return resume;
+  }
+
+  /** The wake itself, once the lease is held: the actor re-created from the record, synchronously. */
+  private wakeNow(slot: OrderSlot, reason: WakeReason): boolean {
+    if (!slot.passive) return Boolean(slot.actor);
     this.wakes.cancel(slot.orderId);
     slot.passive = undefined;
     slot.origin = fromTraceparent(slot.record.trace_origin);
@@ -1271,7 +1381,8 @@ export class OrderHost {
     // A passivated order comes back to life before its command is decided (a wake that fails on a lost lease hands
     // the order to its reload, which the adoption below joins).
     const passive = named === null ? undefined : this.slots.get(named);
-    if (passive?.passive && this.routedHere(passive.orderId, message)) this.wake(passive, 'command');
+    if (passive?.passive && this.routedHere(passive.orderId, message) && !this.wake(passive, 'command'))
+      await this.awake(passive.orderId);
     // A command is decided on its order's durable state: one that follows a pipelined command of the same order
     // waits for that command's write (a refused one reloads the order, awaited below).
     const writing = named === null ? undefined : this.slots.get(named);

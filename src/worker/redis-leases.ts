@@ -3,7 +3,7 @@
 // passed back as minFence so fences stay monotonic even after Redis restarts empty. Whoever takes a lease says what
 // to do when it is lost.
 import { LeaseKeeper, type LeaseLossReason } from '../redis/lease-keeper.ts';
-import type { OrderLease } from '../redis/order-lease.ts';
+import type { LeaseGrant, OrderLease } from '../redis/order-lease.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { OrderLeases } from './order-host.ts';
 
@@ -45,6 +45,40 @@ export class RedisOrderLeases implements OrderLeases {
     this.keeper.keep(grant);
     this.log.debug({ orderId, fence: grant.fence, minFence }, 'order lease granted');
     return { fence: grant.fence };
+  }
+
+  suspend(orderId: string): number | undefined {
+    this.onLost.delete(orderId);
+    return this.keeper.suspend(orderId);
+  }
+
+  keepAgain(orderId: string, fence: number, lastRenewedAt: number, onLost: () => void): boolean {
+    if (!this.keeper.keepAgain(this.grantOf(orderId, fence, lastRenewedAt), lastRenewedAt)) return false;
+    this.onLost.set(orderId, onLost);
+    return true;
+  }
+
+  async resume(orderId: string, fence: number, onLost: () => void): Promise<{ fence: number } | null> {
+    // Still ours in Redis (its key not expired, or a renewal in flight at the suspension extended it): the same
+    // fence, nobody held it in between. Else a new grant above it, as for any acquire.
+    const sentAt = Date.now();
+    const grant = this.grantOf(orderId, fence, sentAt);
+    if (await this.lease.renew(grant)) {
+      this.onLost.set(orderId, onLost);
+      this.keeper.keep(grant);
+      return { fence };
+    }
+    return this.acquire(orderId, fence, onLost);
+  }
+
+  async releaseSuspended(orderId: string, fence: number, lastRenewedAt: number): Promise<void> {
+    // Run out for sure (a renewal in flight at the suspension extends it by one ttl at most): nothing to free.
+    if (Date.now() > lastRenewedAt + 2 * this.ttlMs) return;
+    await this.lease.release(this.grantOf(orderId, fence, lastRenewedAt));
+  }
+
+  private grantOf(orderId: string, fence: number, acquiredAt: number): LeaseGrant {
+    return { orderId, owner: this.owner, fence, ttlMs: this.ttlMs, acquiredAt };
   }
 
   async release(orderId: string): Promise<void> {

@@ -4,6 +4,8 @@ import type { WorkerError } from '../../../src/errors.ts';
 import { LeaseKeeper, type LeaseLossReason } from '../../../src/redis/lease-keeper.ts';
 import { leaseKey, OrderLease, type LeaseGrant } from '../../../src/redis/order-lease.ts';
 import type { RedisClient } from '../../../src/redis/connect.ts';
+import { createLogger } from '../../../src/telemetry/logger.ts';
+import { RedisOrderLeases } from '../../../src/worker/redis-leases.ts';
 import { eventually, reconnected, useOwnRedis } from './redis-fixture.ts';
 
 const redis = useOwnRedis();
@@ -41,6 +43,72 @@ async function harness(opts: { commandTimeoutMs?: number } = {}): Promise<Harnes
 }
 
 describe('LeaseKeeper', () => {
+  it('suspends a lease without renewing or freeing it, and keeps it again only while it is still valid', async () => {
+    const h = await harness();
+    const grant = await h.acquire('order-1', 600);
+    h.keeper.keep(grant);
+    await sleep(250);
+    const renewedAt = h.keeper.suspend('order-1');
+    expect(renewedAt).toBeTypeOf('number');
+    expect(h.keeper.isValid('order-1')).toBe(false);
+    // Still ours in Redis until its ttl runs out (nobody else can take it meanwhile), and kept again locally.
+    expect(await h.lease.holder('order-1')).toMatchObject({ owner: 'replica-a', fence: grant.fence });
+    expect(h.keeper.keepAgain(grant, renewedAt ?? 0)).toBe(true);
+    expect(h.keeper.isValid('order-1')).toBe(true);
+    // Kept again, it is renewed again: alive well past its ttl.
+    await sleep(1_000);
+    expect(await h.lease.holder('order-1')).toMatchObject({ fence: grant.fence });
+    const again = h.keeper.suspend('order-1');
+    // Not renewed while suspended: it runs out in Redis on its ttl, and is not kept again past its validity.
+    await sleep(800);
+    expect(await h.lease.holder('order-1')).toBeNull();
+    expect(h.keeper.keepAgain(grant, again ?? 0)).toBe(false);
+    expect(h.keeper.isValid('order-1')).toBe(false);
+    expect(h.lost).toEqual([]);
+  });
+
+  it('does not free a suspended lease when a renewal that was in flight at the suspension comes back', async () => {
+    const h = await harness();
+    const pauser = await redis.client();
+    const grant = await h.acquire('order-1', 900);
+    h.keeper.keep(grant);
+    // Its renewal (due at ttl/3, 300 ms) is held by Redis until 600 ms; the lease is suspended meanwhile.
+    await sleep(200);
+    await pauser.call('CLIENT', 'PAUSE', '400', 'WRITE');
+    await sleep(200);
+    expect(h.keeper.suspend('order-1')).toBeTypeOf('number');
+    await sleep(350);
+    // The renewal came back after the suspension: the lease is still ours (the order may wake and keep it again).
+    expect(await h.lease.holder('order-1')).toMatchObject({ owner: 'replica-a', fence: grant.fence });
+  });
+
+  it('RedisOrderLeases.resume: the same fence while the suspended lease is ours in Redis, the next once it ran out, null while another holds it', async () => {
+    const client = await redis.client();
+    const lease = new OrderLease(client);
+    const logger = createLogger({ level: 'silent' });
+    const mine = new RedisOrderLeases({ lease, owner: 'replica-a', ttlMs: 600, logger });
+    const other = new RedisOrderLeases({ lease, owner: 'replica-b', ttlMs: 600, logger });
+    const granted = await mine.acquire('order-1', 0, () => {});
+    if (!granted) throw new Error('expected a grant');
+    const renewedAt = mine.suspend('order-1');
+    expect(mine.isValid('order-1')).toBe(false);
+    expect(await mine.resume('order-1', granted.fence, () => {})).toEqual({ fence: granted.fence });
+    expect(mine.isValid('order-1')).toBe(true);
+    mine.suspend('order-1');
+    await sleep(700);
+    expect(await mine.resume('order-1', granted.fence, () => {})).toEqual({ fence: granted.fence + 1 });
+    mine.suspend('order-1');
+    await sleep(700);
+    const theirs = await other.acquire('order-1', granted.fence + 1, () => {});
+    expect(theirs).toEqual({ fence: granted.fence + 2 });
+    expect(await mine.resume('order-1', granted.fence + 1, () => {})).toBeNull();
+    // Freeing a suspended lease by its token never frees another owner's.
+    await mine.releaseSuspended('order-1', granted.fence + 1, renewedAt ?? Date.now());
+    expect(await lease.holder('order-1')).toMatchObject({ owner: 'replica-b' });
+    await other.stop();
+    await mine.stop();
+  });
+
   it('keeps a lease alive well past its ttl by renewing it', async () => {
     const h = await harness();
     const grant = await h.acquire('order-1', 300);

@@ -6,6 +6,7 @@ import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machi
 import {
   OrderHost,
   type OrderHostMetrics,
+  type OrderLeases,
   type OrderHostOptions,
   type StateReader,
 } from '../../../src/worker/order-host.ts';
@@ -131,5 +132,21 @@ export function openOrderStatus(): ReturnType<OrderActorHandle['status']> {
     lastStatus: null,
     confirmedAt: null,
     uniqueReference: null,
+  };
+}
+
+/**
+ * A fake's OrderLeases with the suspend half added: a suspended lease is kept again while the fake says it is valid,
+ * and resumed by acquiring it again (above the fence it had).
+ */
+export function withSuspend(base: Pick<OrderLeases, 'acquire' | 'release' | 'isValid'>): OrderLeases {
+  return {
+    acquire: (orderId, minFence, onLost) => base.acquire(orderId, minFence, onLost),
+    release: (orderId) => base.release(orderId),
+    isValid: (orderId) => base.isValid(orderId),
+    suspend: (orderId) => (base.isValid(orderId) ? Date.now() : undefined),
+    keepAgain: (orderId) => base.isValid(orderId),
+    resume: (orderId, fence, onLost) => base.acquire(orderId, fence, onLost),
+    releaseSuspended: () => Promise.resolve(),
   };
 }

@@ -10,7 +10,7 @@ import type {
   StartOrderOptions,
 } from '../../../src/worker/machine-binding.ts';
 import { commandContentHash } from '../../../src/worker/command-intake.ts';
-import { hostOver, openOrderStatus } from './host-fixtures.ts';
+import { hostOver, openOrderStatus, withSuspend } from './host-fixtures.ts';
 import type { OrderLeases } from '../../../src/worker/order-host.ts';
 import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
 
@@ -43,11 +43,12 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
       return opts.writeResult ? opts.writeResult() : Promise.resolve(true);
     },
   } as unknown as TransactionalWriter;
-  const leases: OrderLeases = {
+  const leases: OrderLeases = withSuspend({
     acquire: () => Promise.resolve({ fence: 1 }),
     release: () => Promise.resolve(),
     isValid: () => true,
-  };
+  });
+
   const handle: OrderActorHandle = {
     can: () => true,
     send: () => {},

@@ -13,7 +13,7 @@ import type {
 import type { OrderHostMetrics, OrderLeases, WakeReason } from '../../../src/worker/order-host.ts';
 import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
 import { exchangeOrder } from '../machines/order-harness.ts';
-import { createCommand, hostOver, memoryStore, noMetrics, openRecord } from './host-fixtures.ts';
+import { createCommand, hostOver, memoryStore, noMetrics, openRecord, withSuspend } from './host-fixtures.ts';
 
 const T = 1_000_000;
 const idleMs = 2_000;
@@ -44,7 +44,20 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
     accepts: true,
     depositTxHash: null as string | null,
   };
-  const lease = { acquires: 0, releases: 0, onLost: undefined as (() => void) | undefined };
+  const lease = {
+    acquires: 0,
+    releases: 0,
+    onLost: undefined as (() => void) | undefined,
+    suspends: 0,
+    keptAgain: 0,
+    /** Resumes asked of Redis, with the fence the order rested with. */
+    resumes: [] as number[],
+    /** What resume answers: 'same' (still ours in Redis), 'next' (fence + 1), 'jump' (fence + 5), 'held'. */
+    resumeAs: 'same' as 'same' | 'next' | 'jump' | 'held',
+    /** Whether a suspended lease is still valid on the local clock (keepAgain). */
+    stillValid: true,
+    releasedSuspended: [] as number[],
+  };
   const counts = { passivated: 0, reactivated: [] as WakeReason[] };
   const store = memoryStore(records);
   const writer = {
@@ -65,6 +78,28 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
       return Promise.resolve();
     },
     isValid: () => control.leaseValid,
+    suspend: () => {
+      lease.suspends++;
+      return control.leaseValid ? Date.now() : undefined;
+    },
+    keepAgain: (_orderId, _fence, _renewedAt, onLost) => {
+      if (!lease.stillValid) return false;
+      lease.keptAgain++;
+      lease.onLost = onLost;
+      control.leaseValid = true;
+      return true;
+    },
+    resume: (_orderId, fence, onLost) => {
+      lease.resumes.push(fence);
+      if (lease.resumeAs === 'held') return Promise.resolve(null);
+      lease.onLost = onLost;
+      control.leaseValid = true;
+      return Promise.resolve({ fence: fence + { same: 0, next: 1, jump: 5 }[lease.resumeAs] });
+    },
+    releaseSuspended: (_orderId, fence) => {
+      lease.releasedSuspended.push(fence);
+      return Promise.resolve();
+    },
   };
   const actor = (kind: string, start: StartOrderOptions): OrderActorHandle => {
     log.push(kind);
@@ -151,11 +186,11 @@ async function realMachineHost(opts: { passivateIdleMs: number; fetchOrder?: () 
       return Promise.resolve(true);
     },
   } as unknown as TransactionalWriter;
-  const leases: OrderLeases = {
+  const leases: OrderLeases = withSuspend({
     acquire: () => Promise.resolve({ fence: 1 }),
     release: () => Promise.resolve(),
     isValid: () => true,
-  };
+  });
   const order = exchangeOrder({ uniqueReference: 'EXREF1', status: 'INITIAL' });
   const at = () => Date.now();
   const binding = createXStateBinding({
@@ -395,20 +430,96 @@ describe('order host: passivation', () => {
     expect(h.counts.reactivated).toEqual(['timer']);
   });
 
-  it('does not wake a passivated order on a lease that is no longer valid: it is reloaded and the hint goes through Kafka', async () => {
+  it('suspends the lease of a resting order instead of renewing it, and keeps it again without Redis on a wake within its validity', async () => {
     const h = harness();
     await h.start();
     await vi.advanceTimersByTimeAsync(idleMs);
-    h.control.leaseValid = false;
+    expect(h.lease.suspends).toBe(1);
     expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
-      false,
+      true,
     );
-    expect(h.sent).toEqual([]);
-    await settle();
-    expect(h.lease.acquires).toBe(2);
-    expect(h.log).toEqual(['restore', 'stop']);
-    expect(h.host.passivatedOrders).toBe(1);
-    expect(h.counts.reactivated).toEqual([]);
+    // Synchronous: the lease kept again, the actor re-created and the hint delivered, nothing asked of Redis.
+    expect(h.lease.keptAgain).toBe(1);
+    expect(h.lease.resumes).toEqual([]);
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:WEBHOOK_HINT']);
+  });
+
+  it.each([
+    ['still ours in Redis', 'same', 2],
+    ['taken again right after it ran out', 'next', 3],
+  ] as const)(
+    'takes a suspended lease up again from Redis once it ran out (%s), then wakes the order from its record and hands it the hint',
+    async (_case, resumeAs, fence) => {
+      const h = harness();
+      await h.start();
+      await vi.advanceTimersByTimeAsync(idleMs);
+      h.lease.stillValid = false;
+      h.lease.resumeAs = resumeAs;
+      expect(
+        h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() }),
+      ).toBe(true);
+      expect(h.sent).toEqual([]);
+      await settle();
+      expect(h.lease.resumes).toEqual([2]);
+      expect(h.lease.acquires).toBe(1);
+      expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:WEBHOOK_HINT']);
+      expect(h.counts.reactivated).toEqual(['hint']);
+      // Its next record goes out under the fence it holds now.
+      expect(h.records.get('o-1')?.fence).toBe(fence);
+    },
+  );
+
+  it.each([
+    ['another replica held the lease in between (its fence jumped)', 'jump' as const, false],
+    ['another replica holds it now', 'held' as const, false],
+    ['the state topic holds a newer record than the one it rests with', 'same' as const, true],
+  ])(
+    'reloads a resting order from Kafka under the lease when %s, live, and hands the hint to the reloaded actor',
+    async (_case, resumeAs, newerOnTopic) => {
+      const h = harness();
+      await h.start();
+      await vi.advanceTimersByTimeAsync(idleMs);
+      h.lease.stillValid = false;
+      h.lease.resumeAs = resumeAs;
+      const rested = h.records.get('o-1');
+      if (!rested) throw new Error('no record');
+      if (newerOnTopic) h.records.set('o-1', { ...rested, rev: rested.rev + 1, seq: rested.seq + 1 });
+      h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() });
+      await settle();
+      // Not woken from the record it rested with: a fresh lease (acquire), a barrier read, then restored live
+      // from the latest record, which then takes the hint.
+      expect(h.lease.acquires).toBe(2);
+      expect(h.counts.reactivated).toEqual([]);
+      expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:WEBHOOK_HINT']);
+      expect(h.host.passivatedOrders).toBe(0);
+    },
+  );
+
+  it('wakes a resting order whose lease ran out for its command: the command waits for the lease and is decided on the live order', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    h.lease.stillValid = false;
+    await h.send({
+      type: 'order.submit_deposit',
+      command_id: 'c-9',
+      order_id: 'o-1',
+      tx_hash: '0xabcdef0123',
+    });
+    expect(h.lease.resumes).toEqual([2]);
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:SUBMIT_DEPOSIT']);
+    expect(h.records.get('o-1')?.commands.map(([id]) => id)).toContain('c-9');
+  });
+
+  it('wakes a resting order whose lease ran out for a listing row, and answers for the row once it is live', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    h.lease.stillValid = false;
+    const outcome = h.host.deliverListing({ uniqueReference: 'REF', status: 'AWAITING', at: Date.now() });
+    expect(outcome).toBeInstanceOf(Promise);
+    expect(await outcome).toBe('confirmed');
+    expect(h.log).toEqual(['restore', 'stop', 'restore', 'send:LISTED']);
   });
 
   it('unloads a passivated order of a revoked partition, releases its lease and forgets its deadline', async () => {
@@ -419,7 +530,8 @@ describe('order host: passivation', () => {
     await settle();
     expect(h.host.activeOrders).toBe(0);
     expect(h.host.passivatedOrders).toBe(0);
-    expect(h.lease.releases).toBe(1);
+    // Its suspended lease freed by its token, so the next owner does not wait for it to run out.
+    expect(h.lease.releasedSuspended).toEqual([2]);
     await vi.advanceTimersByTimeAsync(60_000);
     expect(h.log).toEqual(['restore', 'stop']);
   });

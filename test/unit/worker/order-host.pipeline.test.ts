@@ -7,7 +7,7 @@ import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
 import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machine-binding.ts';
 import type { OrderLeases } from '../../../src/worker/order-host.ts';
-import { createCommand, hostOver, memoryStore, openOrderStatus } from './host-fixtures.ts';
+import { createCommand, hostOver, memoryStore, openOrderStatus, withSuspend } from './host-fixtures.ts';
 
 interface PendingWrite {
   records: OutboundRecord[];
@@ -33,7 +33,7 @@ function pipelineHarness(depth: number) {
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
     return next;
   };
-  const leases: OrderLeases = {
+  const leases: OrderLeases = withSuspend({
     acquire: (orderId) => {
       valid.add(orderId);
       return Promise.resolve({ fence: 1 });
@@ -43,7 +43,8 @@ function pipelineHarness(depth: number) {
       return Promise.resolve();
     },
     isValid: (orderId) => valid.has(orderId),
-  };
+  });
+
   const handle = (): OrderActorHandle => ({
     can: () => true,
     send: () => {},

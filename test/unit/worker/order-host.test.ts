@@ -13,7 +13,7 @@ import type {
   OrderActorHandle,
 } from '../../../src/worker/machine-binding.ts';
 import { commandContentHash } from '../../../src/worker/command-intake.ts';
-import { createCommand, hostOver, noMetrics, openRecord } from './host-fixtures.ts';
+import { createCommand, hostOver, noMetrics, openRecord, withSuspend } from './host-fixtures.ts';
 import type { OrderHost } from '../../../src/worker/order-host.ts';
 import {
   orphanSweepIntervalMs,
@@ -86,7 +86,7 @@ function harness(options: HarnessOptions = {}): Harness {
       return Promise.resolve(true);
     },
   } as unknown as TransactionalWriter;
-  const leases: OrderLeases = {
+  const leases: OrderLeases = withSuspend({
     acquire: (orderId) => {
       leaseCalls.push(['acquire', orderId]);
       options.onAcquire?.(orderId);
@@ -99,7 +99,8 @@ function harness(options: HarnessOptions = {}): Harness {
       return Promise.resolve();
     },
     isValid: () => true,
-  };
+  });
+
   const handle: OrderActorHandle = {
     can: () => status.accepts,
     send: (event) => void sent.push(event),
