@@ -98,29 +98,50 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   const orderIndex = new OrderIndex(redis);
   const routeLog = logger.child({ component: 'order-routes' });
   // Reading a state topic of 100k orders records 100k routes: a bounded number in flight, the rest queued, so
-  // they never crowd out (time out) the lease and budget commands that share the connection.
+  // they never crowd out (time out) the lease and budget commands that share the connection. While a partition is
+  // being restored they wait for it: the restore's own Redis commands (a lease per open order) come first, and the
+  // routes (a cache for other replicas' webhooks, which fall back to the poll on a miss) follow at once after.
   const routeWrites = pLimit(32);
+  const publishRoute = (reference: string, orderId: string, partition: number): void => {
+    void routeWrites(async () => {
+      await orderIndex
+        .put(reference, orderId, partition)
+        .catch((error: unknown) =>
+          routeLog.debug({ orderId, err: { message: (error as Error).message } }, 'route not recorded'),
+        );
+      await referenceClaims.claim(reference, orderId).then(
+        (ours) => {
+          if (!ours)
+            routeLog.error(
+              { orderId, uniqueReference: reference },
+              'exchange order claimed by another order',
+            );
+        },
+        () => {},
+      );
+    });
+  };
+  let restoring = (): boolean => false;
+  let heldRoutes: Array<[reference: string, orderId: string, partition: number]> = [];
+  const releaseRoutes = (): void => {
+    if (restoring()) {
+      setTimeout(releaseRoutes, 100).unref();
+      return;
+    }
+    const held = heldRoutes;
+    heldRoutes = [];
+    for (const route of held) publishRoute(...route);
+  };
   const orderRoutes: OrderRoutes = {
     // The owner of a partition publishes where its orders live, and claims their references again: a Redis that
     // restarted empty gets both back as partitions are read (the claim guards adoption across partitions).
     record: (reference, orderId, partition) => {
-      void routeWrites(async () => {
-        await orderIndex
-          .put(reference, orderId, partition)
-          .catch((error: unknown) =>
-            routeLog.debug({ orderId, err: { message: (error as Error).message } }, 'route not recorded'),
-          );
-        await referenceClaims.claim(reference, orderId).then(
-          (ours) => {
-            if (!ours)
-              routeLog.error(
-                { orderId, uniqueReference: reference },
-                'exchange order claimed by another order',
-              );
-          },
-          () => {},
-        );
-      });
+      if (!restoring() && heldRoutes.length === 0) {
+        publishRoute(reference, orderId, partition);
+        return;
+      }
+      heldRoutes.push([reference, orderId, partition]);
+      if (heldRoutes.length === 1) setTimeout(releaseRoutes, 100).unref();
     },
     locate: async (reference) => {
       const found = await orderIndex.locate(reference);
@@ -232,6 +253,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     // Kept twice as long as a finished order stays in the state topic, and never under 30 days.
     homes: new OrderHomes(redis, { ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs) }),
   });
+  restoring = () => host.restoring;
   // CeFi orders are confirmed in bulk (GET /orders/?status=<code>) for every CeFi mode with a key (keys are per mode).
   const listing = new CefiListing({
     source: client,

@@ -218,7 +218,7 @@ const settledWrite: Promise<void> = Promise.resolve();
 const tracer = trace.getTracer('exchange-order-worker');
 
 /** Lease requests in flight at once while a partition's open orders are restored. */
-const restoreLeaseConcurrency = 200;
+const restoreLeaseConcurrency = 1000;
 
 /** A machine state value as a label: `"a"`, `{"a":"b"}` -> `a.b`, parallel regions joined by `+`. */
 function stateLabel(value: unknown): string {
@@ -281,6 +281,11 @@ export class OrderHost {
     });
     const writerFailed = opts.writerFailed;
     writerFailed?.addEventListener('abort', () => this.halt(writerFailed.reason as Error), { once: true });
+  }
+
+  /** True while partitions just assigned are being restored (their orders' leases taken, their records read). */
+  get restoring(): boolean {
+    return this.restoresRunning > 0;
   }
 
   get activeOrders(): number {
