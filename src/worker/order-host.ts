@@ -878,6 +878,7 @@ export class OrderHost {
     const renewedAt = slot.passive.leaseRenewedAt;
     if (
       renewedAt !== undefined &&
+      !this.resuming.has(orderId) &&
       this.opts.leases.keepAgain(orderId, slot.fence, renewedAt, () => void this.onLeaseLost(orderId))
     )
       return this.wakeNow(slot, reason);
