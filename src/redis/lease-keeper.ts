@@ -58,17 +58,24 @@ export class LeaseKeeper {
         `safety margin ${margin} ms must be at least 0 and below half the ttl (${grant.ttlMs} ms)`,
       );
     }
-    this.#stopTimers(grant.orderId);
-    const kept: Kept = {
+    this.#keepFrom(this.#fresh(grant), grant.ttlMs / 3);
+  }
+
+  #fresh(grant: LeaseGrant): Kept {
+    return {
       grant,
       lastRenewedAt: grant.acquiredAt,
       lastError: undefined,
       renewTimer: undefined,
       deadlineTimer: undefined,
     };
-    this.#kept.set(grant.orderId, kept);
+  }
+
+  #keepFrom(kept: Kept, renewInMs: number): void {
+    this.#stopTimers(kept.grant.orderId);
+    this.#kept.set(kept.grant.orderId, kept);
     this.#armDeadline(kept);
-    this.#scheduleRenewal(kept, grant.ttlMs / 3);
+    this.#scheduleRenewal(kept, renewInMs);
   }
 
   /**
@@ -118,22 +125,13 @@ export class LeaseKeeper {
 
   /**
    * Keeps a suspended lease again without asking Redis, when it is still valid on the local clock: nobody else can
-   * have taken it, since its key has not expired. False (nothing kept) when it is no longer valid: take it again
-   * (resume) instead.
+   * have taken it, since its key has not expired. `grant.acquiredAt` is when it was last renewed (what suspend()
+   * returned). False (nothing kept) when it is no longer valid: take it again (resume) instead.
    */
-  keepAgain(grant: LeaseGrant, lastRenewedAt: number): boolean {
-    const kept: Kept = {
-      grant,
-      lastRenewedAt,
-      lastError: undefined,
-      renewTimer: undefined,
-      deadlineTimer: undefined,
-    };
+  keepAgain(grant: LeaseGrant): boolean {
+    const kept = this.#fresh(grant);
     if (this.#now() > this.#validUntil(kept)) return false;
-    this.#stopTimers(grant.orderId);
-    this.#kept.set(grant.orderId, kept);
-    this.#armDeadline(kept);
-    this.#scheduleRenewal(kept, lastRenewedAt + grant.ttlMs / 3 - this.#now());
+    this.#keepFrom(kept, grant.acquiredAt + grant.ttlMs / 3 - this.#now());
     return true;
   }
 

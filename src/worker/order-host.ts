@@ -935,7 +935,7 @@ export class OrderHost {
         { orderId, fence, granted: grant?.fence ?? null },
         'a resting order may have been driven elsewhere meanwhile; reloading it from Kafka',
       );
-      // Registered before this resume ends, so whoever awaits the wake awaits the reload too.
+      // Awaited here, so whoever awaits the wake (`awake`) awaits the reload too.
       await this.onLeaseLost(orderId, true);
     })().finally(() => this.resuming.delete(orderId));
     this.resuming.set(orderId, resume);

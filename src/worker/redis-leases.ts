@@ -53,7 +53,7 @@ export class RedisOrderLeases implements OrderLeases {
   }
 
   keepAgain(orderId: string, fence: number, lastRenewedAt: number, onLost: () => void): boolean {
-    if (!this.keeper.keepAgain(this.grantOf(orderId, fence, lastRenewedAt), lastRenewedAt)) return false;
+    if (!this.keeper.keepAgain(this.grantOf(orderId, fence, lastRenewedAt))) return false;
     this.onLost.set(orderId, onLost);
     return true;
   }

@@ -53,7 +53,7 @@ describe('LeaseKeeper', () => {
     expect(h.keeper.isValid('order-1')).toBe(false);
     // Still ours in Redis until its ttl runs out (nobody else can take it meanwhile), and kept again locally.
     expect(await h.lease.holder('order-1')).toMatchObject({ owner: 'replica-a', fence: grant.fence });
-    expect(h.keeper.keepAgain(grant, renewedAt ?? 0)).toBe(true);
+    expect(h.keeper.keepAgain({ ...grant, acquiredAt: renewedAt ?? 0 })).toBe(true);
     expect(h.keeper.isValid('order-1')).toBe(true);
     // Kept again, it is renewed again: alive well past its ttl.
     await sleep(1_000);
@@ -62,7 +62,7 @@ describe('LeaseKeeper', () => {
     // Not renewed while suspended: it runs out in Redis on its ttl, and is not kept again past its validity.
     await sleep(800);
     expect(await h.lease.holder('order-1')).toBeNull();
-    expect(h.keeper.keepAgain(grant, again ?? 0)).toBe(false);
+    expect(h.keeper.keepAgain({ ...grant, acquiredAt: again ?? 0 })).toBe(false);
     expect(h.keeper.isValid('order-1')).toBe(false);
     expect(h.lost).toEqual([]);
   });

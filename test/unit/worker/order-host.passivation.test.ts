@@ -232,6 +232,16 @@ async function realMachineHost(opts: { passivateIdleMs: number; fetchOrder?: () 
   return { host, polls, stateRecords, passivated: () => passivated };
 }
 
+/** The harness's order, rested (passivated) and left until its suspended lease is no longer valid locally. */
+async function restingWithLapsedLease(resumeAs: 'same' | 'next' | 'jump' | 'held' = 'same') {
+  const h = harness();
+  await h.start();
+  await vi.advanceTimersByTimeAsync(idleMs);
+  h.lease.stillValid = false;
+  h.lease.resumeAs = resumeAs;
+  return h;
+}
+
 describe('order host: passivation', () => {
   beforeEach(() => {
     vi.useFakeTimers({
@@ -450,11 +460,7 @@ describe('order host: passivation', () => {
   ] as const)(
     'takes a suspended lease up again from Redis once it ran out (%s), then wakes the order from its record and hands it the hint',
     async (_case, resumeAs, fence) => {
-      const h = harness();
-      await h.start();
-      await vi.advanceTimersByTimeAsync(idleMs);
-      h.lease.stillValid = false;
-      h.lease.resumeAs = resumeAs;
+      const h = await restingWithLapsedLease(resumeAs);
       expect(
         h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() }),
       ).toBe(true);
@@ -476,11 +482,7 @@ describe('order host: passivation', () => {
   ])(
     'reloads a resting order from Kafka under the lease when %s, live, and hands the hint to the reloaded actor',
     async (_case, resumeAs, newerOnTopic) => {
-      const h = harness();
-      await h.start();
-      await vi.advanceTimersByTimeAsync(idleMs);
-      h.lease.stillValid = false;
-      h.lease.resumeAs = resumeAs;
+      const h = await restingWithLapsedLease(resumeAs);
       const rested = h.records.get('o-1');
       if (!rested) throw new Error('no record');
       if (newerOnTopic) h.records.set('o-1', { ...rested, rev: rested.rev + 1, seq: rested.seq + 1 });
@@ -496,10 +498,7 @@ describe('order host: passivation', () => {
   );
 
   it('wakes a resting order whose lease ran out for its command: the command waits for the lease and is decided on the live order', async () => {
-    const h = harness();
-    await h.start();
-    await vi.advanceTimersByTimeAsync(idleMs);
-    h.lease.stillValid = false;
+    const h = await restingWithLapsedLease();
     await h.send({
       type: 'order.submit_deposit',
       command_id: 'c-9',
@@ -512,10 +511,7 @@ describe('order host: passivation', () => {
   });
 
   it('wakes a resting order whose lease ran out for a listing row, and answers for the row once it is live', async () => {
-    const h = harness();
-    await h.start();
-    await vi.advanceTimersByTimeAsync(idleMs);
-    h.lease.stillValid = false;
+    const h = await restingWithLapsedLease();
     const outcome = h.host.deliverListing({ uniqueReference: 'REF', status: 'AWAITING', at: Date.now() });
     expect(outcome).toBeInstanceOf(Promise);
     expect(await outcome).toBe('confirmed');
