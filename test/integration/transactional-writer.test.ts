@@ -1,6 +1,7 @@
 // The transactional writer against a real broker: a queue larger than a broker accepts in one record batch is
 // committed in several transactions, and a write the broker refuses for its size fails alone - the writer and
 // everything queued with it carry on (a size refusal must never stop the process).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { KafkaClient } from '../../src/kafka/kafka-client.ts';
@@ -85,7 +86,11 @@ async function offsetWriter(
   kafka: Kafka,
   fatal: Error[],
   topic: string,
-): Promise<{ w: TransactionalWriter; committed: () => Promise<Record<number, string>> }> {
+): Promise<{
+  w: TransactionalWriter;
+  committed: () => Promise<Record<number, string>>;
+  committedOnceAt: (partition: number, expected: string) => Promise<string | undefined>;
+}> {
   const group = uniqueName('group');
   const w = writer(kafka, fatal, uniqueName('tx'), [], group);
   await w.connect();
@@ -96,7 +101,17 @@ async function offsetWriter(
     const [entry] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
     return Object.fromEntries((entry?.partitions ?? []).map((p) => [p.partition, p.offset]));
   };
-  return { w, committed };
+  // A transaction's offsets reach the group a moment after its commit answers (the coordinator writes the commit
+  // markers afterwards): a committed offset is read until it shows the expected one, for up to 5 s.
+  const committedOnceAt = async (partition: number, expected: string): Promise<string | undefined> => {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const offset = (await committed())[partition];
+      if (offset === expected) return offset;
+      await sleep(100);
+    }
+    return (await committed())[partition];
+  };
+  return { w, committed, committedOnceAt };
 }
 
 describe('transactional writer', () => {
@@ -175,7 +190,7 @@ describe('transactional writer', () => {
 
   it('commits no offset past a refused write until that command is written again (pipelined commands)', async () => {
     const { kafka, topic, fatal } = await setup(1_048_588);
-    const { w, committed } = await offsetWriter(kafka, fatal, topic);
+    const { w, committed, committedOnceAt } = await offsetWriter(kafka, fatal, topic);
     const at = (partition: number, offset: number) => ({ topic, partition, offset: String(offset) });
     // Commands 10, 11 and 12 of partition 0 handled one after the other before any committed; 10's order lost its
     // lease. 11's records are written (its own order's lease holds) but no offset of partition 0 past 9 commits.
@@ -188,17 +203,18 @@ describe('transactional writer', () => {
     expect(await skipped).toBe(true);
     expect(await otherPartition).toBe(true);
     expect(w.offsetHold(topic, 0)).toBe('10');
+    expect(await committedOnceAt(1, '6')).toBe('6');
     expect(await committed()).toEqual({ 0: '-1', 1: '6' });
     // Delivered again from 10: written this time, and the partition's offsets move on.
     expect(
       await w.write([{ topic, key: 'a', partition: 0, value: '10 again' }], [at(0, 10)], () => true),
     ).toBe(true);
     expect(w.offsetHold(topic, 0)).toBeUndefined();
-    expect((await committed())[0]).toBe('11');
+    expect(await committedOnceAt(0, '11')).toBe('11');
     // 11 and 12 come again and are recognised as handled: only their offsets are committed.
     await w.write([], [at(0, 11)]);
     await w.write([], [at(0, 12)]);
-    expect((await committed())[0]).toBe('13');
+    expect(await committedOnceAt(0, '13')).toBe('13');
     expect(await countCommitted(kafka, topic, 2)).toBe(2);
     expect(fatal).toEqual([]);
   });
@@ -219,7 +235,7 @@ describe('transactional writer', () => {
     expect(await committed()).toBe('-1');
     expect(w.offsetHold(topic, 0)).toBeUndefined();
     expect(await w.write([], [at(7)])).toBe(true);
-    expect(await committed()).toBe('8');
+    expect(await offsets.committedOnceAt(0, '8')).toBe('8');
     expect(fatal).toEqual([]);
   });
 
