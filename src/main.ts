@@ -35,6 +35,7 @@ import { createExchangeActors } from './worker/exchange-actors.ts';
 import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
+import { HeapReducer } from './worker/heap-reducer.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
 import { retentionSweepIntervalMs, StateRetention } from './worker/state-retention.ts';
 import { webhookRouting, type OrderRoutes } from './worker/webhook-routing.ts';
@@ -338,6 +339,18 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       intervalMs: retentionSweepIntervalMs(config.finishedOrderRetentionMs),
     },
     listing,
+    heapReducer:
+      config.heapReduceAfterRestoreMs > 0
+        ? new HeapReducer({
+            logger,
+            delayMs: config.heapReduceAfterRestoreMs,
+            // After the restore's follow-up too: the routes it held back and publishes once it is over.
+            busy: () =>
+              host.restoring ||
+              heldRoutes.length > 0 ||
+              routeWrites.activeCount + routeWrites.pendingCount > 0,
+          })
+        : undefined,
     inflightExchangeCalls: exchangeActors.inflight,
     close: async () => {
       await leases.stop().catch(() => {});

@@ -41,6 +41,8 @@ export interface WorkerParts {
   retention: { sweep(now: number): Promise<unknown>; intervalMs: number };
   /** The CeFi listing reconciler (cefi-listing.ts): started with the consumer, stopped before the orders unload. */
   listing?: { start(): void; stop(): Promise<void> };
+  /** Asked for a memory-reducing collection after partitions were restored (heap-reducer.ts); absent when off. */
+  heapReducer?: { request(reason: string): void; stop(): void } | undefined;
   /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */
   inflightExchangeCalls: () => number;
   /** Closes what the parts above do not own (leases, the exchange client, Redis, telemetry). */
@@ -92,6 +94,8 @@ export class Worker {
           // pipelined command of an earlier assignment no longer applies.
           await parts.writer.releaseOffsetHolds(config.topics.commands, added);
           await host.onAssignment(revoked, added);
+          // The restore's garbage and V8's pooled pages go back to the system once the restores are over.
+          if (added.length > 0) parts.heapReducer?.request('restore');
         },
         onMessage: async (message) => {
           await host.handleMessage(message);
@@ -168,6 +172,7 @@ export class Worker {
     clearInterval(this.retentionTimer);
     clearInterval(this.lagTimer);
     const { parts } = this;
+    parts.heapReducer?.stop();
     const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
       try {
         await fn();
