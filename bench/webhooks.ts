@@ -23,6 +23,7 @@ import {
   saveResult,
   TimedCollector,
   benchServices,
+  kafkaTransactionFloor,
   type TimedCall,
 } from './lib/harness.ts';
 import { startBenchSystem } from './worker-throughput.ts';
@@ -40,6 +41,11 @@ export interface LatencyResult {
   /** …and the last GET's answer to the event visible to a read_committed consumer (transaction, publication). */
   answerToEventMs: { p50: number; p99: number };
   getsPerWebhookBurst: number;
+  /**
+   * Kafka's own share, measured in the same run: one record per transaction, from its send to a read_committed
+   * reader seeing it (kafkaTransactionFloor). The worker's answer -> event visible cannot go below it.
+   */
+  kafkaFloorMs: { commit: { p50: number; p99: number }; visible: { p50: number; p99: number } };
 }
 
 const isOrderGet = (c: TimedCall, reference: string): boolean =>
@@ -73,6 +79,7 @@ export async function runLatency(opts: {
     await collector.waitForCount('order.completed', created, 60_000);
     await producer.close();
     await collector.stop();
+    const floor = await kafkaTransactionFloor(system.kafka, { samples: opts.orders, paceMs });
 
     const deliveries = env.sandbox.listWebhookDeliveries();
     const totals: number[] = [];
@@ -127,6 +134,10 @@ export async function runLatency(opts: {
       arrivalToGetMs: { p50: r(percentile(toGet, 50)), p99: r(percentile(toGet, 99)) },
       answerToEventMs: { p50: r(percentile(afterAnswer, 50)), p99: r(percentile(afterAnswer, 99)) },
       getsPerWebhookBurst: round(gets / Math.max(1, totals.length), 2),
+      kafkaFloorMs: {
+        commit: { p50: r(floor.commitMs.p50), p99: r(floor.commitMs.p99) },
+        visible: { p50: r(floor.visibleMs.p50), p99: r(floor.visibleMs.p99) },
+      },
     };
   } finally {
     await system.stop();
@@ -253,6 +264,9 @@ export function printLatency(r: LatencyResult): void {
   );
   console.log(
     `      of which arrival -> GET leaves      p50 ${r.arrivalToGetMs.p50} ms  p99 ${r.arrivalToGetMs.p99} ms;  answer -> event visible  p50 ${r.answerToEventMs.p50} ms  p99 ${r.answerToEventMs.p99} ms`,
+  );
+  console.log(
+    `    Kafka floor (1 record per transaction, same pace): committed p50 ${r.kafkaFloorMs.commit.p50} ms  p99 ${r.kafkaFloorMs.commit.p99} ms;  visible to a read_committed reader p50 ${r.kafkaFloorMs.visible.p50} ms  p99 ${r.kafkaFloorMs.visible.p99} ms`,
   );
 }
 

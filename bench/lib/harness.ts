@@ -172,6 +172,69 @@ export class TimedCollector {
   }
 }
 
+// ---- Kafka's own share of an event's latency ---------------------------------------------------------------
+
+/**
+ * The floor under any "event visible" latency on this broker: one record per transaction (a transactional,
+ * idempotent kafkajs producer, as the worker's writer), `samples` of them `paceMs` apart, from the send to a
+ * read_committed reader (the same `TimedCollector` the benchmarks read events with) seeing it. Measured in the same
+ * run as the figure it is compared with.
+ */
+export async function kafkaTransactionFloor(
+  kafka: Kafka,
+  opts: { samples: number; paceMs: number; partitions?: number },
+): Promise<{
+  samples: number;
+  commitMs: { p50: number; p99: number };
+  visibleMs: { p50: number; p99: number };
+}> {
+  const topic = uniqueName('bench-txn-floor');
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [{ topic, numPartitions: opts.partitions ?? 6 }],
+    waitForLeaders: true,
+  });
+  const producer = kafka.producer({ transactionalId: topic, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const collector = await TimedCollector.start(kafka, topic);
+  try {
+    await sleep(1_000);
+    const sentAt = new Map<string, number>();
+    const commitMs: number[] = [];
+    for (let i = 0; i < opts.samples; i++) {
+      const key = `floor-${i}`;
+      const value = JSON.stringify({
+        type: 'floor',
+        order_id: key,
+        seq: i,
+        occurred_at: new Date().toISOString(),
+      });
+      const started = Date.now();
+      sentAt.set(key, started);
+      const transaction = await producer.transaction();
+      await transaction.send({ topic, messages: [{ key, value }] });
+      await transaction.commit();
+      commitMs.push(Date.now() - started);
+      await sleep(opts.paceMs);
+    }
+    await collector.waitForCount('floor', opts.samples, 10_000);
+    const visible = collector.events.map(
+      (e) => e.receivedAt - (sentAt.get(String(e.order_id)) ?? e.receivedAt),
+    );
+    return {
+      samples: visible.length,
+      commitMs: { p50: percentile(commitMs, 50), p99: percentile(commitMs, 99) },
+      visibleMs: { p50: percentile(visible, 50), p99: percentile(visible, 99) },
+    };
+  } finally {
+    await collector.stop();
+    await producer.disconnect();
+    await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+    await admin.disconnect();
+  }
+}
+
 // ---- CPU and RSS of processes ---------------------------------------------------------------------------------
 
 const ticksPerSecond = 100; // USER_HZ on Linux
