@@ -3,7 +3,8 @@
 // pool for reuse, resident, until it runs a memory-reducing collection. Its memory reducer starts one only when the
 // allocation rate has been low for some time (measured here: 500 MiB of pooled pages still resident 15 s after a
 // restore of 100k orders, RSS 11.9 KiB per resting order of which 3.2 KiB live heap). A restore is a burst that
-// ends at a known moment, so the replica asks for that collection itself, once, when its restores are done.
+// ends at a known moment, so the replica asks for that collection itself, once, when its restores are done (and
+// when partitions were taken away: their records are garbage then).
 //
 // V8 offers it to embedders as the `gc` extension's last-resort flavor (a compacting full collection that also
 // empties the page pool). The extension is exposed for this module's context only: `--expose-gc` set before the
@@ -42,7 +43,7 @@ export interface HeapReducerOptions {
   logger: Logger;
   /** Wait this long after the last request, so the restore's last garbage is unreachable and requests coalesce. */
   delayMs?: number;
-  /** At most one reduction in this long (a rebalance storm restores often; each reduction pauses the loop). */
+  /** At most one reduction in this long (a rebalance storm restores often; each reduction pauses the loop). 10 s. */
   minIntervalMs?: number;
   now?: () => number;
   /** True while the burst's follow-up work still runs (e.g. the routes a restore publishes): the reduction waits. */
@@ -67,7 +68,7 @@ export class HeapReducer {
   constructor(opts: HeapReducerOptions) {
     this.logger = opts.logger.child({ component: 'heap-reducer' });
     this.delayMs = opts.delayMs ?? 1_000;
-    this.minIntervalMs = opts.minIntervalMs ?? 60_000;
+    this.minIntervalMs = opts.minIntervalMs ?? 10_000;
     this.now = opts.now ?? Date.now;
     this.reduce = opts.reduce ?? reduceHeap;
     this.busy = opts.busy ?? (() => false);

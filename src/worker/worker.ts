@@ -94,8 +94,10 @@ export class Worker {
           // pipelined command of an earlier assignment no longer applies.
           await parts.writer.releaseOffsetHolds(config.topics.commands, added);
           await host.onAssignment(revoked, added);
-          // The restore's garbage and V8's pooled pages go back to the system once the restores are over.
-          if (added.length > 0) parts.heapReducer?.request('restore');
+          // The restore's garbage, the records of partitions given away and V8's pooled pages go back to the system
+          // once the restores are over.
+          if (added.length > 0 || revoked.length > 0)
+            parts.heapReducer?.request(added.length > 0 ? 'restore' : 'revoke');
         },
         onMessage: async (message) => {
           await host.handleMessage(message);
