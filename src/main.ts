@@ -5,6 +5,7 @@
 import pLimit from 'p-limit';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
+import { allocatorEnvMissing } from './allocator-env.ts';
 import { ConfigError, configWarnings, loadConfig, secretValues, type WorkerConfig } from './config.ts';
 import { createOrderTimeoutMs, ExchangeClient } from './exchange/client.ts';
 import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
@@ -426,6 +427,12 @@ const logger = createLogger({
   secrets: [...secretValues(config), ...config.telemetry.exporterHeaderValues],
 });
 for (const warning of configWarnings(config, { createOrderTimeoutMs })) logger.warn(warning);
+const untunedAllocator = allocatorEnvMissing(process.env);
+if (untunedAllocator.length > 0)
+  logger.info(
+    { missing: untunedAllocator },
+    'glibc allocator settings of the worker image absent (src/allocator-env.ts): RSS after restores may be twice as high',
+  );
 // Before anything else runs, so that every span, metric and log line of the process is covered.
 const telemetry = startTelemetry({
   workerId: config.workerId,

@@ -5,6 +5,7 @@ import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../../dev/services/index.ts';
+import { allocatorEnv } from '../../src/allocator-env.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 export const logsDir = join(root, '.services', 'test-logs');
@@ -37,6 +38,8 @@ export async function startWorker(
     cwd: root,
     env: {
       PATH: process.env['PATH'] ?? '',
+      // The allocator settings of the worker image (src/allocator-env.ts).
+      ...allocatorEnv,
       HTTP_PORT: String(port),
       METRICS_PORT: String(metricsPort),
       WORKER_ID: name,

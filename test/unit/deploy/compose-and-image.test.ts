@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { allocatorEnv } from '../../../src/allocator-env.ts';
 import { configSchema, loadConfig } from '../../../src/config.ts';
 import { deployRoot } from './kustomize-renderer.ts';
 
@@ -132,6 +133,20 @@ describe('deploy/Dockerfile', () => {
     for (const copy of copies)
       expect(copy).toMatch(/^COPY (--from=dependencies \S+|package\.json|src|machines) \.\/\S*$/);
     expect(worker.join('\n')).not.toContain('sandbox');
+  });
+
+  it("sets the worker's glibc allocator settings in the image and in npm start", () => {
+    const env = Object.fromEntries(
+      (all.get('worker') ?? [])
+        .filter((l) => l.startsWith('ENV '))
+        .flatMap((l) => l.slice(4).trim().split(/\s+/))
+        .map((pair) => pair.split('=') as [string, string]),
+    );
+    expect(env).toMatchObject(allocatorEnv);
+    const start = (
+      JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts['start'];
+    for (const [name, value] of Object.entries(allocatorEnv)) expect(start).toContain(`${name}=${value} `);
   });
 
   it('runs node as PID 1 under a numeric user', () => {
