@@ -30,6 +30,14 @@ export interface RestoreResult {
   heapMiB: { empty: number; restored: number };
   rssKiBPerOrder: number;
   heapKiBPerOrder: number;
+  /** Replicas that restored the orders together (1: the one fresh replica above). */
+  replicas: number;
+  partitions: number;
+  /**
+   * With several replicas, each one's share: the orders it drives, its RSS and heap at rest, and what it holds over
+   * an empty replica per order of all N (a third each is the target with 3).
+   */
+  perReplica: { activeOrders: number; rssMiB: number; heapMiB: number; shareOfOne: number }[];
 }
 
 /** The production lease ttl (the test environment's 6 s would renew 100k leases every 2 s). */
@@ -77,13 +85,18 @@ export async function runRestore(opts: {
   kafkaBrokers: string[];
   redisUrl: string;
   orders: number;
+  /** Fresh replicas restoring the orders together (default 1); their topics then have 6 partitions. */
+  replicas?: number;
 }): Promise<RestoreResult> {
+  const replicas = opts.replicas ?? 1;
+  const partitions = replicas === 1 ? 1 : 6;
   const template = await templateRecord();
   const system = await startBenchSystem({
-    ...opts,
+    kafkaBrokers: opts.kafkaBrokers,
+    redisUrl: opts.redisUrl,
     system: 'worker',
     workers: 1,
-    partitions: 1,
+    partitions,
     env: benchEnv,
   });
   try {
@@ -111,12 +124,14 @@ export async function runRestore(opts: {
         const reference = `X${run}${i.toString(36).padStart(8, '0')}`.toUpperCase();
         messages.push({
           key: orderId,
-          partition: 0,
+          partition: i % partitions,
+          // The record names its partition (the one its order's commands arrive on): the clone's, not the template's.
           value: template.text
             .split(template.orderId)
             .join(orderId)
             .split(template.reference)
-            .join(reference),
+            .join(reference)
+            .replace('"partition":0,', `"partition":${i % partitions},`),
         });
       }
       await producer.send({
@@ -128,29 +143,65 @@ export async function runRestore(opts: {
     const writeMs = Date.now() - writeStarted;
     await producer.disconnect();
 
-    // ---- a fresh replica restores them
+    // ---- fresh replicas restore them (started together, so the group forms once)
     const started = Date.now();
-    const fresh = await startWorker(`${first.name}-restored`, env.env, env.webhookPort);
-    env.workers.push(fresh);
-    await fresh.ready(600_000);
+    const fresh = await Promise.all(
+      Array.from({ length: replicas }, (_, i) =>
+        startWorker(
+          `${first.name}-restored${replicas === 1 ? '' : `-${i + 1}`}`,
+          env.env,
+          // The sandbox's webhooks go to the first one's port (none come: the orders rest a day).
+          i === 0 ? env.webhookPort : undefined,
+        ),
+      ),
+    );
+    env.workers.push(...fresh);
+    await Promise.all(fresh.map((w) => w.ready(600_000)));
+    // Every partition owned once and every order driven: with several replicas the group may have moved
+    // partitions after the first ones were ready.
+    const driven = async (): Promise<number[]> =>
+      Promise.all(fresh.map((w) => gauge(w.metricsPort, 'worker_active_orders')));
+    for (let i = 0; i < 600; i++) {
+      const owned = await Promise.all(fresh.map((w) => gauge(w.metricsPort, 'worker_partitions_owned')));
+      const sum = (await driven()).reduce((a, b) => a + b, 0);
+      if (owned.reduce((a, b) => a + b, 0) === partitions && sum === opts.orders) break;
+      await sleep(500);
+    }
     const readyMs = Date.now() - started;
     // At rest: the restore's garbage collected (V8 collects an idle heap some seconds later).
-    const restoredHeap = await restingHeap(fresh.metricsPort, settleMs);
-    const meter = new ProcessMeter([fresh.child.pid ?? 0]);
-    const restoredRss = meter.rss()[0] ?? NaN;
+    const heaps = await Promise.all(fresh.map((w) => restingHeap(w.metricsPort, settleMs)));
+    const meter = new ProcessMeter(fresh.map((w) => w.child.pid ?? 0));
+    const rss = meter.rss();
     meter.stop();
+    const active = await driven();
+    const passive = await Promise.all(fresh.map((w) => gauge(w.metricsPort, 'worker_passivated_orders')));
+    const restoredRss = rss.reduce((a, b) => a + b, 0);
+    const restoredHeap = heaps.reduce((a, b) => a + b, 0);
+    const over = (total: number, baseline: number): number => total - replicas * baseline;
     return {
       orders: opts.orders,
       recordBytes: Buffer.byteLength(template.text),
       writeMs,
       emptyBootMs,
       readyMs,
-      activeOrders: await gauge(fresh.metricsPort, 'worker_active_orders'),
-      passivatedOrders: await gauge(fresh.metricsPort, 'worker_passivated_orders'),
+      activeOrders: active.reduce((a, b) => a + b, 0),
+      passivatedOrders: passive.reduce((a, b) => a + b, 0),
       rssMiB: { empty: mib(emptyRss), restored: mib(restoredRss) },
       heapMiB: { empty: mib(empty.heap), restored: mib(restoredHeap) },
-      rssKiBPerOrder: round((restoredRss - emptyRss) / 1024 / opts.orders, 2),
-      heapKiBPerOrder: round((restoredHeap - empty.heap) / 1024 / opts.orders, 2),
+      rssKiBPerOrder: round(over(restoredRss, emptyRss) / 1024 / opts.orders, 2),
+      heapKiBPerOrder: round(over(restoredHeap, empty.heap) / 1024 / opts.orders, 2),
+      replicas,
+      partitions,
+      perReplica:
+        replicas === 1
+          ? []
+          : fresh.map((_, i) => ({
+              activeOrders: active[i] ?? NaN,
+              rssMiB: mib(rss[i] ?? NaN),
+              heapMiB: mib(heaps[i] ?? NaN),
+              // This replica's RSS over an empty one, as a share of all replicas' together.
+              shareOfOne: round(((rss[i] ?? NaN) - emptyRss) / over(restoredRss, emptyRss), 3),
+            })),
     };
   } finally {
     await system.stop();
@@ -158,20 +209,34 @@ export async function runRestore(opts: {
 }
 
 export function printRestore(r: RestoreResult): void {
+  const where =
+    r.replicas === 1
+      ? 'one partition'
+      : `${r.partitions} partitions, ${r.replicas} fresh replicas started together`;
   console.log(
-    `  ${r.orders} open orders on one partition (${r.recordBytes} B per record, written in ${r.writeMs} ms): fresh replica ready in ${r.readyMs} ms (empty topics: ${r.emptyBootMs} ms); driving ${r.activeOrders}, ${r.passivatedOrders} at rest`,
+    `  ${r.orders} open orders on ${where} (${r.recordBytes} B per record, written in ${r.writeMs} ms): ready in ${r.readyMs} ms (one replica on empty topics: ${r.emptyBootMs} ms); driving ${r.activeOrders}, ${r.passivatedOrders} at rest`,
   );
   console.log(
-    `    RSS ${r.rssMiB.empty} -> ${r.rssMiB.restored} MiB = ${r.rssKiBPerOrder} KiB per order; heap ${r.heapMiB.empty} -> ${r.heapMiB.restored} MiB = ${r.heapKiBPerOrder} KiB per order`,
+    `    RSS ${r.rssMiB.empty} (empty replica) -> ${r.rssMiB.restored} MiB = ${r.rssKiBPerOrder} KiB per order; heap ${r.heapMiB.empty} -> ${r.heapMiB.restored} MiB = ${r.heapKiBPerOrder} KiB per order${r.replicas === 1 ? '' : ' (all replicas together, each over an empty one)'}`,
   );
+  for (const [i, share] of r.perReplica.entries())
+    console.log(
+      `    replica ${i + 1}: driving ${share.activeOrders}, RSS ${share.rssMiB} MiB, heap ${share.heapMiB} MiB; ${round(share.shareOfOne * 100, 1)} % of the orders' memory`,
+    );
 }
 
 if (import.meta.filename === process.argv[1]) {
   const services = await benchServices();
   const sizes = (process.env['BENCH_RESTORE_ORDERS'] ?? '10000').split(',').map(Number);
+  const replicas = Number(process.env['BENCH_RESTORE_REPLICAS'] ?? 1);
   const results: RestoreResult[] = [];
   for (const orders of sizes) {
-    const r = await runRestore({ kafkaBrokers: services.kafkaBrokers, redisUrl: services.redisUrl, orders });
+    const r = await runRestore({
+      kafkaBrokers: services.kafkaBrokers,
+      redisUrl: services.redisUrl,
+      orders,
+      replicas,
+    });
     printRestore(r);
     results.push(r);
   }

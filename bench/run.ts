@@ -119,9 +119,11 @@ if (wanted('throughput')) {
 }
 
 // ---- restore of one partition holding N open orders, and their memory at rest in the restored replica ----------
+// Then the largest N again on 6 partitions, restored by 3 fresh replicas together: what each one holds.
 if (wanted('restore')) {
+  const shared = plan.restoreOrders.at(-1);
   console.log(
-    `\n=== restore: ${plan.restoreOrders.join(', ')} open orders on one partition, one fresh replica`,
+    `\n=== restore: ${plan.restoreOrders.join(', ')} open orders on one partition, one fresh replica; ${shared} on 6 partitions, 3 replicas`,
   );
   const restores: RestoreResult[] = [];
   for (const orders of plan.restoreOrders) {
@@ -129,9 +131,15 @@ if (wanted('restore')) {
     printRestore(r);
     restores.push(r);
   }
+  const three =
+    shared === undefined ? undefined : await runRestore({ ...common, orders: shared, replicas: 3 });
+  if (three) {
+    printRestore(three);
+    restores.push(three);
+  }
   await saveResult('restore-at-scale', restores);
   summary['restore'] = restores;
-  const largest = restores.at(-1);
+  const largest = restores.filter((r) => r.replicas === 1).at(-1);
   if (largest) {
     const at = `at ${largest.orders} open orders, ${largest.passivatedOrders} at rest`;
     verdicts.push(
@@ -150,6 +158,20 @@ if (wanted('restore')) {
         `${at}; heap ${largest.heapKiBPerOrder} KiB; target at 100k`,
       ),
     );
+    if (three && three.orders === largest.orders) {
+      // Each replica's RSS over an empty replica's, against the one replica that restored all N alone.
+      const alone = (largest.rssMiB.restored - largest.rssMiB.empty) * 1024;
+      const shares = three.perReplica.map((r) => round(((r.rssMiB - three.rssMiB.empty) * 1024) / alone, 2));
+      verdicts.push(
+        verdict(
+          'with 3 replicas each holds about a third',
+          Math.max(...shares),
+          'x one replica',
+          { op: '<=', bound: 0.4 },
+          `${three.orders} open orders on 6 partitions; each replica's RSS over an empty one against one replica holding all: ${shares.join(' / ')}; summed ${three.rssKiBPerOrder} KiB per order (heap ${three.heapKiBPerOrder})`,
+        ),
+      );
+    }
   }
 }
 
