@@ -37,6 +37,8 @@ export class QuoteCooldown {
   readonly #opts: QuoteCooldownOptions;
   /** key -> epoch ms until which this process must not repeat the request (and the token of our own claim). */
   readonly #local = new Map<string, { until: number; token: string | undefined }>();
+  #sweptAt = -Infinity;
+  #sizeAfterSweep = 0;
 
   constructor(redis: RedisPort, opts: QuoteCooldownOptions = {}) {
     this.#redis = redis;
@@ -81,8 +83,22 @@ export class QuoteCooldown {
     return { granted: false, retryAt };
   }
 
+  /**
+   * Drops expired entries: once above `sweepAboveEntries`, at most once a second or when the map doubled since the
+   * last sweep. Sweeping on every request made each one walk every entry of the window (thousands of distinct
+   * amounts while a burst of DeFi orders is created: quadratic in the burst).
+   */
   #sweep(nowMs: number): void {
-    if (this.#local.size <= sweepAboveEntries) return;
+    const size = this.#local.size;
+    if (size <= sweepAboveEntries) return;
+    if (nowMs - this.#sweptAt < 1_000 && size < 2 * this.#sizeAfterSweep) return;
     for (const [key, entry] of this.#local) if (entry.until <= nowMs) this.#local.delete(key);
+    this.#sweptAt = nowMs;
+    this.#sizeAfterSweep = this.#local.size;
+  }
+
+  /** Entries remembered locally (expired ones until the next sweep). */
+  get localEntries(): number {
+    return this.#local.size;
   }
 }

@@ -51,6 +51,19 @@ describe('QuoteCooldown', () => {
     expect((await b.tryAcquire('defi', 'ETHBTC', '2', 200)).granted).toBe(true);
   });
 
+  it('forgets expired local entries, a second at most after the map grew past 256, without a walk per request', async () => {
+    const [a] = await twoReplicas();
+    const t0 = Date.now();
+    // 600 distinct amounts within one window: none expired, so none is dropped whatever sweeps run.
+    for (let i = 0; i < 600; i++) await a.tryAcquire('defi', 'ETHBTC', `${i + 1}`, 100, t0);
+    expect(a.localEntries).toBe(600);
+    // All expired; the next requests within the same second keep them until the map doubles or a second passes.
+    await a.tryAcquire('defi', 'ETHBTC', '9001', 100, t0 + 500);
+    expect(a.localEntries).toBeGreaterThan(600);
+    await a.tryAcquire('defi', 'ETHBTC', '9002', 100, t0 + 1_200);
+    expect(a.localEntries).toBeLessThanOrEqual(2);
+  });
+
   it('lets exactly one of many concurrent identical requests through', async () => {
     const [a, b] = await twoReplicas();
     const decisions = await Promise.all(
