@@ -10,7 +10,8 @@
 // barrier); a finished one only in a compact form (what
 // answers a late command the same way: its create hash, its remembered command ids, its seq), until the retention
 // sweep of the partition's owner tombstones it. Records are ordered by (fence, rev): a record from an older lease
-// holder never replaces a newer one.
+// holder never replaces a newer one. This replica's own writes are applied when they commit; read back from the
+// topic they are recognised by their head and not parsed again.
 import { withTimeout } from '../timeouts.ts';
 import { randomUUID } from 'node:crypto';
 import type { Consumer } from 'kafkajs';
@@ -118,6 +119,10 @@ export interface ExpiredOrder {
 export function catchUpTimeoutFor(transactionTimeoutMs: number): number {
   return Math.max(120_000, 2 * transactionTimeoutMs + 30_000);
 }
+
+/** The head of a record as the journal writes it: `{"v":1,"order_id":…,"partition":…,"fence":…,"rev":…,`. */
+const recordHead = /^\{"v":1,"order_id":"([^"\\]*)","partition":(\d+),"fence":(\d+),"rev":(\d+),/;
+const recordHeadBytes = 240;
 
 function newer(candidate: OrderRecord, current: HeldRecord | undefined): boolean {
   if (!current) return true;
@@ -231,6 +236,7 @@ export class OrderStateStore {
       this.forget(key);
       return;
     }
+    if (this.alreadyHeld(key, value)) return;
     let json: unknown;
     try {
       json = JSON.parse(value.toString());
@@ -254,6 +260,26 @@ export class OrderStateStore {
       return;
     }
     this.apply(parsed.data);
+  }
+
+  /**
+   * A record this store holds already, whole (not foreign): most often this replica's own write read back, which
+   * `apply` took when it committed. Known by its head (order, partition, fence, rev, which the journal writes
+   * first), without parsing 2-3 KB of JSON and validating it again. Records are unique per (order, fence, rev): one
+   * lease holder per fence writes each rev once. Anything else - a head in another form, a newer or an older
+   * record, a held record without its machine (a partition being made whole) - takes the full path.
+   */
+  private alreadyHeld(key: string, value: Buffer): boolean {
+    const held = this.records.get(key);
+    if (!held || isForeign(held)) return false;
+    const head = recordHead.exec(value.toString('latin1', 0, recordHeadBytes));
+    return (
+      head !== null &&
+      head[1] === key &&
+      Number(head[2]) === held.partition &&
+      Number(head[3]) === held.fence &&
+      Number(head[4]) === held.rev
+    );
   }
 
   /**

@@ -183,6 +183,26 @@ describe('order state store', () => {
     expect(store.get(records[3]!.order_id)?.machine).toBeNull();
   });
 
+  it('keeps its own write as it applied it when the write is read back, and takes a newer record from the topic', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const store = await storeFor(kafka, topic, writer);
+    await store.catchUp([0, 1, 2, 3]);
+    const own = record(uniqueName('own'), 1);
+    await writer.write([written(topic, own)]);
+    store.apply(own);
+    // The barrier proves the write was read back: it was not parsed and applied again.
+    await store.catchUp([1]);
+    expect(store.get(own.order_id)).toBe(own);
+    // A newer record of the order (its next rev, from whichever writer) is read, parsed and held.
+    const next = record(own.order_id, 1, { rev: 2, seq: 4 });
+    await writer.write([written(topic, next)]);
+    await store.catchUp([1]);
+    expect(store.get(own.order_id)).toEqual(next);
+    expect(store.get(own.order_id)).not.toBe(next);
+  });
+
   it('rejects a catch-up still waiting when its partition is released', async () => {
     const kafka = testKafka(services().kafkaBrokers);
     const topic = await stateTopic(kafka);
