@@ -1,7 +1,8 @@
 // Which stored orders may lose their actor while they wait, and until when (machines/order-passivation.ts): only an
 // open order monitoring between polls, with its deposit region in a state its restore routes back to.
 import { describe, expect, it } from 'vitest';
-import { onlyStartsAPoll, passiveUntil } from '../../../machines/order-passivation.ts';
+import fc from 'fast-check';
+import { onlyStartsAPoll, passiveUntil, sameJson } from '../../../machines/order-passivation.ts';
 import { OrderHarness, T0, exchangeOrder, fails, ok, orderInput } from './order-harness.ts';
 import type { Script } from './order-harness.ts';
 
@@ -105,5 +106,33 @@ describe('onlyStartsAPoll', () => {
     await h.advance(30_000);
     expect(onlyStartsAPoll(null, h.durable())).toBe(false);
     expect(onlyStartsAPoll({ fake: true }, h.durable())).toBe(false);
+  });
+});
+
+describe('sameJson', () => {
+  /** JSON text with object keys in sorted order: equal texts, equal JSON values. */
+  const canonical = (value: unknown): string =>
+    JSON.stringify(value, (_key, v: unknown) =>
+      v && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(
+            Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)),
+          )
+        : v,
+    );
+
+  it('agrees with comparing canonical JSON texts, for any two JSON values and a value with its own copy', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (a, b) => {
+        expect(sameJson(a, b)).toBe(canonical(a) === canonical(b));
+        expect(sameJson(a, JSON.parse(JSON.stringify(a)))).toBe(true);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('treats an absent field and an undefined one alike, and tells a field apart from its absence', () => {
+    expect(sameJson({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(sameJson({ a: 1 }, { a: 1, b: null })).toBe(false);
+    expect(sameJson([1, 2], { 0: 1, 1: 2 })).toBe(false);
   });
 });
