@@ -1,8 +1,10 @@
+import fc from 'fast-check';
 import { createActor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { orderMachine } from '../../../machines/order-machine.ts';
 import {
   durableOrderVersion,
+  jsonCopy,
   isDurableOrder,
   resumableStates,
   restoreInput,
@@ -523,5 +525,43 @@ describe('toDurable', () => {
       resumeFrom: 'open',
       stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
     });
+  });
+});
+
+describe('jsonCopy', () => {
+  const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value)) as unknown;
+  const leaf = fc.oneof(
+    fc.string(),
+    fc.double(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constant(undefined),
+    fc.date({ noInvalidDate: true }),
+  );
+  const data = fc.letrec((tie) => ({
+    value: fc.oneof({ depthSize: 'small' }, leaf, tie('array'), tie('object')),
+    array: fc.array(tie('value'), { maxLength: 5 }),
+    object: fc.dictionary(fc.string(), tie('value'), { maxKeys: 6 }),
+  }));
+
+  it('gives what a JSON round trip gives, for plain data and for data holding dates, undefined, -0 or NaN', () => {
+    fc.assert(
+      fc.property(data.object, (value) => {
+        expect(jsonCopy(value)).toStrictEqual(roundTrip(value));
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(jsonCopy({ a: [1, undefined, -0], b: undefined, c: { d: NaN } })).toStrictEqual({
+      a: [1, null, 0],
+      c: { d: null },
+    });
+  });
+
+  it('shares nothing with its source', () => {
+    const source = { order: { status: 'PAID', amounts: [1, 2] } };
+    const copy = jsonCopy(source);
+    expect(copy).toStrictEqual(source);
+    expect(copy.order).not.toBe(source.order);
+    expect(copy.order.amounts).not.toBe(source.order.amounts);
   });
 });
