@@ -35,6 +35,14 @@ export interface WebhookDelivery {
   faults: string[];
 }
 
+/** How many deliveries ended one way (pending included): what a benchmark reports, without the bodies. */
+export interface WebhookOutcomeCount {
+  outcome: WebhookDelivery['outcome'];
+  httpStatus: number | null;
+  error: string | null;
+  count: number;
+}
+
 export interface WebhookState {
   webhookId: string;
   partnerId: string;
@@ -101,12 +109,30 @@ export class WebhookDispatcher {
     return this.#deliveries.map((d) => ({ ...d, headers: { ...d.headers }, faults: [...d.faults] }));
   }
 
-  /** Resolves once every delivery queued so far has finished (delivered, failed, timed out or dropped). */
+  /** Every delivery so far counted by outcome, HTTP status and error, in the order each kind first occurred. */
+  outcomeCounts(): WebhookOutcomeCount[] {
+    const counts = new Map<string, WebhookOutcomeCount>();
+    for (const d of this.#deliveries) {
+      const key = JSON.stringify([d.outcome, d.httpStatus ?? null, d.error ?? null]);
+      const entry = counts.get(key);
+      if (entry) entry.count++;
+      else
+        counts.set(key, {
+          outcome: d.outcome,
+          httpStatus: d.httpStatus ?? null,
+          error: d.error ?? null,
+          count: 1,
+        });
+    }
+    return [...counts.values()];
+  }
+
   /** Deliveries queued or in flight. */
   get pendingCount(): number {
     return this.#pending.size;
   }
 
+  /** Resolves once every delivery queued so far has finished (delivered, failed, timed out or dropped). */
   async idle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
