@@ -1,5 +1,6 @@
 // API economy of the CeFi listing: the largest number of open CeFi orders one API key keeps confirmed within 60 s
-// without a 429. Real worker processes, a real Kafka and Redis, the sandbox behind the timing pass-through.
+// without a 429. Real worker processes, a real Kafka and Redis, the sandbox behind the timing pass-through (both in
+// a process of their own, bench/lib/exchange-process.ts).
 //
 // Per rung of N: a first worker (budget unlimited) creates N CeFi orders and stops (SIGTERM: its orders are stored
 // and their leases released); the pass-through then enforces the document's throttle (2500 requests per minute per
@@ -124,9 +125,9 @@ export async function runListing(opts: {
     await creator?.kill('SIGTERM');
 
     // ---- one key, 2500 requests per minute: the exchange's throttle at the pass-through, the worker's budget
-    exchange.throttle(perMinute);
+    await exchange.throttle(perMinute);
     const restoreStart = Date.now();
-    const firstCall = exchange.calls.length;
+    const firstCall = await exchange.callCount();
     const worker = await startWorker(
       `${creator?.name ?? 'listing'}-measured`,
       { ...env.env, API_BUDGET_PER_MINUTE: String(perMinute) },
@@ -140,7 +141,7 @@ export async function runListing(opts: {
     // Settling: at least settleMs, and until the polls of orders restored overdue (their fallback poll passed during
     // the handoff) have drained and every open order is confirmed - the window measures the steady state.
     const settleStart = Date.now();
-    const settleCallsFrom = exchange.calls.length;
+    const settleCallsFrom = await exchange.callCount();
     await sleep(settleMs);
     while (Date.now() - settleStart < settleCapMs) {
       const overdue = await metric(worker.metricsPort, 'worker_exchange_orders_unconfirmed_60s');
@@ -148,7 +149,7 @@ export async function runListing(opts: {
       if (overdue === 0 && inflight < 5) break;
       await sleep(2_000);
     }
-    const settle = exchange.calls.slice(settleCallsFrom);
+    const settle = await exchange.calls(settleCallsFrom);
     const settling = {
       ms: Date.now() - settleStart,
       listPages: settle.filter(isListPage).length,
@@ -175,7 +176,7 @@ export async function runListing(opts: {
     const windowEnd = Date.now();
     const after = await counters();
 
-    const sinceRestore = exchange.calls.slice(firstCall);
+    const sinceRestore = await exchange.calls(firstCall);
     const inWindow = sinceRestore.filter((c) => c.startedAt >= windowStart && c.startedAt < windowEnd);
     const listPages = inWindow.filter(isListPage).length;
     const orderGets = inWindow.filter(isOrderGet).length;

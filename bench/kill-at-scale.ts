@@ -46,7 +46,8 @@ export async function runKillAtScale(opts: {
   orders: number;
   capMs: number;
 }): Promise<KillAtScaleResult> {
-  const system = await startBenchSystem({ ...opts, system: 'worker', workers: 2 });
+  // The sandbox in this process: the invariant checker reads its orders and throttle refusals through its handle.
+  const system = await startBenchSystem({ ...opts, system: 'worker', workers: 2, exchange: 'in-process' });
   const { env } = system;
   const capped: string[] = [];
   try {

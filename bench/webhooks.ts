@@ -1,5 +1,6 @@
 // Webhook latency and API economy, on one real worker, a real Kafka and Redis, the sandbox behind the timing
-// pass-through (bench/worker-throughput.ts: startBenchSystem).
+// pass-through (bench/worker-throughput.ts: startBenchSystem), both in this process: the latency is measured from
+// the sandbox's own record of each delivery as it goes.
 //
 // Latency: N open orders are moved to COMPLETED on the exchange one at a time, paced so none waits behind another;
 // for each, from the first webhook the sandbox queued for it to the worker's order.status_changed COMPLETED as a
@@ -58,7 +59,7 @@ export async function runLatency(opts: {
   paceMs?: number;
 }): Promise<LatencyResult> {
   const paceMs = opts.paceMs ?? 100;
-  const system = await startBenchSystem({ ...opts, system: 'worker', workers: 1 });
+  const system = await startBenchSystem({ ...opts, system: 'worker', workers: 1, exchange: 'in-process' });
   const { env, exchange } = system;
   try {
     const producer = await batchProducer(system.kafka, env.topics.commands);
@@ -82,6 +83,7 @@ export async function runLatency(opts: {
     const floor = await kafkaTransactionFloor(system.kafka, { samples: opts.orders, paceMs });
 
     const deliveries = env.sandbox.listWebhookDeliveries();
+    const calls = await exchange.calls();
     const totals: number[] = [];
     const occurred: number[] = [];
     const trips: number[] = [];
@@ -100,7 +102,7 @@ export async function runLatency(opts: {
       if (arrivals.length === 0 || !event) continue;
       const arrival = Math.min(...arrivals);
       const total = event.receivedAt - arrival;
-      const roundTrips = exchange.calls.filter(
+      const roundTrips = calls.filter(
         (c) => isOrderGet(c, reference) && c.startedAt >= arrival - 1 && c.startedAt <= event.receivedAt,
       );
       gets += roundTrips.length;
@@ -170,7 +172,7 @@ export async function runEconomy(opts: {
   capMs?: number;
 }): Promise<EconomyResult> {
   const stepMs = opts.stepMs ?? Number(process.env['BENCH_STEP_MS'] ?? 2_000);
-  const system = await startBenchSystem({ ...opts, system: 'worker', workers: 1 });
+  const system = await startBenchSystem({ ...opts, system: 'worker', workers: 1, exchange: 'in-process' });
   const { env, exchange } = system;
   try {
     if (!opts.webhooks) env.sandbox.setWebhookEnabled('worker', false);
@@ -212,7 +214,7 @@ export async function runEconomy(opts: {
     const completed = collector.count('order.completed');
     await producer.close();
     await collector.stop();
-    const calls = exchange.calls.filter((c) => c.startedAt >= t0);
+    const calls = (await exchange.calls()).filter((c) => c.startedAt >= t0);
     const byEndpoint: Record<string, number> = {};
     for (const c of calls) byEndpoint[endpointOf(c)] = (byEndpoint[endpointOf(c)] ?? 0) + 1;
     const refs = [...scheduled.keys()];

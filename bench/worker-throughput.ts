@@ -1,6 +1,6 @@
 // Throughput, CPU, memory per open order and restore time: real worker processes (or the floor, bench/floor.ts)
 // on a real Kafka and Redis, the sandbox as exchange (actionable delay 0, throttles off) behind a timing
-// pass-through. Sends N order.create commands in batches (a third each DeFi, CeFi, CeFi fixed-rate), measures
+// pass-through, both in a process of their own (bench/lib/exchange-process.ts). Sends N order.create commands in batches (a third each DeFi, CeFi, CeFi fixed-rate), measures
 // order.create -> order.created, then with N orders open their RSS and heap, then (one worker) the time a fresh
 // replica takes to restore them, then moves every order to COMPLETED on the exchange and measures exchange
 // COMPLETED -> order.completed. A phase that exceeds its cap stops there and reports how far it got.
@@ -8,9 +8,21 @@
 //   node bench/worker-throughput.ts                                  # 300 orders, 1 worker, and the floor
 //   BENCH_ORDERS=1000 BENCH_WORKERS=3 node bench/worker-throughput.ts
 import { randomBytes } from 'node:crypto';
-import { demoConfig, demoKeys, demoReferral, type SandboxConfigInput } from '../sandbox/index.ts';
+import {
+  demoConfig,
+  demoKeys,
+  demoReferral,
+  type SandboxConfigInput,
+  type SandboxHandle,
+  type WebhookOutcomeCount,
+} from '../sandbox/index.ts';
 import { testKafka } from '../test/support/kafka-helpers.ts';
-import { startWorkerEnvironment, type WorkerEnvironment } from '../test/support/worker-environment.ts';
+import {
+  startWorkerEnvironment,
+  type ExchangeSimulator,
+  type SandboxStart,
+  type WorkerEnvironment,
+} from '../test/support/worker-environment.ts';
 import { startWorker } from '../test/support/worker-process.ts';
 import { startFloor, type FloorHandle } from './floor.ts';
 import {
@@ -27,8 +39,11 @@ import {
   round,
   saveResult,
   startTimedExchange,
+  timedExchangeView,
   type TimedCall,
+  type TimedExchange,
 } from './lib/harness.ts';
+import { startExchangeProcess, type RemoteSandbox } from './lib/exchange-process.ts';
 
 /** The sandbox for every benchmark: actionable quotes without delay, throttles out of the way. */
 export function fastSandbox(config: SandboxConfigInput): SandboxConfigInput {
@@ -63,38 +78,81 @@ export const workerBenchEnv = {
   PASSIVATE_IDLE_MS: process.env['BENCH_PASSIVATE_IDLE_MS'] ?? '1000',
 };
 
-export interface BenchSystem {
-  env: WorkerEnvironment;
-  exchange: Awaited<ReturnType<typeof startTimedExchange>>;
+export interface BenchSystem<S extends ExchangeSimulator = RemoteSandbox> {
+  env: WorkerEnvironment<S>;
+  /** The timing pass-through in front of the sandbox: its URL, its call records, its throttle. */
+  exchange: TimedExchange;
   floor: FloorHandle | undefined;
   kafka: ReturnType<typeof testKafka>;
   /** Worker start (spawn to /readyz) on empty topics, ms. */
   bootMs: number;
+  /** The processes metered as the system under test: the workers or the floor (never the exchange's). */
   pids(): number[];
   stop(): Promise<void>;
 }
 
-/** The one way the benchmarks start a system: the sandbox, the timing pass-through, then workers or the floor. */
-export async function startBenchSystem(opts: {
+export interface BenchSystemOptions {
   kafkaBrokers: string[];
   redisUrl: string;
   system: 'worker' | 'floor';
   workers: number;
   partitions?: number;
   env?: Record<string, string>;
-}): Promise<BenchSystem> {
-  const exchange = await startTimedExchange();
-  const started = Date.now();
-  const env = await startWorkerEnvironment({
+}
+
+/**
+ * The one way the benchmarks start a system: the sandbox, the timing pass-through, then workers or the floor. The
+ * sandbox and the pass-through run in a process of their own (bench/lib/exchange-process.ts), driven over the
+ * sandbox's admin API; `exchange: 'in-process'` keeps them in the benchmark's process instead, for a benchmark that
+ * reads the sandbox's own records as it goes (bench/webhooks.ts, bench/kill-at-scale.ts).
+ */
+export function startBenchSystem(
+  opts: BenchSystemOptions & { exchange?: 'own-process' },
+): Promise<BenchSystem<RemoteSandbox>>;
+export function startBenchSystem(
+  opts: BenchSystemOptions & { exchange: 'in-process' },
+): Promise<BenchSystem<SandboxHandle>>;
+export async function startBenchSystem(
+  opts: BenchSystemOptions & { exchange?: 'own-process' | 'in-process' },
+): Promise<BenchSystem<ExchangeSimulator>> {
+  const environment = {
     kafkaBrokers: opts.kafkaBrokers,
     redisUrl: opts.redisUrl,
     workers: opts.system === 'worker' ? opts.workers : 0,
     partitions: opts.partitions ?? 6,
     sandbox: fastSandbox,
     baseConfig: demoConfig,
-    env: { ...workerBenchEnv, EXCHANGE_API_URL: exchange.url, ...opts.env, ...benchWorkerEnv() },
+  };
+  const workerEnv = (exchangeUrl: string): Record<string, string> => ({
+    ...workerBenchEnv,
+    EXCHANGE_API_URL: exchangeUrl,
+    ...opts.env,
+    ...benchWorkerEnv(),
   });
-  exchange.setUpstream(env.sandbox.url);
+  let exchange: TimedExchange;
+  let env: WorkerEnvironment<ExchangeSimulator>;
+  let started: number;
+  if (opts.exchange === 'in-process') {
+    const timed = await startTimedExchange();
+    exchange = timedExchangeView(timed);
+    started = Date.now();
+    env = await startWorkerEnvironment({ ...environment, env: workerEnv(timed.url) });
+    timed.setUpstream(env.sandbox.url);
+  } else {
+    const exchangeProcess = await startExchangeProcess();
+    exchange = exchangeProcess;
+    started = Date.now();
+    try {
+      env = await startWorkerEnvironment({
+        ...environment,
+        env: workerEnv(exchangeProcess.url),
+        startSandbox: (start: SandboxStart) => exchangeProcess.startSandbox(start),
+      });
+    } catch (error) {
+      await exchangeProcess.close();
+      throw error;
+    }
+  }
   const bootMs = Date.now() - started;
   const kafka = testKafka(opts.kafkaBrokers);
   let floor: FloorHandle | undefined;
@@ -187,6 +245,17 @@ const alive = (worker: { child: { exitCode: number | null } }): boolean => worke
 const endpointOf = (c: TimedCall): string =>
   `${c.method} ${c.path.replace(/^\/orders\/[^/]+\/$/, '/orders/{ref}/')}`;
 
+/** Webhook deliveries by outcome and HTTP status ("delivered 200"), or error ("timeout (no answer within 5000 ms)"). */
+function webhookOutcomes(counts: WebhookOutcomeCount[]): Record<string, number> {
+  const byLabel: Record<string, number> = {};
+  for (const c of counts) {
+    const label =
+      c.httpStatus === null ? `${c.outcome} (${c.error ?? 'no answer'})` : `${c.outcome} ${c.httpStatus}`;
+    byLabel[label] = (byLabel[label] ?? 0) + c.count;
+  }
+  return byLabel;
+}
+
 function callsIn(calls: TimedCall[], from: number, to: number): number {
   return calls.filter((c) => c.startedAt >= from && c.startedAt <= to).length;
 }
@@ -259,7 +328,6 @@ export async function runThroughput(opts: {
     const createdMs = Math.max(...createdEvents.map((e) => e.receivedAt)) - t0;
     const createCpu = sum(meter.cpuSinceMark());
     const createCosts = await costPerOrder(createMark, created);
-    const createCalls = callsIn(exchange.calls, t0, t0 + createdMs);
     const latencies = createdEvents.map((e) => e.receivedAt - (sentAt.get(String(e.order_id)) ?? NaN));
 
     /** RSS and heap per order 2 s from now, over the processes' idle figures (null for the floor). */
@@ -304,29 +372,33 @@ export async function runThroughput(opts: {
     const completeMark = await costMark();
     const t1 = Date.now();
     meter.mark();
-    // Paced at 500 orders/s (above every target): advancing 10k orders at once makes the sandbox, which runs in
-    // this process beside the timing pass-through and the event reader, queue some 40k webhook deliveries at once
-    // and starve them (the first full run saw no completion at all in 100 s, for the floor and the worker alike).
-    // The cap covers the whole phase, the pacing included (a system that answers each webhook slowly starves this
-    // process's timers too: the floor's 10k took over three minutes to advance).
+    // Paced at 500 orders/s (above every target), 50 orders per request to the sandbox's admin API: advancing 10k
+    // orders at once queues some 40k webhook deliveries at once and starves them (the first full run, with the
+    // sandbox in this process, saw no completion at all in 100 s, for the floor and the worker alike).
+    // The cap covers the whole phase, the pacing included (a system that answers each webhook slowly slows the
+    // advances too: the floor's 10k once took over three minutes to advance).
     // And no faster than the deliveries go out: the next orders move only while fewer than
     // `maxPendingDeliveries` webhooks are queued or in flight. Without it, once the worker accepted every
-    // connection of a burst (it refused those past 256 before), this process held some 4,000 deliveries at once,
+    // connection of a burst (it refused those past 256 before), the sandbox held some 4,000 deliveries at once,
     // answered the worker's GETs too late (12,668 timeouts) and 141 of 10k orders completed in 100 s: a measure of
-    // the exchange simulator collapsing, not of the system under test. Orders advanced are timed from their own
-    // advance, so the wait is not counted against anyone's latency.
+    // the exchange simulator collapsing, not of the system under test. (The sandbox and the pass-through then ran in
+    // this process beside the event reader; they have a process of their own since.) Orders advanced are timed from
+    // their own advance (the request that moved them leaving), so the wait is not counted against anyone's latency.
     const maxPendingDeliveries = 1_000;
     const completeCapMs = opts.completeCapMs ?? opts.capMs;
     const deadline = t1 + completeCapMs;
     let advanced = 0;
     const advancedAt = new Map<string, number>();
     for (let i = 0; i < createdEvents.length && Date.now() < deadline; i += 50) {
-      while (env.sandbox.webhooksPending() >= maxPendingDeliveries && Date.now() < deadline)
+      while ((await env.sandbox.webhooksPending()) >= maxPendingDeliveries && Date.now() < deadline)
         await new Promise((resolve) => setTimeout(resolve, 20));
-      for (const e of createdEvents.slice(i, i + 50)) {
-        advancedAt.set(String(e.order_id), Date.now());
-        env.sandbox.advanceOrder(String(e['unique_reference']), 'completed');
-      }
+      const batch = createdEvents.slice(i, i + 50);
+      const at = Date.now();
+      for (const e of batch) advancedAt.set(String(e.order_id), at);
+      await env.sandbox.advanceOrders(
+        batch.map((e) => String(e['unique_reference'])),
+        'completed',
+      );
       advanced = Math.min(createdEvents.length, i + 50);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -344,7 +416,6 @@ export async function runThroughput(opts: {
       (e) => e.receivedAt - (advancedAt.get(String(e.order_id)) ?? NaN),
     );
     const completeCosts = await costPerOrder(completeMark, completed);
-    const completeCalls = callsIn(exchange.calls, t1, t1 + completedMs);
 
     // ---- N finished orders: memory (against the idle figures before the first command)
     const { perOrder: finishedOrders } = await memoryPerOrder(completed);
@@ -352,8 +423,13 @@ export async function runThroughput(opts: {
     meter.stop();
     await producer.close();
     await collector.stop();
+    // The exchange's records, read from its process once the run is over: each phase's calls by their start.
+    const calls = await exchange.calls();
+    const createCalls = callsIn(calls, t0, t0 + createdMs);
+    const completeCalls = callsIn(calls, t1, t1 + completedMs);
     const byEndpoint: Record<string, number> = {};
-    for (const c of exchange.calls) byEndpoint[endpointOf(c)] = (byEndpoint[endpointOf(c)] ?? 0) + 1;
+    for (const c of calls) byEndpoint[endpointOf(c)] = (byEndpoint[endpointOf(c)] ?? 0) + 1;
+    const exchangeOrders = await env.sandbox.orders.list();
 
     return {
       system: opts.system,
@@ -386,20 +462,12 @@ export async function runThroughput(opts: {
         complete: round(completeCalls / Math.max(1, completed), 2),
       },
       costs: { create: createCosts, complete: completeCosts },
-      webhookOutcomes: Object.fromEntries(
-        Object.entries(
-          Object.groupBy(env.sandbox.listWebhookDeliveries(), (d) =>
-            d.httpStatus === undefined
-              ? `${d.outcome} (${d.error ?? 'no answer'})`
-              : `${d.outcome} ${d.httpStatus}`,
-          ),
-        ).map(([outcome, list]) => [outcome, list?.length ?? 0]),
-      ),
+      webhookOutcomes: webhookOutcomes(await env.sandbox.webhookOutcomes()),
       exchangeCallsByEndpoint: byEndpoint,
-      exchangeOrders: env.sandbox.orders.list().length,
+      exchangeOrders: exchangeOrders.length,
       duplicateExchangeOrders:
-        env.sandbox.orders.list().length -
-        new Set(env.sandbox.orders.list().map((o) => `${o.mode} ${String(o.order['deposit_amount'])}`)).size,
+        exchangeOrders.length -
+        new Set(exchangeOrders.map((o) => `${o.mode} ${String(o.order['deposit_amount'])}`)).size,
       capped,
     };
   } finally {

@@ -8,7 +8,7 @@ import type { SandboxConfig } from './config.ts';
 import { demoConfig } from './demo-config.ts';
 import type { FaultSpec, FaultView } from './domain/faults.ts';
 import { startSandboxServer, type SandboxOptions } from './http/server.ts';
-import type { WebhookDelivery, WebhookState } from './domain/webhook-dispatcher.ts';
+import type { WebhookDelivery, WebhookOutcomeCount, WebhookState } from './domain/webhook-dispatcher.ts';
 import type { ThrottleRefusal } from './http/throttles.ts';
 
 export type { SandboxOptions } from './http/server.ts';
@@ -20,7 +20,7 @@ export type { AdvanceTarget, OrderStatus } from './domain/order-lifecycle.ts';
 export { statusCodes } from './domain/order-lifecycle.ts';
 export type { AutoSchedule } from './domain/order-store.ts';
 export type { ControlOrderView } from './domain/control.ts';
-export type { WebhookDelivery, WebhookState } from './domain/webhook-dispatcher.ts';
+export type { WebhookDelivery, WebhookOutcomeCount, WebhookState } from './domain/webhook-dispatcher.ts';
 export type { ThrottleRefusal } from './http/throttles.ts';
 export { signWebhook, webhookEventId } from './domain/webhook-dispatcher.ts';
 export { messages } from './wire/messages.ts';
@@ -53,6 +53,8 @@ export interface SandboxHandle {
   throttleRefusals(): ThrottleRefusal[];
 
   listWebhookDeliveries(): WebhookDelivery[];
+  /** Deliveries counted by outcome, HTTP status and error, without their bodies. */
+  webhookOutcomes(): WebhookOutcomeCount[];
   /** Resolves once every webhook delivery queued so far has finished. */
   webhooksIdle(): Promise<void>;
   /** Webhook deliveries queued or in flight (a benchmark paces itself by it). */
@@ -90,7 +92,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     throttleRefusals: () => ctx.throttles.refusals(),
     listWebhookDeliveries: () => control.listWebhookDeliveries(),
     webhooksIdle: () => ctx.webhooks.idle(),
-    webhooksPending: () => ctx.webhooks.pendingCount,
+    webhookOutcomes: () => control.webhookOutcomes(),
+    webhooksPending: () => control.webhooksPending(),
     webhookStates: () => control.webhookStates(),
     setWebhookEnabled: (webhookId, enabled) => control.setWebhookEnabled(webhookId, enabled),
     emitKycStatus: (reference, kycStatus) => control.emitKycStatus(reference, kycStatus),

@@ -1,9 +1,8 @@
 // Shared pieces of the benchmarks: the profile (BENCH_SCALE), the services, batched command production, an event
-// reader that notes when each event arrived, per-process CPU and RSS from /proc, a timing pass-through in front of
-// the exchange, percentiles, target verdicts and the JSON result files under bench/results/.
+// reader that notes when each event arrived, per-process CPU and RSS from /proc, percentiles, target verdicts and
+// the JSON result files under bench/results/. The timing pass-through in front of the exchange is in
+// timed-exchange.ts (re-exported here), so that the exchange's own process (exchange-process.ts) loads no more.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +12,13 @@ import { format, resolveConfig } from 'prettier';
 import { servicesUp, type ServiceEndpoints } from '../../dev/services/index.ts';
 import { modeSpecs, orderCreateCommand } from '../../test/support/order-specs.ts';
 import { uniqueName } from '../../test/support/unique-name.ts';
+
+export {
+  startTimedExchange,
+  timedExchangeView,
+  type TimedCall,
+  type TimedExchange,
+} from './timed-exchange.ts';
 
 export const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const resultsDir = join(benchDir, 'results');
@@ -332,107 +338,6 @@ export async function redisCommandCount(redisUrl: string): Promise<number> {
   } finally {
     redis.disconnect();
   }
-}
-
-// ---- a timing pass-through in front of the exchange -----------------------------------------------------------
-
-export interface TimedCall {
-  method: string;
-  path: string;
-  startedAt: number;
-  endedAt: number | null;
-  status: number | null;
-}
-
-/**
- * Forwards every request to the sandbox unchanged and records method, path, start and end. The upstream may be set
- * after the pass-through started (`setUpstream`): requests arriving before wait for it. `throttle(limit)` makes it
- * answer as the document's global throttle does (429 with Retry-After once `limit` requests of one Authorization
- * header were admitted in the last 60 s), whatever the sandbox behind it allows; `throttle(null)` stops that.
- */
-export async function startTimedExchange(prefix = '/api/v2'): Promise<{
-  url: string;
-  calls: TimedCall[];
-  setUpstream: (v2Url: string) => void;
-  throttle: (limit: number | null) => void;
-  close: () => Promise<void>;
-}> {
-  let upstream: URL | undefined;
-  const calls: TimedCall[] = [];
-  let limit: number | null = null;
-  const admitted = new Map<string, number[]>();
-  /** Seconds to wait when the request must be refused, else undefined (and the request counts). */
-  const refusal = (identity: string, now: number): number | undefined => {
-    if (limit === null) return undefined;
-    const hits = admitted.get(identity) ?? [];
-    while (hits.length > 0 && (hits[0] ?? now) <= now - 60_000) hits.shift();
-    admitted.set(identity, hits);
-    if (hits.length >= limit) return Math.max(1, Math.ceil(((hits[0] ?? now) + 60_000 - now) / 1000));
-    hits.push(now);
-    return undefined;
-  };
-  const server: Server = createServer((incoming, response) => {
-    void forwardWhenReady(incoming, response);
-  });
-  const forwardWhenReady = async (incoming: IncomingMessage, response: ServerResponse): Promise<void> => {
-    while (upstream === undefined) await sleep(10);
-    const target = upstream;
-    const path = new URL(incoming.url ?? '/', 'http://x').pathname;
-    const call: TimedCall = {
-      method: incoming.method ?? 'GET',
-      path: path.startsWith(prefix) ? path.slice(prefix.length) || '/' : path,
-      startedAt: performance.timeOrigin + performance.now(),
-      endedAt: null,
-      status: null,
-    };
-    calls.push(call);
-    const waitSeconds = refusal(String(incoming.headers.authorization ?? ''), call.startedAt);
-    if (waitSeconds !== undefined) {
-      incoming.resume();
-      call.status = 429;
-      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(waitSeconds) });
-      response.end(
-        JSON.stringify({ detail: `Request was throttled. Expected available in ${waitSeconds} seconds.` }),
-      );
-      call.endedAt = performance.timeOrigin + performance.now();
-      return;
-    }
-    const forward = request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: incoming.method,
-        path: incoming.url,
-        // The client's Host is kept, as a reverse proxy that preserves it: links the exchange builds from it
-        // (pagination.next) point back through the pass-through, not around it.
-        headers: incoming.headers,
-      },
-      (answer) => {
-        call.status = answer.statusCode ?? null;
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(response);
-        answer.on('end', () => (call.endedAt = performance.timeOrigin + performance.now()));
-      },
-    );
-    forward.on('error', () => response.destroy());
-    incoming.pipe(forward);
-  };
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}${prefix}`,
-    calls,
-    setUpstream: (v2Url) => (upstream = new URL(v2Url)),
-    throttle: (perMinute) => {
-      limit = perMinute;
-      admitted.clear();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
 }
 
 // ---- figures --------------------------------------------------------------------------------------------------

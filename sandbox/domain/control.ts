@@ -6,7 +6,7 @@ import type { FaultSpec, FaultView } from './faults.ts';
 import { resolveAdvanceTarget, statusCodes, type OrderStatus } from './order-lifecycle.ts';
 import { TransitionRefused, type AutoSchedule, type Order } from './order-store.ts';
 import { toV2Order } from '../wire/v2-representation.ts';
-import type { WebhookDelivery, WebhookState } from './webhook-dispatcher.ts';
+import type { WebhookDelivery, WebhookOutcomeCount, WebhookState } from './webhook-dispatcher.ts';
 
 export class NotFound extends Error {
   override name = 'NotFound';
@@ -37,6 +37,10 @@ export interface SandboxControl {
   clearFaults(): void;
   listFaults(): FaultView[];
   listWebhookDeliveries(): WebhookDelivery[];
+  /** Deliveries counted by outcome, HTTP status and error (no bodies: cheap for tens of thousands). */
+  webhookOutcomes(): WebhookOutcomeCount[];
+  /** Deliveries queued or in flight. */
+  webhooksPending(): number;
   webhookStates(): WebhookState[];
   setWebhookEnabled(webhookId: string, enabled: boolean): void;
 }
@@ -101,6 +105,8 @@ export function createControl(ctx: SandboxContext, describe: () => Record<string
     clearFaults: () => ctx.faults.clear(),
     listFaults: () => ctx.faults.list(),
     listWebhookDeliveries: () => ctx.webhooks.deliveries(),
+    webhookOutcomes: () => ctx.webhooks.outcomeCounts(),
+    webhooksPending: () => ctx.webhooks.pendingCount,
     webhookStates: () => ctx.webhooks.states(),
     setWebhookEnabled(webhookId, enabled) {
       if (!ctx.webhooks.setEnabled(webhookId, enabled))

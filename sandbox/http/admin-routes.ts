@@ -1,6 +1,7 @@
-// The control surface under its own prefix (default /_sandbox): advance orders, set the automatic schedule, move
-// the sandbox clock, arm and clear faults, read webhook deliveries and re-enable disabled webhooks. Not part of
-// the exchange; no authentication (the sandbox is a local test double). Bodies use camelCase like the TS handle.
+// The control surface under its own prefix (default /_sandbox): advance orders (one, or a batch in one request),
+// set the automatic schedule, move the sandbox clock, arm and clear faults, read webhook deliveries (or only their
+// counts by outcome, and how many are pending) and re-enable disabled webhooks. Not part of the exchange; no
+// authentication (the sandbox is a local test double). Bodies use camelCase like the TS handle.
 import { z } from 'zod';
 import type { SandboxControl } from '../domain/control.ts';
 import type { AutoSchedule } from '../domain/order-store.ts';
@@ -13,15 +14,29 @@ function parse<S extends z.ZodType>(schema: S, request: SandboxRequest): z.outpu
   return result.data;
 }
 
+/** A refusal of the control surface as HTTP: 404 for an unknown order or webhook, 409 for a refused move. */
+function refusal(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  const status = (error as Error).name === 'NotFound' ? 404 : 409;
+  return new HttpError({ status, body: { detail: (error as Error).message } });
+}
+
 function guard<T>(action: () => T): T {
   try {
     return action();
   } catch (error) {
-    if (error instanceof HttpError) throw error;
-    const status = (error as Error).name === 'NotFound' ? 404 : 409;
-    throw new HttpError({ status, body: { detail: (error as Error).message } });
+    throw refusal(error);
   }
 }
+
+/** One reference of a batch advance: the statuses it passed, or why it did not move (the others still do). */
+type BatchAdvanceResult =
+  { reference: string; passed: string[] } | { reference: string; status: number; detail: string };
+
+const batchAdvanceSchema = z.object({
+  references: z.array(z.string().min(1)).min(1).max(10_000),
+  to: z.string().min(1),
+});
 
 const scheduleSchema = z.object({
   enabled: z.boolean().optional(),
@@ -40,6 +55,21 @@ export function adminRoutes(control: SandboxControl): Route[] {
       return { status: 200, body: control.clockView() };
     }),
     route('GET', '/orders/', () => ({ status: 200, body: control.listOrders() })),
+    // Many orders in one request (a benchmark moves thousands): each as POST /orders/{ref}/advance/ would, in the
+    // order given; a reference that cannot move is reported in its place and does not stop the rest.
+    route('POST', '/orders/advance/', (request) => {
+      const { references, to } = parse(batchAdvanceSchema, request);
+      const results = references.map((reference): BatchAdvanceResult => {
+        try {
+          return { reference, passed: control.advanceOrder(reference, to) };
+        } catch (error) {
+          const { reply } = refusal(error);
+          const detail = (reply.body as { detail?: unknown } | undefined)?.detail;
+          return { reference, status: reply.status, detail: typeof detail === 'string' ? detail : '' };
+        }
+      });
+      return { status: 200, body: { results } };
+    }),
     route('GET', '/orders/{ref}/', (request) => ({
       status: 200,
       body: guard(() => control.getOrderOrThrow(request.params['ref'] ?? '')),
@@ -74,6 +104,8 @@ export function adminRoutes(control: SandboxControl): Route[] {
     }),
     route('GET', '/webhooks/', () => ({ status: 200, body: control.webhookStates() })),
     route('GET', '/webhooks/deliveries/', () => ({ status: 200, body: control.listWebhookDeliveries() })),
+    route('GET', '/webhooks/outcomes/', () => ({ status: 200, body: control.webhookOutcomes() })),
+    route('GET', '/webhooks/pending/', () => ({ status: 200, body: { pending: control.webhooksPending() } })),
     route('POST', '/webhooks/{id}/enable/', (request) => {
       guard(() => control.setWebhookEnabled(request.params['id'] ?? '', true));
       return { status: 200, body: control.webhookStates() };

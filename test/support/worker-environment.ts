@@ -1,6 +1,7 @@
 // The system around real worker processes, for integration tests and benchmarks: the exchange sandbox in this
 // process (so the caller can drive it), worker child processes configured against it, topics and a consumer
-// group unique to the run. Webhooks from the sandbox go, signed, to the first worker.
+// group unique to the run. Webhooks from the sandbox go, signed, to the first worker. A benchmark may start the
+// sandbox elsewhere (`startSandbox`: in a process of its own) on the very configuration built here.
 import { randomBytes } from 'node:crypto';
 import { freePort } from '../../dev/services/index.ts';
 import {
@@ -15,8 +16,23 @@ import { startWorker, type WorkerProcess } from './worker-process.ts';
 
 export const webhookSecret = 'test-webhook-secret-0123456789';
 
-export interface WorkerEnvironment {
-  sandbox: SandboxHandle;
+/** What the environment needs of an exchange simulator: where the workers reach it, and how to stop it. */
+export interface ExchangeSimulator {
+  /** v2 base URL (no trailing slash). */
+  readonly url: string;
+  /** v1 base URL (no trailing slash). */
+  readonly v1Url: string;
+  close(): Promise<void>;
+}
+
+/** The sandbox to start: the environment's configuration (webhooks to the first worker, signed) and seed. */
+export interface SandboxStart {
+  config: SandboxConfigInput;
+  seed?: number;
+}
+
+export interface WorkerEnvironment<S extends ExchangeSimulator = SandboxHandle> {
+  sandbox: S;
   workers: WorkerProcess[];
   topics: { commands: string; events: string };
   env: Record<string, string>;
@@ -25,7 +41,7 @@ export interface WorkerEnvironment {
   stop: () => Promise<void>;
 }
 
-export async function startWorkerEnvironment(opts: {
+export interface WorkerEnvironmentOptions {
   kafkaBrokers: string[];
   redisUrl: string;
   workers: number;
@@ -35,7 +51,17 @@ export async function startWorkerEnvironment(opts: {
   baseConfig?: SandboxConfigInput;
   /** Seed of the sandbox's PRNG (fault draws), so a fault run replays. */
   sandboxSeed?: number;
-}): Promise<WorkerEnvironment> {
+}
+
+/** The sandbox in this process (the tests drive it through its handle). */
+export function startWorkerEnvironment(opts: WorkerEnvironmentOptions): Promise<WorkerEnvironment>;
+/** The sandbox started by `startSandbox` (e.g. in another process) on the configuration the environment built. */
+export function startWorkerEnvironment<S extends ExchangeSimulator>(
+  opts: WorkerEnvironmentOptions & { startSandbox: (start: SandboxStart) => Promise<S> },
+): Promise<WorkerEnvironment<S>>;
+export async function startWorkerEnvironment(
+  opts: WorkerEnvironmentOptions & { startSandbox?: (start: SandboxStart) => Promise<ExchangeSimulator> },
+): Promise<WorkerEnvironment<ExchangeSimulator>> {
   const name = `it-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const topics = { commands: `${name}.commands`, events: `${name}.events` };
   const webhookPort = await freePort();
@@ -60,10 +86,11 @@ export async function startWorkerEnvironment(opts: {
     ),
     quotes: { ttlSeconds: 120, actionableDelayMs: 300 },
   };
-  const sandbox = await startSandbox({
+  const start: SandboxStart = {
     config: opts.sandbox ? opts.sandbox(base) : base,
     ...(opts.sandboxSeed === undefined ? {} : { seed: opts.sandboxSeed }),
-  });
+  };
+  const sandbox = await (opts.startSandbox ?? startSandbox)(start);
   const env: Record<string, string> = {
     KAFKA_BROKERS: opts.kafkaBrokers.join(','),
     REDIS_URL: opts.redisUrl,

@@ -1,8 +1,17 @@
-// The control surface (admin HTTP API and typed handle): advancing orders, the automatic schedule, the sandbox
-// clock, and fault injection per endpoint, reproducible from a seed.
+// The control surface (admin HTTP API and typed handle): advancing orders (one or a batch), the automatic schedule,
+// the sandbox clock, webhook delivery counts, and fault injection per endpoint, reproducible from a seed.
 /* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-return -- conformance tests read the exchange's raw JSON and assert its shape instead of assuming it */
 import { describe, expect, it } from 'vitest';
-import { btcToEthOrder, call, createOrder, demoKeys, EVM_ADDRESS, startTestSandbox } from './helpers.ts';
+import {
+  btcToEthOrder,
+  call,
+  createOrder,
+  demoKeys,
+  EVM_ADDRESS,
+  partnersWithWebhooks,
+  startTestSandbox,
+  startWebhookReceiver,
+} from './helpers.ts';
 
 describe('Admin HTTP API', () => {
   it('advances an order and moves the clock over HTTP', async () => {
@@ -25,6 +34,64 @@ describe('Admin HTTP API', () => {
     expect(
       (await call(sandbox.adminUrl, '/orders/NOPE/advance/', { key: null, body: { to: 'paid' } })).status,
     ).toBe(404);
+  });
+
+  it('advances a batch of orders in one request, each in its place, and reports those that cannot move', async () => {
+    const sandbox = await startTestSandbox();
+    const first = await createOrder(sandbox);
+    const second = await createOrder(sandbox);
+    sandbox.advanceOrder(second.unique_reference, 'completed');
+    const batch = await call(sandbox.adminUrl, '/orders/advance/', {
+      key: null,
+      body: { references: [first.unique_reference, 'NOPE', second.unique_reference], to: 'confirmed' },
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.body.results).toEqual([
+      { reference: first.unique_reference, passed: ['UNCONFIRMED PAYMENT', 'PAID'] },
+      { reference: 'NOPE', status: 404, detail: expect.stringContaining('NOPE') },
+      { reference: second.unique_reference, status: 409, detail: expect.any(String) },
+    ]);
+    expect(sandbox.orders.get(first.unique_reference)!.order['status']).toBe('PAID');
+    expect(sandbox.orders.get(second.unique_reference)!.order['status']).toBe('COMPLETED');
+    for (const body of [{ references: [], to: 'completed' }, { references: ['A'] }, { to: 'completed' }])
+      expect((await call(sandbox.adminUrl, '/orders/advance/', { key: null, body })).status).toBe(400);
+    // The batch route leaves the one-order routes as they were.
+    expect((await call(sandbox.adminUrl, '/orders/advance/', { key: null })).status).toBe(404);
+  });
+
+  it('counts webhook deliveries by outcome and tells how many are queued or in flight', async () => {
+    const receiver = await startWebhookReceiver();
+    const sandbox = await startTestSandbox({
+      partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2' }]),
+      webhooks: { timeoutMs: 1_000 },
+    });
+    const pending = async (): Promise<unknown> =>
+      (await call(sandbox.adminUrl, '/webhooks/pending/', { key: null })).body;
+    expect(await pending()).toEqual({ pending: 0 });
+    expect((await call(sandbox.adminUrl, '/webhooks/outcomes/', { key: null })).body).toEqual([]);
+
+    const held = await createOrder(sandbox);
+    receiver.respondWith = () => 'hang';
+    sandbox.advanceOrder(held.unique_reference, 'confirmed');
+    // Two status changes of one order: the first in flight (held by the receiver), the second queued behind it.
+    expect(await pending()).toEqual({ pending: 2 });
+    expect(sandbox.webhooksPending()).toBe(2);
+    await sandbox.webhooksIdle();
+    receiver.respondWith = () => 200;
+    const answered = await createOrder(sandbox);
+    sandbox.advanceOrder(answered.unique_reference, 'completed');
+    await sandbox.webhooksIdle();
+    expect(await pending()).toEqual({ pending: 0 });
+
+    const outcomes = await call(sandbox.adminUrl, '/webhooks/outcomes/', { key: null });
+    expect(outcomes.status).toBe(200);
+    expect(outcomes.body).toEqual([
+      { outcome: 'timeout', httpStatus: null, error: 'no answer within 1000 ms', count: 2 },
+      { outcome: 'delivered', httpStatus: 200, error: null, count: 5 },
+    ]);
+    expect(sandbox.webhookOutcomes()).toEqual(outcomes.body);
+    const counted = (outcomes.body as { count: number }[]).reduce((sum, o) => sum + o.count, 0);
+    expect(counted).toBe(sandbox.listWebhookDeliveries().length);
   });
 
   it('runs orders on an automatic schedule driven by the sandbox clock', async () => {

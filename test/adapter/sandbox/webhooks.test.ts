@@ -174,6 +174,27 @@ describe('Webhooks', () => {
     await receiver.waitFor(5);
   });
 
+  it('counts only the outcomes inside the window towards the error rate', async () => {
+    const receiver = await startWebhookReceiver();
+    let calls = 0;
+    receiver.respondWith = () => (++calls <= 4 ? 500 : 200);
+    const sandbox = await startTestSandbox({
+      partners: partnersWithWebhooks([{ url: receiver.url, payloadVersion: 'v2', id: 'recovering' }]),
+      webhooks: { minDeliveriesInWindow: 4, errorWindowMs: 60_000 },
+    });
+    const first = await createOrder(sandbox);
+    sandbox.advanceOrder(first.unique_reference, 'pre_release'); // 3 failures: too few to judge
+    await sandbox.webhooksIdle();
+    sandbox.advanceClock(61_000); // ... and out of the window
+    sandbox.advanceOrder(first.unique_reference, 'completed'); // a failure, then a success
+    const second = await createOrder(sandbox);
+    sandbox.advanceOrder(second.unique_reference, 'confirmed'); // two successes
+    await sandbox.webhooksIdle();
+    // 1 failure of 4 in the window (counting every delivery so far: 4 of 7, which would disable it).
+    expect(receiver.received).toHaveLength(7);
+    expect(sandbox.webhookStates()[0]!.enabled).toBe(true);
+  });
+
   it('delivers only the configured categories (KYC events to KYC configurations)', async () => {
     const orders = await startWebhookReceiver();
     const kyc = await startWebhookReceiver();
