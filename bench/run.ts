@@ -246,6 +246,47 @@ if (wanted('request-budget')) {
   if (result.status !== 0) process.exitCode = 1;
 }
 
+// ---- 50k orders, creation only, one worker: the "no slowdown from 1k to 50k" figure ---------------------------
+// About 4 minutes here: it runs last, and only when that still ends the run within its 20 minutes.
+const largeOrders = Number(process.env['BENCH_LARGE_ORDERS'] ?? (plan.name === 'full' ? 50_000 : 0));
+const largeCapMs = 240_000;
+const largeLatestStartMs = 20 * 60_000 - largeCapMs - 45_000;
+if (wanted('throughput') && largeOrders > 0) {
+  const elapsedMs = Date.now() - startedAt.getTime();
+  if (elapsedMs <= largeLatestStartMs) {
+    console.log(
+      `\n=== throughput: ${largeOrders} orders, creation only, 1 worker, cap ${largeCapMs / 1000} s`,
+    );
+    const large = await runThroughput({
+      ...common,
+      system: 'worker',
+      workers: 1,
+      orders: largeOrders,
+      capMs: largeCapMs,
+      createOnly: true,
+    });
+    printThroughput(large);
+    summary['throughputCreateOnly'] = large;
+    await saveResult(`throughput-${largeOrders}`, { workers: [large] });
+    const small = throughput[0]?.workers.find((w) => w.workers === 1);
+    if (small)
+      verdicts.push(
+        verdict(
+          `created/s at ${largeOrders} against ${small.orders}`,
+          large.createdPerSecond / small.createdPerSecond,
+          'x',
+          { op: '>=', bound: 0.9 },
+          `${large.createdPerSecond}/s at ${largeOrders} (${large.createCpuMsPerOrder} ms CPU per order${large.capped.length ? `; ${large.capped.join('; ')}` : ''}), ${small.createdPerSecond}/s at ${small.orders}; no slowdown means about 1x`,
+        ),
+      );
+  } else {
+    console.log(
+      `\n=== throughput: ${largeOrders} orders skipped: ${round(elapsedMs / 60_000, 1)} min elapsed, it needs to start by ${round(largeLatestStartMs / 60_000, 1)}`,
+    );
+    summary['throughputCreateOnly'] = { skipped: true, elapsedMs };
+  }
+}
+
 summary['throughput'] = throughput;
 summary['verdicts'] = verdicts;
 summary['finishedAt'] = new Date().toISOString();

@@ -270,6 +270,8 @@ export async function runThroughput(opts: {
   /** The completion phase's cap when it differs (the floor's one GET per hint makes its completion slow). */
   completeCapMs?: number;
   restore?: boolean;
+  /** Only the creation phase (and the open orders' memory): no restore, nothing moved to COMPLETED. */
+  createOnly?: boolean;
   /** Partitions of the commands, state and events topics (default 6). */
   partitions?: number;
 }): Promise<ThroughputResult> {
@@ -356,7 +358,7 @@ export async function runThroughput(opts: {
 
     // ---- restore: a fresh replica takes the N open orders over
     let restore: ThroughputResult['restore'] = null;
-    if (opts.restore && opts.system === 'worker' && opts.workers === 1) {
+    if (opts.restore && !opts.createOnly && opts.system === 'worker' && opts.workers === 1) {
       const old = env.workers[0]!;
       await old.kill('SIGTERM');
       meter.stop();
@@ -385,21 +387,22 @@ export async function runThroughput(opts: {
     // this process beside the event reader; they have a process of their own since.) Orders advanced are timed from
     // their own advance (the request that moved them leaving), so the wait is not counted against anyone's latency.
     const maxPendingDeliveries = 1_000;
-    const completeCapMs = opts.completeCapMs ?? opts.capMs;
+    const toComplete = opts.createOnly ? [] : createdEvents;
+    const completeCapMs = opts.createOnly ? 0 : (opts.completeCapMs ?? opts.capMs);
     const deadline = t1 + completeCapMs;
     let advanced = 0;
     const advancedAt = new Map<string, number>();
-    for (let i = 0; i < createdEvents.length && Date.now() < deadline; i += 50) {
+    for (let i = 0; i < toComplete.length && Date.now() < deadline; i += 50) {
       while ((await env.sandbox.webhooksPending()) >= maxPendingDeliveries && Date.now() < deadline)
         await new Promise((resolve) => setTimeout(resolve, 20));
-      const batch = createdEvents.slice(i, i + 50);
+      const batch = toComplete.slice(i, i + 50);
       const at = Date.now();
       for (const e of batch) advancedAt.set(String(e.order_id), at);
       await env.sandbox.advanceOrders(
         batch.map((e) => String(e['unique_reference'])),
         'completed',
       );
-      advanced = Math.min(createdEvents.length, i + 50);
+      advanced = Math.min(toComplete.length, i + 50);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const completed = await collector.waitForCount(
@@ -407,7 +410,7 @@ export async function runThroughput(opts: {
       advanced,
       Math.max(0, deadline - Date.now()),
     );
-    if (completed < created)
+    if (completed < created && !opts.createOnly)
       capped.push(`completed: ${completed} of ${created} within ${completeCapMs} ms (${advanced} advanced)`);
     const completedEvents = collector.events.filter((e) => e.type === 'order.completed');
     const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
@@ -418,7 +421,9 @@ export async function runThroughput(opts: {
     const completeCosts = await costPerOrder(completeMark, completed);
 
     // ---- N finished orders: memory (against the idle figures before the first command)
-    const { perOrder: finishedOrders } = await memoryPerOrder(completed);
+    const { perOrder: finishedOrders } = opts.createOnly
+      ? { perOrder: null }
+      : await memoryPerOrder(completed);
     peakRss = peakRss.map((v, i) => Math.max(v, meter.peakRss()[i] ?? 0));
     meter.stop();
     await producer.close();

@@ -240,6 +240,8 @@ export class OrderHost {
   private readonly reloading = new Map<string, Promise<void>>();
   /** Resting orders whose suspended lease is being taken up again (from Redis) to wake them. */
   private readonly resuming = new Map<string, Promise<void>>();
+  /** Orders unloaded by setAssignment since the last onAssignment (which reports them). */
+  private unloadedByAssignment = 0;
   /** Restores of added partitions under way (onAssignment): the orphan sweep waits for them. */
   private restoresRunning = 0;
   /** Unfinished orders the last orphan sweep found driven by nobody here; adopted if the next sweep agrees. */
@@ -554,6 +556,7 @@ export class OrderHost {
     // Orders of a revoked partition stop now and release their leases: the new owner is waiting for them.
     for (const slot of [...this.slots.values()]) {
       if (this.assigned.has(slot.partition)) continue;
+      this.unloadedByAssignment++;
       this.unload(slot).catch((error: unknown) => {
         this.logger.error(
           { orderId: slot.orderId, err: { message: (error as Error).message } },
@@ -564,7 +567,7 @@ export class OrderHost {
   }
 
   /**
-   * Partitions moved. Revoked ones: their orders are persisted, their leases released and their records forgotten
+   * Partitions moved (resolves with how many orders were unloaded and restored). Revoked ones: their orders are persisted, their leases released and their records forgotten
    * (the store stops reading them). Added ones: read up to a barrier, take the leases of their unfinished orders
    * (waiting for a previous owner to let go), then read up to a second barrier - a previous owner writes its last
    * records before it releases a lease, so only after the lease is ours is the state topic known to hold the order's
@@ -572,29 +575,32 @@ export class OrderHost {
    * owner may have created an order after the first barrier. Safe to call again with the same partitions (a failed
    * restore is retried by the consumer).
    */
-  async onAssignment(revoked: number[], added: number[]): Promise<void> {
+  async onAssignment(revoked: number[], added: number[]): Promise<number> {
     const revokedSet = new Set(revoked);
-    await Promise.all(
-      [...this.slots.values()]
-        .filter((slot) => revokedSet.has(slot.partition) && !this.assigned.has(slot.partition))
-        .map((slot) => this.unload(slot)),
+    const leaving = [...this.slots.values()].filter(
+      (slot) => revokedSet.has(slot.partition) && !this.assigned.has(slot.partition),
     );
+    await Promise.all(leaving.map((slot) => this.unload(slot)));
+    const unloaded = this.unloadedByAssignment + leaving.length;
+    this.unloadedByAssignment = 0;
     // Their records are the new owner's to read: this replica stops holding them.
     const released = revoked.filter((partition) => !this.assigned.has(partition));
     if (released.length) this.opts.state.release(released);
     this.restoresRunning++;
     try {
-      await this.restoreAdded(added);
+      return unloaded + (await this.restoreAdded(added));
     } finally {
       this.restoresRunning--;
     }
   }
 
-  private async restoreAdded(added: number[]): Promise<void> {
+  /** Restores the unfinished orders of the added partitions; how many were restored. */
+  private async restoreAdded(added: number[]): Promise<number> {
     const attempted = new Set<string>();
+    let restored = 0;
     for (;;) {
       const partitions = added.filter((partition) => this.assigned.has(partition));
-      if (partitions.length === 0) return;
+      if (partitions.length === 0) return restored;
       await this.opts.state.catchUp(partitions);
       const candidates = partitions
         .flatMap((partition) => this.opts.state.recordsOfPartition(partition))
@@ -605,7 +611,7 @@ export class OrderHost {
             !this.reloading.has(record.order_id) &&
             !attempted.has(record.order_id),
         );
-      if (candidates.length === 0) return;
+      if (candidates.length === 0) return restored;
       for (const record of candidates) attempted.add(record.order_id);
       // A bounded number of lease requests at a time: a partition of 100k open orders asked for at once would queue
       // 100k Redis commands behind each other, time most of them out and retry them all (a storm, not a restore).
@@ -621,7 +627,10 @@ export class OrderHost {
       await this.opts.state.catchUp(partitions);
       for (const { record, fence } of leased) {
         if (fence === null) continue;
-        if (await this.restoreLatest(record.order_id, fence)) this.opts.metrics?.orderRestored();
+        if (await this.restoreLatest(record.order_id, fence)) {
+          restored++;
+          this.opts.metrics?.orderRestored();
+        }
       }
     }
   }

@@ -49,6 +49,9 @@ export interface WorkerParts {
   close: () => Promise<void>;
 }
 
+/** Orders restored or unloaded by one assignment change from which its garbage is worth a memory-reducing GC. */
+export const heapReduceAfterOrders = 1_000;
+
 export class Worker {
   private readonly config: WorkerConfig;
   private readonly logger: Logger;
@@ -93,10 +96,10 @@ export class Worker {
           // A partition assigned anew is read from the group's committed offset: a hold left by a refused
           // pipelined command of an earlier assignment no longer applies.
           await parts.writer.releaseOffsetHolds(config.topics.commands, added);
-          await host.onAssignment(revoked, added);
+          const moved = await host.onAssignment(revoked, added);
           // The restore's garbage, the records of partitions given away and V8's pooled pages go back to the system
-          // once the restores are over.
-          if (added.length > 0 || revoked.length > 0)
+          // once the restores are over (not for a handful of orders: each reduction pauses the replica).
+          if (moved >= heapReduceAfterOrders)
             parts.heapReducer?.request(added.length > 0 ? 'restore' : 'revoke');
         },
         onMessage: async (message) => {
