@@ -83,6 +83,14 @@ export class HeapReducer {
     this.timer.unref();
   }
 
+  /** Runs a reduction now (after start-up, before the replica reports ready); resolves when it is done. */
+  async reduceNow(reason: string): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.running) await this.running.catch(() => {});
+    await this.run(reason, false);
+  }
+
   /** The reduction in progress, if any (tests, shutdown). */
   get settled(): Promise<void> {
     return this.running ?? Promise.resolve();
@@ -93,10 +101,10 @@ export class HeapReducer {
     clearTimeout(this.timer);
   }
 
-  private async run(reason: string): Promise<void> {
+  private async run(reason: string, waitWhileBusy = true): Promise<void> {
     if (this.stopped) return;
     this.timer = undefined;
-    if (this.running || this.busy()) {
+    if (this.running || (waitWhileBusy && this.busy())) {
       this.request(reason);
       return;
     }

@@ -42,7 +42,8 @@ export interface WorkerParts {
   /** The CeFi listing reconciler (cefi-listing.ts): started with the consumer, stopped before the orders unload. */
   listing?: { start(): void; stop(): Promise<void> };
   /** Asked for a memory-reducing collection after partitions were restored (heap-reducer.ts); absent when off. */
-  heapReducer?: { request(reason: string): void; stop(): void } | undefined;
+  heapReducer?:
+    { request(reason: string): void; reduceNow(reason: string): Promise<void>; stop(): void } | undefined;
   /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */
   inflightExchangeCalls: () => number;
   /** Closes what the parts above do not own (leases, the exchange client, Redis, telemetry). */
@@ -63,6 +64,7 @@ export class Worker {
   private lag = new Map<number, number>();
   private running = false;
   private stopping = false;
+  private assignedOnce = false;
 
   constructor(config: WorkerConfig, logger: Logger, parts: WorkerParts) {
     this.config = config;
@@ -97,10 +99,15 @@ export class Worker {
           // pipelined command of an earlier assignment no longer applies.
           await parts.writer.releaseOffsetHolds(config.topics.commands, added);
           const moved = await host.onAssignment(revoked, added);
+          const first = !this.assignedOnce;
+          this.assignedOnce = true;
           // The restore's garbage, the records of partitions given away and V8's pooled pages go back to the system
-          // once the restores are over (not for a handful of orders: each reduction pauses the replica).
+          // once the restores are over (not for a handful of orders: each reduction pauses the replica). A small
+          // first assignment is followed by one at once, before the replica reports ready: start-up's garbage goes
+          // too, and a replica at rest shows the memory it keeps from its first minute.
           if (moved >= heapReduceAfterOrders)
             parts.heapReducer?.request(added.length > 0 ? 'restore' : 'revoke');
+          else if (first) await parts.heapReducer?.reduceNow('start');
         },
         onMessage: async (message) => {
           await host.handleMessage(message);

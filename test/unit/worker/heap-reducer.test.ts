@@ -102,3 +102,21 @@ describe('reduceHeap (V8)', () => {
     expect((globalThis as { gc?: unknown }).gc).toBeUndefined();
   });
 });
+
+describe('HeapReducer.reduceNow', () => {
+  it('runs at once, whatever the burst still does', async () => {
+    vi.useFakeTimers();
+    const reduce = vi.fn(async () => {});
+    const reducer = new HeapReducer({
+      logger,
+      delayMs: 1_000,
+      minIntervalMs: 10_000,
+      reduce,
+      busy: () => true,
+      now: () => Date.now(),
+    });
+    await reducer.reduceNow('start');
+    expect(reduce).toHaveBeenCalledTimes(1);
+    vi.useRealTimers();
+  });
+});
