@@ -327,7 +327,7 @@ export const configVariables = z.object({
   PARKED_RECHECK_MS: intFromEnv(300_000, 1_000, 3_600_000),
   /** An order only waiting this long keeps its record and a deadline instead of a live actor; 0 disables. */
   PASSIVATE_IDLE_MS: intFromEnv(2_000, 0, 3_600_000),
-  /** A memory-reducing collection this long after the last partition restore (heap-reducer.ts); 0 disables. */
+  /** A memory-reducing collection this long after a restore or revocation of ≥ 1,000 orders (heap-reducer.ts); 0: off. */
   HEAP_REDUCE_AFTER_RESTORE_MS: intFromEnv(1_000, 0, 600_000),
   /** Currency and network records change rarely; at least a minute apart ("do not fetch ... in a loop"). */
   CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),

@@ -91,11 +91,6 @@ export class HeapReducer {
     await this.run(reason, false);
   }
 
-  /** The reduction in progress, if any (tests, shutdown). */
-  get settled(): Promise<void> {
-    return this.running ?? Promise.resolve();
-  }
-
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);

@@ -567,8 +567,8 @@ export class OrderHost {
   }
 
   /**
-   * Partitions moved (resolves with how many orders were unloaded and restored). Revoked ones: their orders are persisted, their leases released and their records forgotten
-   * (the store stops reading them). Added ones: read up to a barrier, take the leases of their unfinished orders
+   * Partitions moved; resolves with how many orders were unloaded and restored. Revoked ones: their orders are
+   * persisted, their leases released and their records forgotten (the store stops reading them). Added ones: read up to a barrier, take the leases of their unfinished orders
    * (waiting for a previous owner to let go), then read up to a second barrier - a previous owner writes its last
    * records before it releases a lease, so only after the lease is ours is the state topic known to hold the order's
    * latest record - and restore from that. The candidates are computed again until a round finds none: a previous

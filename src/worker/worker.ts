@@ -41,7 +41,7 @@ export interface WorkerParts {
   retention: { sweep(now: number): Promise<unknown>; intervalMs: number };
   /** The CeFi listing reconciler (cefi-listing.ts): started with the consumer, stopped before the orders unload. */
   listing?: { start(): void; stop(): Promise<void> };
-  /** Asked for a memory-reducing collection after partitions were restored (heap-reducer.ts); absent when off. */
+  /** Asked for a memory-reducing collection after large assignment changes and start-up (heap-reducer.ts). */
   heapReducer?:
     { request(reason: string): void; reduceNow(reason: string): Promise<void>; stop(): void } | undefined;
   /** Exchange calls in progress; consumption pauses while it is at MAX_INFLIGHT_EXCHANGE_CALLS. */

@@ -4,15 +4,27 @@ import { createLogger } from '../../../src/telemetry/logger.ts';
 
 const logger = createLogger({ level: 'silent', workerId: 'test' });
 
+/** A reducer on fake timers whose collection is a spy (`reduce` rejects when `fails`). */
+function fakeReducer(opts: {
+  delayMs?: number;
+  minIntervalMs?: number;
+  busy?: () => boolean;
+  fails?: boolean;
+}) {
+  vi.useFakeTimers();
+  const { fails, ...options } = opts;
+  const reduce = vi.fn(() => (fails ? Promise.reject(new Error('no')) : Promise.resolve()));
+  const reducer = new HeapReducer({ logger, ...options, reduce, now: () => Date.now() });
+  return { reduce, reducer };
+}
+
 describe('HeapReducer', () => {
   afterEach(() => {
     vi.useRealTimers();
   });
 
   it('runs once, delayMs after the last of several requests', async () => {
-    vi.useFakeTimers();
-    const reduce = vi.fn(async () => {});
-    const reducer = new HeapReducer({ logger, delayMs: 1_000, reduce, now: () => Date.now() });
+    const { reduce, reducer } = fakeReducer({ delayMs: 1_000 });
     reducer.request('restore');
     await vi.advanceTimersByTimeAsync(600);
     reducer.request('restore');
@@ -25,16 +37,8 @@ describe('HeapReducer', () => {
   });
 
   it('waits while the burst is still busy, then runs', async () => {
-    vi.useFakeTimers();
-    const reduce = vi.fn(async () => {});
     let busy = true;
-    const reducer = new HeapReducer({
-      logger,
-      delayMs: 1_000,
-      reduce,
-      busy: () => busy,
-      now: () => Date.now(),
-    });
+    const { reduce, reducer } = fakeReducer({ delayMs: 1_000, busy: () => busy });
     reducer.request('restore');
     await vi.advanceTimersByTimeAsync(5_000);
     expect(reduce).not.toHaveBeenCalled();
@@ -44,15 +48,7 @@ describe('HeapReducer', () => {
   });
 
   it('runs at most once per minIntervalMs', async () => {
-    vi.useFakeTimers();
-    const reduce = vi.fn(async () => {});
-    const reducer = new HeapReducer({
-      logger,
-      delayMs: 1_000,
-      minIntervalMs: 60_000,
-      reduce,
-      now: () => Date.now(),
-    });
+    const { reduce, reducer } = fakeReducer({ delayMs: 1_000, minIntervalMs: 60_000 });
     reducer.request('restore');
     await vi.advanceTimersByTimeAsync(1_000);
     expect(reduce).toHaveBeenCalledTimes(1);
@@ -64,21 +60,19 @@ describe('HeapReducer', () => {
   });
 
   it('does nothing once stopped, and a failed reduction is only logged', async () => {
-    vi.useFakeTimers();
-    const reduce = vi.fn(() => Promise.reject(new Error('no')));
-    const reducer = new HeapReducer({
-      logger,
-      delayMs: 100,
-      minIntervalMs: 0,
-      reduce,
-      now: () => Date.now(),
-    });
+    const { reduce, reducer } = fakeReducer({ delayMs: 100, minIntervalMs: 0, fails: true });
     reducer.request('restore');
     await vi.advanceTimersByTimeAsync(100);
     expect(reduce).toHaveBeenCalledTimes(1);
     reducer.request('restore');
     reducer.stop();
     await vi.advanceTimersByTimeAsync(1_000);
+    expect(reduce).toHaveBeenCalledTimes(1);
+  });
+
+  it('runs reduceNow at once, whatever the burst still does', async () => {
+    const { reduce, reducer } = fakeReducer({ delayMs: 1_000, minIntervalMs: 10_000, busy: () => true });
+    await reducer.reduceNow('start');
     expect(reduce).toHaveBeenCalledTimes(1);
   });
 });
@@ -100,23 +94,5 @@ describe('reduceHeap (V8)', () => {
     expect(after).toBeLessThan(before / 2);
     // The extension was not left exposed to other code.
     expect((globalThis as { gc?: unknown }).gc).toBeUndefined();
-  });
-});
-
-describe('HeapReducer.reduceNow', () => {
-  it('runs at once, whatever the burst still does', async () => {
-    vi.useFakeTimers();
-    const reduce = vi.fn(async () => {});
-    const reducer = new HeapReducer({
-      logger,
-      delayMs: 1_000,
-      minIntervalMs: 10_000,
-      reduce,
-      busy: () => true,
-      now: () => Date.now(),
-    });
-    await reducer.reduceNow('start');
-    expect(reduce).toHaveBeenCalledTimes(1);
-    vi.useRealTimers();
   });
 });
