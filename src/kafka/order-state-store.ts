@@ -5,11 +5,11 @@
 // orders twice with it, and a crashed reader left a replica unable to restore after broker restarts).
 // Before any order of a newly assigned partition is driven, catchUp writes a barrier record into it and waits to
 // read it back, which proves that this replica has seen every committed record before the barrier (including the
-// last words of a replica that died). Open orders of the partitions this replica owns are held whole, those of
-// other partitions without their machine (owning such a partition later re-reads it from its beginning before its
-// barrier); a finished one only in a compact form (what
-// answers a late command the same way: its create hash, its remembered command ids, its seq), until the retention
-// sweep of the partition's owner tombstones it. Records are ordered by (fence, rev): a record from an older lease
+// last words of a replica that died). Open orders of the partitions this replica owns are held whole, a finished one
+// only in a compact form (what answers a late command the same way: its create hash, its remembered command ids, its
+// seq) until the retention sweep of the partition's owner tombstones it; an order of another partition, open or
+// finished, only as where it lives (partition, fence, rev, reference; owning such a partition later re-reads it from
+// its beginning before its barrier). Records are ordered by (fence, rev): a record from an older lease
 // holder never replaces a newer one. This replica's own writes are applied when they commit; read back from the
 // topic they are recognised by their head and not parsed again.
 import { withTimeout } from '../timeouts.ts';
@@ -19,6 +19,7 @@ import { KafkaClient } from './kafka-client.ts';
 import { z } from 'zod';
 import type { Logger } from '../telemetry/logger.ts';
 import type { TransactionalWriter } from './transactional-writer.ts';
+import { WorkerError } from '../errors.ts';
 
 export const orderRecordSchema = z.object({
   v: z.literal(1),
@@ -59,26 +60,76 @@ interface FinishedOrder extends Omit<OrderRecord, 'commands' | 'machine' | 'term
 }
 
 /**
- * An open order of a partition this replica does not own: everything but its machine (the bulk of a record), which
- * only the partition's owner needs. Owning the partition later re-reads it from its beginning (catchUp).
+ * An order of a partition this replica does not own, open or finished: where it lives, its (fence, rev) and its
+ * exchange reference, about a tenth of an open order's record. Only the partition's owner drives the order or
+ * answers its commands, after a catch-up that reads the partition whole again; a replica that does not own it asks
+ * only where the order lives (a misrouted command, a webhook's route) and whether it exists (a create after a wait
+ * catches its partition up first). The Map key is the order id.
  */
-interface ForeignOrder extends Omit<OrderRecord, 'machine'> {
-  machine: null;
-  foreign: true;
+class ForeignOrder {
+  /** Only for the type checker: a whole record is not a ForeignOrder (both have these fields). */
+  declare private readonly foreignBrand: true;
+  readonly partition: number;
+  readonly fence: number;
+  readonly rev: number;
+  readonly unique_reference: string | null;
+  readonly terminal: boolean;
+  constructor(record: OrderRecord | FinishedOrder) {
+    this.partition = record.partition;
+    this.fence = record.fence;
+    this.rev = record.rev;
+    this.unique_reference = record.unique_reference;
+    this.terminal = record.terminal;
+  }
 }
 
 type HeldRecord = OrderRecord | FinishedOrder | ForeignOrder;
 
 function isFinished(record: HeldRecord): record is FinishedOrder {
-  return typeof record.commands === 'string';
+  return typeof (record as Partial<FinishedOrder>).commands === 'string';
 }
 
 function isForeign(record: HeldRecord): record is ForeignOrder {
-  return (record as Partial<ForeignOrder>).foreign === true;
+  return record instanceof ForeignOrder;
 }
 
-function foreign(record: OrderRecord): ForeignOrder {
-  return { ...record, machine: null, foreign: true };
+function foreign(record: OrderRecord | FinishedOrder | ForeignOrder): ForeignOrder {
+  if (record instanceof ForeignOrder) return record;
+  return new ForeignOrder(record);
+}
+
+/** What a record of a partition this replica does not own leaves out: asking for it throws (retryable). */
+const notHeld = ['seq', 'updated_at', 'mode', 'create_hash', 'commands'] as const;
+
+/**
+ * The record of an order of a partition not owned, as `get` answers it: where it lives, its (fence, rev), its
+ * reference and whether it is finished; `machine` null. Its other fields are not held here: reading one throws a
+ * retryable `state_not_held` (never a made-up value); they are not enumerable, so a log line or a copy of the view
+ * leaves them out.
+ */
+function foreignView(orderId: string, held: ForeignOrder): OrderRecord {
+  const view = {
+    v: 1,
+    order_id: orderId,
+    partition: held.partition,
+    fence: held.fence,
+    rev: held.rev,
+    unique_reference: held.unique_reference,
+    terminal: held.terminal,
+    machine: null,
+  };
+  for (const field of notHeld)
+    Object.defineProperty(view, field, {
+      enumerable: false,
+      get: () => {
+        throw new WorkerError(
+          'state_not_held',
+          `order ${orderId} lives on state partition ${held.partition}, which this replica does not own: its ${field} is not held here`,
+          { retryable: true },
+        );
+      },
+    });
+  return view as unknown as OrderRecord;
 }
 
 function compact(record: OrderRecord): FinishedOrder {
@@ -144,10 +195,10 @@ export class OrderStateStore {
   private readonly owned = new Set<number>();
   /**
    * Until the first catch-up (no partition assigned yet) every record is held whole: the first assignment then
-   * needs no second read. After it, a record of a partition not owned is held without its machine.
+   * needs no second read. After it, a record of a partition not owned is held only as where it lives.
    */
   private wholeEverywhere = true;
-  /** Partitions holding records without their machine: owning one again means reading it from its beginning. */
+  /** Partitions holding records only as where they live: owning one again means reading it from its beginning. */
   private readonly foreignPartitions = new Set<number>();
   private consumer: Consumer | undefined;
   private readonly kafka: KafkaClient;
@@ -267,7 +318,7 @@ export class OrderStateStore {
    * `apply` took when it committed. Known by its head (order, partition, fence, rev, which the journal writes
    * first), without parsing 2-3 KB of JSON and validating it again. Records are unique per (order, fence, rev): one
    * lease holder per fence writes each rev once. Anything else - a head in another form, a newer or an older
-   * record, a held record without its machine (a partition being made whole) - takes the full path.
+   * record, an order held only as where it lives (a partition being made whole) - takes the full path.
    */
   private alreadyHeld(key: string, value: Buffer): boolean {
     const held = this.records.get(key);
@@ -296,21 +347,28 @@ export class OrderStateStore {
     }
   }
 
-  /** How a record is held: finished ones compact, open ones of a partition not owned without their machine. */
+  /**
+   * How a record is held: one of a partition not owned only as where it lives (open or finished), a finished one of
+   * an owned partition compact, an open one whole.
+   */
   private held(record: OrderRecord): HeldRecord {
-    if (record.terminal) return compact(record);
-    if (this.wholeEverywhere || this.owned.has(record.partition)) return record;
-    this.foreignPartitions.add(record.partition);
-    return foreign(record);
+    if (!this.wholeEverywhere && !this.owned.has(record.partition)) {
+      this.foreignPartitions.add(record.partition);
+      return foreign(record);
+    }
+    return record.terminal ? compact(record) : record;
   }
 
   /**
-   * The order's record: finished ones with `machine: null`, and so are open orders of a partition this replica
-   * does not own (only the owner drives them; catchUp makes a partition's records whole).
+   * The order's record: finished ones with `machine: null`; an order of a partition this replica does not own as
+   * where it lives only (its other fields throw `state_not_held` when read: only the owner drives the order or
+   * answers its commands, and catchUp makes a partition's records whole).
    */
   get(orderId: string): OrderRecord | undefined {
     const record = this.records.get(orderId);
-    return record && isFinished(record) ? expand(record) : record;
+    if (record === undefined) return undefined;
+    if (isForeign(record)) return foreignView(orderId, record);
+    return isFinished(record) ? expand(record) : record;
   }
 
   /** The order recording this exchange order, among the partitions this replica holds. */
@@ -321,8 +379,10 @@ export class OrderStateStore {
   /** The records of a partition (finished ones in their compact form, `machine: null`). */
   recordsOfPartition(partition: number): OrderRecord[] {
     const found: OrderRecord[] = [];
-    for (const record of this.records.values())
-      if (record.partition === partition) found.push(isFinished(record) ? expand(record) : record);
+    for (const [orderId, record] of this.records) {
+      if (record.partition !== partition) continue;
+      found.push(isForeign(record) ? foreignView(orderId, record) : isFinished(record) ? expand(record) : record);
+    }
     return found;
   }
 
@@ -440,8 +500,8 @@ export class OrderStateStore {
       throw error;
     }
     await Promise.all(pending.map((p) => p.seen));
-    // A seek the reader dropped (its own group rebalanced meanwhile) leaves records without their machine: caught
-    // up is only what is whole. The caller retries (a restore, a reload, a create), and the partition is re-read.
+    // A seek the reader dropped (its own group rebalanced meanwhile) leaves orders held only as where they live:
+    // caught up is only what is whole. The caller retries (a restore, a reload, a create), and the partition is re-read.
     const partial = reread.filter((partition) => this.hasForeign(partition));
     if (partial.length) {
       for (const partition of partial) this.foreignPartitions.add(partition);
@@ -456,8 +516,8 @@ export class OrderStateStore {
   }
 
   /**
-   * Partitions this replica no longer owns: their records stay (every replica reads every partition), without
-   * their machines; a catch-up of one of them still waiting is rejected, and the retention sweep leaves them to
+   * Partitions this replica no longer owns: their records stay (every replica reads every partition), held only
+   * as where their orders live; a catch-up of one of them still waiting is rejected, and the retention sweep leaves them to
    * their new owner.
    */
   release(partitions: readonly number[]): void {
@@ -471,10 +531,10 @@ export class OrderStateStore {
     this.logger.info({ released }, 'state partitions released');
   }
 
-  /** Drops the machine of every open order of a partition this replica does not own. */
+  /** Holds every order of a partition this replica does not own only as where it lives. */
   private stripForeign(): void {
     for (const [orderId, record] of this.records) {
-      if (this.owned.has(record.partition) || isFinished(record) || isForeign(record)) continue;
+      if (this.owned.has(record.partition) || isForeign(record)) continue;
       this.records.set(orderId, foreign(record));
       this.foreignPartitions.add(record.partition);
     }

@@ -1,5 +1,6 @@
 // The state store against a real broker and Redis: a replica holds only the partitions it was given (two replicas
-// share the orders), holds the open orders of other partitions without their machine, keeps a finished order only in its compact form, treats a
+// share the orders), holds the orders of other partitions (open or finished) only as where they live, keeps a finished
+// order of its own partitions only in its compact form, treats a
 // tombstone as "no record" (also when it restores across one), and the retention sweep tombstones a finished
 // order under its lease once its retention passed.
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -139,48 +140,57 @@ describe('order state store', () => {
     for (const r of [...records, later]) expect(store.get(r.order_id)?.order_id).toBe(r.order_id);
   });
 
-  it('holds open orders of partitions it does not own without their machine, and whole again once it owns them', async () => {
+  it('holds the orders of partitions it does not own only as where they live, and whole again once it owns them', async () => {
     const kafka = testKafka(services().kafkaBrokers);
     const topic = await stateTopic(kafka);
     const writer = await writerFor(kafka);
-    const records = Array.from({ length: 16 }, (_, i) => record(uniqueName(`o${i}`), i % partitions));
+    const records = Array.from({ length: 16 }, (_, i) =>
+      record(uniqueName(`o${i}`), i % partitions, i % 3 === 0 ? { terminal: true, rev: 5 } : {}),
+    );
     await writer.write(records.map((r) => written(topic, r)));
     const store = await storeFor(kafka, topic, writer);
     await store.catchUp([0, 1]);
     const owned = (r: OrderRecord): boolean => r.partition === 0 || r.partition === 1;
-    for (const r of records) {
-      const held = store.get(r.order_id);
-      // Everything a command or a waiting create asks of any order, on every partition.
-      expect(held).toMatchObject({
+    const whole = (r: OrderRecord): void => {
+      expect(store.get(r.order_id)).toEqual(r.terminal ? { ...r, machine: null } : r);
+    };
+    // Where it lives: what a misrouted command, a webhook's route or the orphan scan asks of any order.
+    const located = (r: OrderRecord): void => {
+      const held = store.get(r.order_id)!;
+      expect(held).toEqual({
+        v: 1,
         order_id: r.order_id,
+        partition: r.partition,
         fence: r.fence,
         rev: r.rev,
-        seq: r.seq,
-        create_hash: r.create_hash,
-        commands: r.commands,
         unique_reference: r.unique_reference,
-        terminal: false,
+        terminal: r.terminal,
+        machine: null,
       });
-      expect(held?.machine).toEqual(owned(r) ? r.machine : null);
-    }
+      // The rest is the owner's: asking for it fails (retryable), never answers with a made-up value.
+      for (const read of [() => held.commands, () => held.create_hash, () => held.seq, () => held.mode])
+        expect(read).toThrow(expect.objectContaining({ code: 'state_not_held', retryable: true }) as Error);
+      expect(store.orderIdByReference(`ref-${r.order_id}`)).toBe(r.order_id);
+    };
+    for (const r of records) (owned(r) ? whole : located)(r);
+    expect(store.recordsOfPartition(2).map((r) => r.order_id).sort()).toEqual(
+      records.filter((r) => r.partition === 2).map((r) => r.order_id).sort(),
+    );
     // A record written to a partition not owned is held the same way.
     const later = record(uniqueName('later'), 2);
     await writer.write([written(topic, later)]);
     await store.catchUp([0]);
-    expect(store.get(later.order_id)?.machine).toBeNull();
+    located(later);
 
     // Owning partition 2 reads it again from its beginning: whole before the catch-up returns.
     await store.catchUp([2]);
-    for (const r of [...records, later].filter((r) => r.partition === 2))
-      expect(store.get(r.order_id)?.machine).toEqual(r.machine);
-    // Letting partition 0 go drops its machines; owning it again brings them back.
+    for (const r of [...records, later].filter((r) => r.partition === 2)) whole(r);
+    // Letting partition 0 go keeps only where its orders live; owning it again brings them back whole.
     store.release([0]);
-    for (const r of records.filter((r) => r.partition === 0))
-      expect(store.get(r.order_id)?.machine).toBeNull();
+    for (const r of records.filter((r) => r.partition === 0)) located(r);
     await store.catchUp([0]);
-    for (const r of records.filter((r) => r.partition === 0))
-      expect(store.get(r.order_id)?.machine).toEqual(r.machine);
-    expect(store.get(records[3]!.order_id)?.machine).toBeNull();
+    for (const r of records.filter((r) => r.partition === 0)) whole(r);
+    located(records[3]!);
   });
 
   it('keeps its own write as it applied it when the write is read back, and takes a newer record from the topic', async () => {
