@@ -34,9 +34,22 @@ function collector(): Collect {
   return collect;
 }
 
-/** A memory-reducing collection: compacts the heap and releases V8's pooled pages. Resolves when it is done. */
+/** More rounds after the first while a round still gives back this share of the committed heap. */
+const worthAnotherRound = 0.1;
+const maxRounds = 4;
+
+/**
+ * A memory-reducing collection: compacts the heap and releases V8's pooled pages. Resolves when it is done. One
+ * collection evacuates only a bounded share of the heap's fragmented pages: a replica that first held every
+ * partition's orders and then kept a third of them had 215-275 MiB committed for 147 MiB live after one. So it
+ * collects again while a round still gives back a tenth of the committed heap (at most four rounds).
+ */
 export async function reduceHeap(): Promise<void> {
-  await collector()({ type: 'major', execution: 'async', flavor: 'last-resort' });
+  for (let round = 0; round < maxRounds; round++) {
+    const before = process.memoryUsage().heapTotal;
+    await collector()({ type: 'major', execution: 'async', flavor: 'last-resort' });
+    if (process.memoryUsage().heapTotal > before * (1 - worthAnotherRound)) return;
+  }
 }
 
 export interface HeapReducerOptions {
