@@ -30,6 +30,56 @@ export function silenceKafkajsTimerWarning(): void {
   };
 }
 
+/** How long a coordinator found is reused (kafkajs asks the cluster again before every transactional request). */
+export const coordinatorReuseMs = 2_000;
+
+interface CoordinatorCluster {
+  findGroupCoordinator(args: { groupId: string; coordinatorType?: number }): Promise<unknown>;
+}
+
+const coordinatorsReused = new WeakSet<Kafka>();
+
+/**
+ * kafkajs 2.2.4 sends a FindCoordinator request before every AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit
+ * and EndTxn of a transactional producer: four extra round trips per transaction, on its critical path (measured:
+ * 1,446 FindCoordinator requests for 395 transactions). Java's producer keeps the coordinator until a request says
+ * it moved. This makes the clusters kafkajs builds for this client reuse a coordinator found for
+ * `coordinatorReuseMs` (a lookup that fails is forgotten at once). A coordinator that moved is asked for again
+ * within that time; until then its requests fail with NOT_COORDINATOR or a connection error, which kafkajs retries
+ * (the transactional writer retries without limit, backing off up to 2 s). Not cleared on a metadata refresh:
+ * kafkajs refreshes after every CONCURRENT_TRANSACTIONS, which a transaction right after a commit gets routinely.
+ * Returns false when the kafkajs internals it needs are not there (another kafkajs version): then nothing changes.
+ */
+export function reuseCoordinators(kafka: Kafka, reuseMs = coordinatorReuseMs): boolean {
+  if (coordinatorsReused.has(kafka)) return true;
+  const owner = kafka as unknown as Record<symbol, unknown>;
+  const key = Object.getOwnPropertySymbols(kafka).find(
+    (symbol) => symbol.description === 'private:Kafka:createCluster',
+  );
+  const createCluster = key === undefined ? undefined : owner[key];
+  if (typeof createCluster !== 'function') return false;
+  owner[key!] = (...args: unknown[]): unknown => {
+    const cluster = (createCluster as (...a: unknown[]) => CoordinatorCluster)(...args);
+    const find = cluster.findGroupCoordinator.bind(cluster);
+    const found = new Map<string, { at: number; broker: Promise<unknown> }>();
+    cluster.findGroupCoordinator = (lookup) => {
+      const id = `${lookup.coordinatorType ?? 0}:${lookup.groupId}`;
+      const now = Date.now();
+      const known = found.get(id);
+      if (known && now - known.at < reuseMs) return known.broker;
+      const broker = find(lookup);
+      found.set(id, { at: now, broker });
+      broker.catch(() => {
+        if (found.get(id)?.broker === broker) found.delete(id);
+      });
+      return broker;
+    };
+    return cluster;
+  };
+  coordinatorsReused.add(kafka);
+  return true;
+}
+
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
@@ -73,8 +123,9 @@ export class KafkaClient {
     this.#kafkajs = kafkajs;
   }
 
-  /** Wraps a kafkajs client built elsewhere (tests, benchmarks). */
+  /** Wraps a kafkajs client (built by createKafka, or elsewhere: tests, benchmarks); its coordinators are reused. */
   static wrap(kafkajs: Kafka): KafkaClient {
+    reuseCoordinators(kafkajs);
     return new KafkaClient(kafkajs);
   }
 
