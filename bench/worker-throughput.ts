@@ -542,7 +542,15 @@ if (import.meta.filename === process.argv[1]) {
     process.env['BENCH_FLOOR'] === '0'
       ? undefined
       : await runThroughput({ ...common, system: 'floor', workers: 1 });
-  const worker = await runThroughput({ ...common, system: 'worker', workers, restore: workers === 1 });
+  // BENCH_CREATE_ONLY=1: creation only, as the 50k phase of `npm run bench` (no completion, no restore).
+  const createOnly = process.env['BENCH_CREATE_ONLY'] === '1';
+  const worker = await runThroughput({
+    ...common,
+    system: 'worker',
+    workers,
+    restore: workers === 1 && !createOnly,
+    createOnly,
+  });
   console.log(
     `throughput: ${orders} orders (1/3 DeFi, 1/3 CeFi, 1/3 CeFi fixed-rate), ${common.partitions} partitions`,
   );
