@@ -381,7 +381,9 @@ export class OrderStateStore {
     const found: OrderRecord[] = [];
     for (const [orderId, record] of this.records) {
       if (record.partition !== partition) continue;
-      found.push(isForeign(record) ? foreignView(orderId, record) : isFinished(record) ? expand(record) : record);
+      found.push(
+        isForeign(record) ? foreignView(orderId, record) : isFinished(record) ? expand(record) : record,
+      );
     }
     return found;
   }

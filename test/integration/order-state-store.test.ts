@@ -173,8 +173,16 @@ describe('order state store', () => {
       expect(store.orderIdByReference(`ref-${r.order_id}`)).toBe(r.order_id);
     };
     for (const r of records) (owned(r) ? whole : located)(r);
-    expect(store.recordsOfPartition(2).map((r) => r.order_id).sort()).toEqual(
-      records.filter((r) => r.partition === 2).map((r) => r.order_id).sort(),
+    expect(
+      store
+        .recordsOfPartition(2)
+        .map((r) => r.order_id)
+        .sort(),
+    ).toEqual(
+      records
+        .filter((r) => r.partition === 2)
+        .map((r) => r.order_id)
+        .sort(),
     );
     // A record written to a partition not owned is held the same way.
     const later = record(uniqueName('later'), 2);

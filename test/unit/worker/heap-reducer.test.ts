@@ -100,7 +100,9 @@ describe('reduceHeap (V8)', () => {
     // Every record read whole, then two in three replaced by a small stub: the survivors sit on every page.
     const held: object[] = [];
     for (let i = 0; i < 60_000; i++)
-      held.push(JSON.parse(JSON.stringify({ id: `o${i}`, machine: { pad: 'x'.repeat(1_500) + i } })) as object);
+      held.push(
+        JSON.parse(JSON.stringify({ id: `o${i}`, machine: { pad: 'x'.repeat(1_500) + i } })) as object,
+      );
     for (let i = 0; i < held.length; i++) if (i % 3 !== 0) held[i] = { id: i };
     await reduceHeap();
     const { heapUsed, heapTotal } = process.memoryUsage();
