@@ -3,7 +3,7 @@
 // an event arrives. Only a state whose restore re-enters exactly the state it was stored in, with no call in flight
 // and every timer derived from an absolute time in context, qualifies; anything else keeps its actor (null).
 import { isDurableOrder, type DurableOrder } from './order-persistence.ts';
-import { awaitingDepositStatus } from './order-context.ts';
+import { awaitingDepositStatus, pollIntervalBounds } from './order-context.ts';
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
 function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unknown } | null {
@@ -24,19 +24,25 @@ function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unkno
  * the restore router would not route back to the same state.
  */
 export function passiveUntil(durable: DurableOrder): number | null {
+  const deadlines = restingDeadlines(durable);
+  return deadlines === null ? null : Math.min(deadlines.poll, ...deadlines.others);
+}
+
+/** The resting order's next routine poll and its other deadlines; null when it is not only waiting. */
+function restingDeadlines(durable: DurableOrder): { poll: number; others: number[] } | null {
   const regions = openRegions(durable);
   if (!regions || regions.exchange !== 'monitoring') return null;
   const context = durable.context;
   // The restore router re-enters `monitoring` only without a poll in flight; a hint queued during a poll is served
   // by the poll that re-enters, so none may be pending either.
   if (context.pollStartedAt !== null || context.hintPending || context.nextPollAt === null) return null;
-  const deadlines = [context.nextPollAt];
+  const others: number[] = [];
   if (
     context.paymentDeadline !== null &&
     !context.paymentDeadlineChecked &&
     context.lastStatus === awaitingDepositStatus
   )
-    deadlines.push(context.paymentDeadline);
+    others.push(context.paymentDeadline);
   const deposit = regions.deposit;
   // Each deposit state only where the router's guards (depositRecorded, depositRetryScheduled, depositPending)
   // lead back to it.
@@ -51,9 +57,28 @@ export function passiveUntil(durable: DurableOrder): number | null {
   ) {
     if (context.depositRecorded !== null || context.deposit === null || context.depositRetryAt === null)
       return null;
-    deadlines.push(context.depositRetryAt);
+    others.push(context.depositRetryAt);
   } else return null;
-  return Math.min(...deadlines);
+  return { poll: context.nextPollAt, others };
+}
+
+/** How close to the longest poll interval a deferred poll still runs (a margin for timers and the GET itself). */
+export const pollDeferralMarginMs = 2_000;
+
+/**
+ * The latest a resting order's next wake may be put off when that wake is only its routine poll (a safety net:
+ * webhooks announce changes): up to the longest poll interval the interface document recommends
+ * (pollIntervalBounds.maxMs, 60 s) after its status was last confirmed, less a margin, and never past any other
+ * deadline of the order (its payment deadline, a deposit retry). Null when the next wake is not a routine poll, the
+ * status was never confirmed, or nothing is left to put off.
+ */
+export function pollDeferrableUntil(durable: DurableOrder): number | null {
+  const deadlines = restingDeadlines(durable);
+  const confirmedAt = durable.context.confirmedAt;
+  if (deadlines === null || confirmedAt === null || confirmedAt === undefined) return null;
+  if (deadlines.others.some((at) => at <= deadlines.poll)) return null;
+  const until = Math.min(confirmedAt + pollIntervalBounds.maxMs - pollDeferralMarginMs, ...deadlines.others);
+  return until > deadlines.poll ? until : null;
 }
 
 /**

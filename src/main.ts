@@ -37,6 +37,7 @@ import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
 import { HeapReducer } from './worker/heap-reducer.ts';
+import { EventLoopLoad } from './worker/event-loop-load.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
 import { retentionSweepIntervalMs, StateRetention } from './worker/state-retention.ts';
 import { webhookRouting, type OrderRoutes } from './worker/webhook-routing.ts';
@@ -226,6 +227,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     onReference: (reference, orderId, partition) => orderRoutes.record(reference, orderId, partition),
   });
   const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
+  const eventLoopLoad = new EventLoopLoad();
   const host = new OrderHost({
     state: store,
     journal,
@@ -247,6 +249,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     callsSettled: exchangeActors.settled,
     callInFlight: exchangeActors.busy,
     passivateIdleMs: config.passivateIdleMs,
+    // Routine polls of resting orders wait (up to 60 s after their last confirmation) while the thread is saturated.
+    pollsMayWait: () => eventLoopLoad.saturated(),
     commandPipelineDepth: config.commandPipelineDepth,
     // The consumer is built below; a rewind is asked for only once commands flow.
     rewind: (partition, offset) => consumer.rewind(partition, offset),
@@ -354,6 +358,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         : undefined,
     inflightExchangeCalls: exchangeActors.inflight,
     close: async () => {
+      eventLoopLoad.stop();
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});

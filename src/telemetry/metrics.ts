@@ -58,6 +58,7 @@ export class WorkerMetrics {
   readonly orphansAdopted;
   readonly ordersPassivated;
   readonly ordersReactivated;
+  readonly pollsDeferred;
   readonly listingPages;
   readonly listingRows;
   readonly listingWalksFailed;
@@ -131,6 +132,10 @@ export class WorkerMetrics {
     this.ordersReactivated = counter(
       'worker_orders_reactivated',
       'passivated orders whose actor was re-created (reason: timer, hint, command, reconcile, listing)',
+    );
+    this.pollsDeferred = counter(
+      'worker_polls_deferred',
+      'routine polls of resting orders put off by one step (5 s) while the replica was saturated, within 60 s of their last confirmation',
     );
     this.listingPages = counter(
       'worker_listing_pages',
@@ -258,6 +263,7 @@ export class WorkerMetrics {
       orphanAdopted: (): void => this.orphansAdopted.add(1),
       orderPassivated: (): void => this.ordersPassivated.add(1),
       orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
+      pollDeferred: (): void => this.pollsDeferred.add(1),
     };
   }
 

@@ -91,4 +91,9 @@ export interface RestingOrder {
   stateValue: unknown;
   /** As OrderActorStatus.confirmedAt. */
   confirmedAt: number | null;
+  /**
+   * When wakeAt is only the order's routine poll: the latest that wake may be put off to while the replica is
+   * saturated (60 s after the last confirmation at most, never past another deadline). Absent or null otherwise.
+   */
+  pollDeferrableUntil?: number | null;
 }

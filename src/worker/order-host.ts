@@ -43,6 +43,7 @@ import type {
   OrderActorEvent,
   OrderActorHandle,
   OrderBarrier,
+  RestingOrder,
 } from './machine-binding.ts';
 import { decide, misrouted, type Rejection } from './command-intake.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
@@ -124,6 +125,11 @@ export interface OrderHostOptions {
   /** True while an exchange call of the order is in progress (then it is never passivated). */
   callInFlight?: (orderId: string) => boolean;
   /**
+   * True while the replica is saturated (its event loop busy nearly all the time): a resting order's routine poll
+   * then waits, up to 60 s after its last confirmation (RestingOrder.pollDeferrableUntil). Absent: never.
+   */
+  pollsMayWait?: () => boolean;
+  /**
    * Commands of one partition whose writes may be in flight at once (COMMAND_PIPELINE_DEPTH; default 1: each
    * command waits for its transaction before the next is handled). Above 1 the next command is handled while the
    * last one's transaction commits, so a partition is not bounded by one transaction's round trips. Commands of
@@ -150,7 +156,12 @@ export interface OrderHostMetrics {
   orderPassivated(): void;
   /** A passivated order's actor was re-created: its deadline came, or a hint, a command or a sweep woke it. */
   orderReactivated(reason: WakeReason): void;
+  /** A resting order's routine poll was put off by one step because the replica was saturated. */
+  pollDeferred?(): void;
 }
+
+/** How long a routine poll waits at a time while the replica is saturated (until its deferral bound). */
+export const pollDeferralStepMs = 5_000;
 
 /** What brought a passivated order back to life (a metric label). */
 export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing';
@@ -202,11 +213,18 @@ interface OrderSlot {
   /** The rev of the latest record once it is committed (and nothing newer was appended meanwhile). */
   durableRev: number;
   /**
-   * Set while passivated (no actor): the state it waits in (for metrics), when its machine is due, and when its
-   * suspended lease was last renewed if it was still valid then (no renewals while at rest).
+   * Set while passivated (no actor): the state it waits in (for metrics), when its machine is due, until when that
+   * wake may be put off while the replica is saturated (a routine poll only), and when its suspended lease was
+   * last renewed if it was still valid then (no renewals while at rest).
    */
   passive:
-    | { state: string; wakeAt: number; confirmedAt: number | null; leaseRenewedAt: number | undefined }
+    | {
+        state: string;
+        wakeAt: number;
+        pollDeferrableUntil: number | null;
+        confirmedAt: number | null;
+        leaseRenewedAt: number | undefined;
+      }
     | undefined;
   /** The actor is being re-created from the record: its start is not a change to write. */
   waking: boolean;
@@ -719,7 +737,7 @@ export class OrderHost {
       this.passivateIdleMs > 0 && !record.halted && !live ? this.binding.resting(record.machine) : null;
     if (resting) {
       slot.durableRev = slot.record.rev;
-      this.rest(slot, stateLabel(resting.stateValue), resting.wakeAt, resting.confirmedAt);
+      this.rest(slot, stateLabel(resting.stateValue), resting, resting.confirmedAt);
       return true;
     }
     try {
@@ -845,18 +863,25 @@ export class OrderHost {
     if (resting === null) return;
     slot.actor = undefined;
     actor.stop();
-    this.rest(slot, stateLabel(JSON.parse(status.state) as unknown), resting.wakeAt, status.confirmedAt);
+    this.rest(slot, stateLabel(JSON.parse(status.state) as unknown), resting, status.confirmedAt);
     this.opts.metrics?.orderPassivated();
   }
 
   /** The slot keeps its record and a deadline, and nothing of a live actor: no span context, write chain, hint timing. */
-  private rest(slot: OrderSlot, label: string, wakeAt: number, confirmedAt: number | null): void {
+  private rest(slot: OrderSlot, label: string, resting: RestingOrder, confirmedAt: number | null): void {
+    const { wakeAt } = resting;
     let state = this.stateLabels.get(label);
     if (state === undefined) this.stateLabels.set(label, (state = label));
     // Nothing to do until the next event: the lease is no longer renewed (it runs out on its ttl), and is kept
     // again or taken up again when the order wakes.
     const leaseRenewedAt = this.opts.leases.suspend(slot.orderId);
-    slot.passive = { state, wakeAt, confirmedAt, leaseRenewedAt };
+    slot.passive = {
+      state,
+      wakeAt,
+      pollDeferrableUntil: resting.pollDeferrableUntil ?? null,
+      confirmedAt,
+      leaseRenewedAt,
+    };
     slot.origin = undefined;
     slot.lastWrite = settledWrite;
     slot.webhookAt = undefined;
@@ -865,9 +890,21 @@ export class OrderHost {
 
   private wakeDue(orderId: string): void {
     const slot = this.slots.get(orderId);
-    if (!slot?.passive) return;
-    if (slot.passive.wakeAt > this.opts.now()) {
-      this.wakes.schedule(orderId, slot.passive.wakeAt);
+    const passive = slot?.passive;
+    if (!slot || !passive) return;
+    const now = this.opts.now();
+    if (passive.wakeAt > now) {
+      this.wakes.schedule(orderId, passive.wakeAt);
+      return;
+    }
+    // A routine poll (a safety net: webhooks announce changes) waits while the replica is saturated, in steps, up
+    // to the longest interval the interface document recommends since the last confirmation: commands, hints and
+    // creations come first. Any other deadline is never put off.
+    const until = passive.pollDeferrableUntil;
+    if (until !== null && until > now && this.opts.pollsMayWait?.()) {
+      passive.wakeAt = Math.min(until, now + pollDeferralStepMs);
+      this.wakes.schedule(orderId, passive.wakeAt);
+      this.opts.metrics?.pollDeferred?.();
       return;
     }
     this.wake(slot, 'timer');

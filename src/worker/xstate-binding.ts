@@ -2,7 +2,7 @@
 // command onto the machine's input, forwards emitted domain events, and stores/restores the durable form.
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
-import { onlyStartsAPoll, passiveUntil } from '../../machines/order-passivation.ts';
+import { onlyStartsAPoll, passiveUntil, pollDeferrableUntil } from '../../machines/order-passivation.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
 import { camelKeys } from '../../machines/order-request.ts';
 import { pollIntervalOf } from '../../machines/order-context.ts';
@@ -80,7 +80,12 @@ export function createXStateBinding(opts: {
       const wakeAt = passiveUntil(durable);
       return wakeAt === null
         ? null
-        : { wakeAt, stateValue: durable.stateValue, confirmedAt: durable.context.confirmedAt ?? null };
+        : {
+            wakeAt,
+            stateValue: durable.stateValue,
+            confirmedAt: durable.context.confirmedAt ?? null,
+            pollDeferrableUntil: pollDeferrableUntil(durable),
+          };
     },
   };
 }

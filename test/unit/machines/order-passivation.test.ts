@@ -2,7 +2,13 @@
 // open order monitoring between polls, with its deposit region in a state its restore routes back to.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { onlyStartsAPoll, passiveUntil, sameJson } from '../../../machines/order-passivation.ts';
+import {
+  onlyStartsAPoll,
+  passiveUntil,
+  pollDeferrableUntil,
+  pollDeferralMarginMs,
+  sameJson,
+} from '../../../machines/order-passivation.ts';
 import { OrderHarness, T0, exchangeOrder, fails, ok, orderInput } from './order-harness.ts';
 import type { Script } from './order-harness.ts';
 
@@ -12,6 +18,39 @@ async function openOrder(script: Script = {}, fixedRateDeadline: string | null =
     ...script,
   });
 }
+
+describe('pollDeferrableUntil', () => {
+  it('lets a resting order put its routine poll off to 60 s after its last confirmation, less a margin', async () => {
+    const h = await openOrder();
+    expect(passiveUntil(h.durable())).toBe(T0 + 30_000);
+    expect(pollDeferrableUntil(h.durable())).toBe(T0 + 60_000 - pollDeferralMarginMs);
+    // Confirmed again by its poll at 30 s: the bound moves with it.
+    await h.advance(30_000);
+    await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
+    expect(pollDeferrableUntil(h.durable())).toBe(T0 + 90_000 - pollDeferralMarginMs);
+  });
+
+  it('never puts a poll off past another deadline, nor a wake that is not the poll', async () => {
+    const deadline = T0 + 45_000;
+    const fixedRateDeadline = new Date(deadline).toISOString();
+    const h = await openOrder(
+      { fetchOrder: [ok({ order: exchangeOrder({ fixedRateDeadline }) })] },
+      fixedRateDeadline,
+    );
+    // The poll at 30 s comes first; it may wait until the payment deadline, not beyond.
+    expect(pollDeferrableUntil(h.durable())).toBe(deadline);
+    await h.advance(30_000);
+    // Next: the payment deadline (45 s) before the poll (60 s): nothing to put off.
+    expect(passiveUntil(h.durable())).toBe(deadline);
+    expect(pollDeferrableUntil(h.durable())).toBeNull();
+
+    const retrying = await openOrder({ submitDeposit: [fails('throttled', { retryAfterMs: 8_000 })] });
+    await retrying.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 });
+    expect(pollDeferrableUntil(retrying.durable())).toBeNull();
+    const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
+    expect(pollDeferrableUntil(quoting.durable())).toBeNull();
+  });
+});
 
 describe('passiveUntil', () => {
   it('lets an open order awaiting its deposit rest until its next poll', async () => {

@@ -76,6 +76,7 @@ export function hostOver(
       | 'now'
       | 'passivateIdleMs'
       | 'callInFlight'
+      | 'pollsMayWait'
       | 'commandPipelineDepth'
       | 'rewind'
     >
@@ -101,6 +102,7 @@ export function hostOver(
     ...(options.homes ? { homes: options.homes } : {}),
     ...(options.passivateIdleMs === undefined ? {} : { passivateIdleMs: options.passivateIdleMs }),
     ...(options.callInFlight ? { callInFlight: options.callInFlight } : {}),
+    ...(options.pollsMayWait ? { pollsMayWait: options.pollsMayWait } : {}),
     ...(options.commandPipelineDepth === undefined
       ? {}
       : { commandPipelineDepth: options.commandPipelineDepth }),

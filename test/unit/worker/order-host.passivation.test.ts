@@ -34,6 +34,10 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
   const control = {
     /** What the binding answers for passiveUntil (null: not only waiting). */
     passiveUntil: (T + 30_000) as number | null,
+    /** What the binding answers for pollDeferrableUntil (null: the wake is not only a routine poll). */
+    pollDeferrableUntil: null as number | null,
+    /** Whether the host is told the replica is saturated (its routine polls may wait). */
+    saturated: false,
     /**
      * Whether the record the harness restores from (machine `{ fake: true }`) was stored resting too; records
      * written from the harness's actors (which carry their state) rest whenever passiveUntil says so.
@@ -58,7 +62,7 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
     stillValid: true,
     releasedSuspended: [] as number[],
   };
-  const counts = { passivated: 0, reactivated: [] as WakeReason[] };
+  const counts = { passivated: 0, reactivated: [] as WakeReason[], deferred: 0 };
   const store = memoryStore(records);
   const writer = {
     write: (out: OutboundRecord[]) => {
@@ -135,12 +139,18 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
       control.passiveUntil === null ||
       (!control.restsAsStored && !(durable as { state?: unknown } | null)?.state)
         ? null
-        : { wakeAt: control.passiveUntil, stateValue: OPEN, confirmedAt: T },
+        : {
+            wakeAt: control.passiveUntil,
+            stateValue: OPEN,
+            confirmedAt: T,
+            pollDeferrableUntil: control.pollDeferrableUntil,
+          },
   };
   const metrics: OrderHostMetrics = {
     ...noMetrics,
     orderPassivated: () => void counts.passivated++,
     orderReactivated: (reason) => void counts.reactivated.push(reason),
+    pollDeferred: () => void counts.deferred++,
   };
   const host = hostOver(
     { store, writer, leases, binding },
@@ -149,6 +159,7 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
       metrics,
       passivateIdleMs: opts.passivateIdleMs ?? idleMs,
       callInFlight: () => control.callInFlight,
+      pollsMayWait: () => control.saturated,
     },
   );
   host.setAssignment([0]);
@@ -530,6 +541,45 @@ describe('order host: passivation', () => {
     expect(h.lease.releasedSuspended).toEqual([2]);
     await vi.advanceTimersByTimeAsync(60_000);
     expect(h.log).toEqual(['restore', 'stop']);
+  });
+
+  it('puts a routine poll off in 5 s steps while the replica is saturated, never past its bound, and polls at once when it is not', async () => {
+    const h = harness();
+    h.control.pollDeferrableUntil = T + 58_000;
+    h.control.saturated = true;
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.log).toEqual(['restore', 'stop']);
+    // Due at 30 s; saturated: 35, 40, 45, 50, 55 s, then the bound at 58 s, where it wakes whatever the load.
+    await vi.advanceTimersByTimeAsync(T + 58_000 - Date.now() - 1);
+    expect(h.log).toEqual(['restore', 'stop']);
+    expect(h.counts.deferred).toBe(6);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    expect(h.counts.reactivated).toEqual(['timer']);
+  });
+
+  it('polls at the next step once the replica is no longer saturated', async () => {
+    // Saturated at 30 s: put off to 35 s; no longer at 35 s: polled then.
+    const eased = harness();
+    eased.control.pollDeferrableUntil = T + 58_000;
+    eased.control.saturated = true;
+    await eased.start();
+    await vi.advanceTimersByTimeAsync(T + 31_000 - Date.now());
+    eased.control.saturated = false;
+    await vi.advanceTimersByTimeAsync(T + 35_000 - Date.now());
+    expect(eased.log).toEqual(['restore', 'stop', 'restore']);
+    expect(eased.counts.deferred).toBe(1);
+  });
+
+  it('never puts off a wake that is not only a routine poll, however saturated the replica', async () => {
+    const h = harness();
+    h.control.pollDeferrableUntil = null;
+    h.control.saturated = true;
+    await h.start();
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    expect(h.counts.deferred).toBe(0);
   });
 
   it('wakes a passivated order whose deadline is long overdue from the reconciliation sweep', async () => {
