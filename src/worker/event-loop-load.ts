@@ -7,7 +7,7 @@ import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 export interface EventLoopLoadOptions {
   /** How often the utilisation is sampled; the figure covers the last interval. Default 1 s. */
   intervalMs?: number;
-  /** Utilisation (0-1) from which the replica counts as saturated. Default 0.9. */
+  /** Utilisation (0-1) from which the replica counts as saturated. Default 0.8 (queues grow quickly above it). */
   saturatedAt?: number;
 }
 
@@ -18,7 +18,7 @@ export class EventLoopLoad {
   #utilization = 0;
 
   constructor(opts: EventLoopLoadOptions = {}) {
-    this.#saturatedAt = opts.saturatedAt ?? 0.9;
+    this.#saturatedAt = opts.saturatedAt ?? 0.8;
     this.#last = performance.eventLoopUtilization();
     this.#timer = setInterval(() => {
       const now = performance.eventLoopUtilization();

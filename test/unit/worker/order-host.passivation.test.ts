@@ -38,6 +38,8 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
     pollDeferrableUntil: null as number | null,
     /** Whether the host is told the replica is saturated (its routine polls may wait). */
     saturated: false,
+    /** How far the host's clock runs ahead of the timers: every timer then fires this late by the host's clock. */
+    lateMs: 0,
     /**
      * Whether the record the harness restores from (machine `{ fake: true }`) was stored resting too; records
      * written from the harness's actors (which carry their state) rest whenever passiveUntil says so.
@@ -155,7 +157,7 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
   const host = hostOver(
     { store, writer, leases, binding },
     {
-      now: () => Date.now(),
+      now: () => Date.now() + control.lateMs,
       metrics,
       passivateIdleMs: opts.passivateIdleMs ?? idleMs,
       callInFlight: () => control.callInFlight,
@@ -570,6 +572,28 @@ describe('order host: passivation', () => {
     await vi.advanceTimersByTimeAsync(T + 35_000 - Date.now());
     expect(eased.log).toEqual(['restore', 'stop', 'restore']);
     expect(eased.counts.deferred).toBe(1);
+  });
+
+  it('keeps each deferred poll at its own phase within the step, so polls put off together do not come due together', async () => {
+    const h = harness();
+    h.control.passiveUntil = T + 31_700;
+    h.control.pollDeferrableUntil = T + 58_000;
+    h.control.saturated = true;
+    await h.start();
+    // Every timer fires 1.3 s late by the host's clock (a busy event loop): the poll due at 31.7 s runs at 33 s. It
+    // is put off whole steps from where it was due - 36.7, then 41.7 s (not 38 and 43 s) - and the load eases after
+    // 40 s: polled at 41.7 s.
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.log).toEqual(['restore', 'stop']);
+    h.control.lateMs = 1_300;
+    const hostNow = (): number => Date.now() + h.control.lateMs;
+    await vi.advanceTimersByTimeAsync(T + 40_000 - hostNow());
+    h.control.saturated = false;
+    await vi.advanceTimersByTimeAsync(T + 41_700 - hostNow() - 1);
+    expect(h.log).toEqual(['restore', 'stop']);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.log).toEqual(['restore', 'stop', 'restore']);
+    expect(h.counts.deferred).toBe(2);
   });
 
   it('never puts off a wake that is not only a routine poll, however saturated the replica', async () => {
