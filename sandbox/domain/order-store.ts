@@ -89,6 +89,14 @@ function mintReference(): string {
 
 export class OrderStore {
   readonly #orders = new Map<string, Order>();
+  /** Every order by its seq (index seq - 1): the v2 list walks it from a cursor instead of sorting every order. */
+  readonly #bySeq: Order[] = [];
+  /**
+   * When each order's next time-driven move is due (Infinity: none), as computed after its last change: the
+   * ticker sweeps every 100 ms and a list request sweeps first, so a sweep must not work out every order's
+   * schedule each time (at 45k orders that alone kept a core busy). Forgotten whenever what it depends on changes.
+   */
+  #dueAt = new Map<string, number>();
   readonly #depositHashes = new Map<string, string>();
   readonly #listeners: StatusListener[] = [];
   #seq = 0;
@@ -119,6 +127,7 @@ export class OrderStore {
       schedule: undefined,
     };
     this.#orders.set(reference, order);
+    this.#bySeq.push(order);
     return order;
   }
 
@@ -159,6 +168,7 @@ export class OrderStore {
 
   setDefaultSchedule(schedule: AutoSchedule): void {
     this.#schedule = schedule;
+    this.#dueAt = new Map();
   }
 
   defaultSchedule(): AutoSchedule {
@@ -167,11 +177,44 @@ export class OrderStore {
 
   setOrderSchedule(order: Order, schedule: AutoSchedule | undefined): void {
     order.schedule = schedule;
+    this.#dueAt.delete(order.uniqueReference);
   }
 
   /** Applies every time-driven move due at `now`, in time order per order. */
   sweep(now: number): void {
-    for (const order of this.#orders.values()) this.sweepOrder(order, now);
+    for (const order of this.#orders.values()) if (this.#dueOf(order) <= now) this.sweepOrder(order, now);
+  }
+
+  #dueOf(order: Order): number {
+    let at = this.#dueAt.get(order.uniqueReference);
+    if (at === undefined) {
+      at = this.#nextDue(order)?.at ?? Number.POSITIVE_INFINITY;
+      this.#dueAt.set(order.uniqueReference, at);
+    }
+    return at;
+  }
+
+  /**
+   * Up to `limit` orders passing `filter`, newest first, created before `beforeSeq` (exclusive): walked down from
+   * there, not sorted out of every order.
+   */
+  olderThan(beforeSeq: number, filter: (order: Order) => boolean, limit: number): Order[] {
+    const found: Order[] = [];
+    for (let i = Math.min(beforeSeq - 1, this.#bySeq.length) - 1; i >= 0 && found.length < limit; i--) {
+      const order = this.#bySeq[i]!;
+      if (filter(order)) found.push(order);
+    }
+    return found;
+  }
+
+  /** Up to `limit` orders passing `filter` created after `afterSeq` (the closest ones), newest first. */
+  newerThan(afterSeq: number, filter: (order: Order) => boolean, limit: number): Order[] {
+    const found: Order[] = [];
+    for (let i = Math.max(0, afterSeq); i < this.#bySeq.length && found.length < limit; i++) {
+      const order = this.#bySeq[i]!;
+      if (filter(order)) found.push(order);
+    }
+    return found.reverse();
   }
 
   sweepOrder(order: Order, now: number): void {
@@ -219,6 +262,7 @@ export class OrderStore {
     order.status = status;
     order.modifiedAt = at;
     order.history.push({ status, at });
+    this.#dueAt.delete(order.uniqueReference);
     for (const listener of this.#listeners) listener(order, previous);
   }
 }

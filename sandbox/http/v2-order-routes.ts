@@ -181,13 +181,13 @@ function listOrders(ctx: SandboxContext, request: SandboxRequest): Reply {
   const cursor = cursorText ? decodeCursor(cursorText) : undefined;
   const pageSize = ctx.config.orders.v2PageSize;
   ctx.orders.sweep(ctx.clock.now());
-  const matching = ctx.orders.newestFirst(
-    (o) => o.partnerId === partnerId && o.mode !== 'defi' && (!statuses || statuses.has(o.status)),
-  );
+  const matches = (o: Order): boolean =>
+    o.partnerId === partnerId && o.mode !== 'defi' && (!statuses || statuses.has(o.status));
+  // Newest first; a cursor names the seq a page ends at and the direction to go from there.
   let page: Order[];
-  if (!cursor) page = matching.slice(0, pageSize);
-  else if (cursor.d === 'n') page = matching.filter((o) => o.seq < cursor.s).slice(0, pageSize);
-  else page = matching.filter((o) => o.seq > cursor.s).slice(-pageSize);
+  if (!cursor) page = ctx.orders.olderThan(Number.POSITIVE_INFINITY, matches, pageSize);
+  else if (cursor.d === 'n') page = ctx.orders.olderThan(cursor.s, matches, pageSize);
+  else page = ctx.orders.newerThan(cursor.s, matches, pageSize);
   const first = page[0];
   const last = page[page.length - 1];
   const link = (c: Cursor): string => {
@@ -195,8 +195,8 @@ function listOrders(ctx: SandboxContext, request: SandboxRequest): Reply {
     url.searchParams.set('cursor', encodeCursor(c));
     return url.toString();
   };
-  const hasOlder = last !== undefined && matching.some((o) => o.seq < last.seq);
-  const hasNewer = first !== undefined && matching.some((o) => o.seq > first.seq);
+  const hasOlder = last !== undefined && ctx.orders.olderThan(last.seq, matches, 1).length > 0;
+  const hasNewer = first !== undefined && ctx.orders.newerThan(first.seq, matches, 1).length > 0;
   return {
     status: 200,
     body: {
