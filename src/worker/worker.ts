@@ -3,6 +3,7 @@
 // feeding the order host, started in dependency order and stopped in reverse within a bounded time.
 // Finished orders past their retention are tombstoned by a periodic sweep (state-retention.ts).
 // Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
+import { Backpressure } from './backpressure.ts';
 import type { WorkerConfig } from '../config.ts';
 import type { HttpFace } from '../http/http-face.ts';
 import type { CommandConsumer } from '../kafka/command-consumer.ts';
@@ -58,6 +59,7 @@ export class Worker {
   private readonly logger: Logger;
   private readonly parts: WorkerParts;
   private backpressureTimer: NodeJS.Timeout | undefined;
+  private backpressure: Backpressure | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
@@ -149,15 +151,10 @@ export class Worker {
    */
   private applyBackpressure(): void {
     if (!this.running || this.stopping) return;
-    const active = this.parts.host.activeOrders;
-    const inflight = this.parts.inflightExchangeCalls();
-    const { maxActiveOrders, maxInflightExchangeCalls } = this.config;
-    if (active >= maxActiveOrders || inflight >= maxInflightExchangeCalls) this.parts.consumer.pause();
-    else if (
-      active < maxActiveOrders * 0.9 &&
-      inflight < Math.max(1, Math.floor(maxInflightExchangeCalls * 0.8))
-    )
-      this.parts.consumer.resume();
+    this.backpressure ??= new Backpressure(this.config);
+    if (this.backpressure.paused(this.parts.host.activeOrders, this.parts.inflightExchangeCalls()))
+      this.parts.consumer.pause();
+    else this.parts.consumer.resume();
   }
 
   /** What a replacement replica would have to redo: high watermark minus the group's committed offset. */
