@@ -21,6 +21,8 @@ import type {
 export const defaultOrderConfig: OrderConfig = {
   pollIntervalMs: 30_000,
   webhookPollIntervalMs: 60_000,
+  hintCoalesceMs: 3_000,
+  hintCoalesceMaxMs: 10_000,
   maxRequotes: 3,
   maxAttempts: 8,
   backoff: defaultBackoffPolicy,
@@ -53,6 +55,18 @@ export function pollIntervalOf(context: {
  */
 export const listedPollIntervalMs = pollIntervalBounds.maxMs;
 
+/** The bounds of hint coalescing (OrderConfigInput.hintCoalesceMs and hintCoalesceMaxMs). */
+export const hintCoalesceBounds = { maxMs: 10_000, maxWaitMs: 30_000 } as const;
+
+/** How long a hint naming an open status waits for the hints after it, and at most (0: not at all). */
+export function hintCoalescingOf(config: OrderConfig): { readonly quietMs: number; readonly maxMs: number } {
+  const quietMs = config.hintCoalesceMs ?? defaultOrderConfig.hintCoalesceMs ?? 0;
+  return {
+    quietMs,
+    maxMs: Math.max(quietMs, config.hintCoalesceMaxMs ?? defaultOrderConfig.hintCoalesceMaxMs ?? 0),
+  };
+}
+
 /** setTimeout overflows above 2^31-1 ms; longer deadlines are re-armed on the next entry (polls re-enter often). */
 export const maxTimerDelayMs = 2_147_483_647;
 
@@ -68,9 +82,19 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     pollIntervalBounds.maxMs,
     Math.max(pollIntervalMs, input?.webhookPollIntervalMs ?? defaultOrderConfig.webhookPollIntervalMs ?? 0),
   );
+  const hintCoalesceMs = Math.min(
+    hintCoalesceBounds.maxMs,
+    Math.max(0, input?.hintCoalesceMs ?? defaultOrderConfig.hintCoalesceMs ?? 0),
+  );
+  const hintCoalesceMaxMs = Math.min(
+    hintCoalesceBounds.maxWaitMs,
+    Math.max(hintCoalesceMs, input?.hintCoalesceMaxMs ?? defaultOrderConfig.hintCoalesceMaxMs ?? 0),
+  );
   return {
     pollIntervalMs,
     webhookPollIntervalMs,
+    hintCoalesceMs,
+    hintCoalesceMaxMs,
     maxRequotes: input?.maxRequotes ?? defaultOrderConfig.maxRequotes,
     maxAttempts: input?.maxAttempts ?? defaultOrderConfig.maxAttempts,
     backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
@@ -103,6 +127,9 @@ export function initialOrderContext(input: OrderInput): OrderContext {
       parkedAt: stored.parkedAt ?? null,
       adoptReference: stored.adoptReference ?? null,
       confirmedAt: stored.confirmedAt ?? null,
+      queuedHintsMayWait: stored.queuedHintsMayWait ?? false,
+      hintDueAt: stored.hintDueAt ?? null,
+      hintSince: stored.hintSince ?? null,
       now: input.now,
       resumeFrom: input.restore.resumeFrom,
     };
@@ -132,6 +159,9 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     pollAttempt: 0,
     pollStartedAt: null,
     hintPending: false,
+    queuedHintsMayWait: false,
+    hintDueAt: null,
+    hintSince: null,
     webhooksInformed: false,
     hintedStatus: null,
     confirmedAt: null,

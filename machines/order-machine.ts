@@ -6,7 +6,7 @@
 // in context on entry to the state that performs it, before the call starts.
 
 import { and, assign, emit, enqueueActions, not, setup } from 'xstate';
-import { movesBackwards } from './domain.ts';
+import { exchangeStatusRank, movesBackwards, terminalExchangeStatuses } from './domain.ts';
 import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
 import {
   canRequote,
@@ -25,6 +25,7 @@ import {
   checkAddressInputOf,
   createInputOf,
   fetchOrderInputOf,
+  hintCoalescingOf,
   initialOrderContext,
   isCreateInDoubt,
   needsQuote,
@@ -60,6 +61,33 @@ import type {
 /** A listing page requested before the last confirmation (GET or listing) cannot tell anything newer. */
 function isStaleListing(context: OrderContext, at: number): boolean {
   return context.confirmedAt != null && at < context.confirmedAt;
+}
+
+/** A hint naming the status already confirmed, or one behind it: its GET could tell nothing new. */
+function hintAlreadyConfirmed(context: OrderContext, status: string | undefined): boolean {
+  return (
+    status !== undefined &&
+    context.lastStatus !== null &&
+    (status === context.lastStatus || movesBackwards(context.lastStatus, status))
+  );
+}
+
+/**
+ * A hint whose GET may wait for the hints after it (hintCoalesceMs): it names a known open status. An end, an
+ * unknown status or a nudge without a status is confirmed at once.
+ */
+function hintMayWait(context: OrderContext, status: string | undefined): boolean {
+  return (
+    status !== undefined &&
+    hintCoalescingOf(context.config).quietMs > 0 &&
+    exchangeStatusRank(status) !== undefined &&
+    !(terminalExchangeStatuses as readonly string[]).includes(status)
+  );
+}
+
+/** Of the status hinted so far and a new one, the one further along (the new one when they cannot be compared). */
+function furthestHint(hinted: string | null | undefined, status: string): string {
+  return hinted != null && movesBackwards(hinted, status) ? hinted : status;
 }
 
 /** An exchange order as a confirming call saw it, at the runtime's clock. */
@@ -99,6 +127,7 @@ export const orderMachineSetup = setup({
     pollDelay: ({ context }) => remainingMs(context.nextPollAt, context.now),
     paymentDeadlineDelay: ({ context }) => remainingMs(context.paymentDeadline, context.now),
     depositRetryDelay: ({ context }) => remainingMs(context.depositRetryAt, context.now),
+    hintDelay: ({ context }) => remainingMs(context.hintDueAt ?? null, context.now),
   },
   guards: {
     isFreshOrder: ({ context }) => context.resumeFrom === null,
@@ -147,6 +176,22 @@ export const orderMachineSetup = setup({
     exchangeReports: (_, params: { readonly order: ExchangeOrderView; readonly status: ExchangeStatus }) =>
       params.order.status === params.status,
     hintPending: ({ context }) => context.hintPending,
+    /** Every hint queued during the poll named an open status: the GET they need may wait (hintCoalesceMs). */
+    queuedHintsMayWait: ({ context }) => context.queuedHintsMayWait === true,
+    /**
+     * Hints were queued during the GET and its answer (this status) does not show the status they named, nor one
+     * further along: they still need a GET.
+     */
+    hintsOpenAfter: ({ context }, params: { readonly status: string }) =>
+      context.hintPending &&
+      !(
+        context.hintedStatus != null &&
+        (params.status === context.hintedStatus || movesBackwards(params.status, context.hintedStatus))
+      ),
+    hintAlreadyConfirmed: ({ context }, params: { readonly status?: string }) =>
+      hintAlreadyConfirmed(context, params.status),
+    hintMayWait: ({ context }, params: { readonly status?: string }) => hintMayWait(context, params.status),
+    hintDeferred: ({ context }) => context.hintDueAt != null,
     /** The listing shows the status last confirmed: a confirmation, no GET needed (a stale listing: neither). */
     listingConfirms: ({ context }, params: { readonly status: string; readonly at: number }) =>
       !isStaleListing(context, params.at) && params.status === context.lastStatus,
@@ -443,7 +488,39 @@ export const orderMachineSetup = setup({
       confirmedAt: params.at,
       nextPollAt: Math.max(context.nextPollAt ?? 0, params.at + listedPollIntervalMs),
     })),
-    startPoll: assign(({ context }) => ({ pollStartedAt: context.now })),
+    /** The GET serves every hint so far, those that waited included. */
+    startPoll: assign(({ context }) => ({
+      pollStartedAt: context.now,
+      hintDueAt: null,
+      hintSince: null,
+      queuedHintsMayWait: false,
+    })),
+    hintDue: assign(({ context }) => ({ now: Math.max(context.now, context.hintDueAt ?? context.now) })),
+    /**
+     * A hint naming an open status waits for the hints after it: its GET is due once none came for hintCoalesceMs,
+     * and at the latest hintCoalesceMaxMs after the first of them.
+     */
+    deferHint: assign(({ context }, params: { readonly at: number; readonly status?: string }) => {
+      const { quietMs, maxMs } = hintCoalescingOf(context.config);
+      const waiting = context.hintDueAt != null;
+      const since = waiting ? (context.hintSince ?? params.at) : params.at;
+      return {
+        now: params.at,
+        hintSince: since,
+        hintDueAt: Math.min(params.at + quietMs, since + maxMs),
+        ...(params.status === undefined
+          ? {}
+          : {
+              hintedStatus: waiting ? furthestHint(context.hintedStatus, params.status) : params.status,
+              webhooksInformed: true,
+            }),
+      };
+    }),
+    /** Hints queued during a GET whose answer did not reach them: their GET waits like a hint in monitoring. */
+    deferQueuedHints: assign(({ context }, params: { readonly at: number }) => {
+      const { quietMs } = hintCoalescingOf(context.config);
+      return { hintSince: params.at, hintDueAt: params.at + quietMs };
+    }),
     pollDue: assign(({ context }) => ({ now: Math.max(context.now, context.nextPollAt ?? context.now) })),
     paymentDeadlineReached: assign(({ context }) => ({
       now: Math.max(context.now, context.paymentDeadline ?? context.now),
@@ -456,10 +533,20 @@ export const orderMachineSetup = setup({
         ? { now: params.at }
         : { now: params.at, hintedStatus: params.status, webhooksInformed: true },
     ),
-    queueHint: assign((_, params: { readonly at: number; readonly status?: string }) => ({
+    queueHint: assign(({ context }, params: { readonly at: number; readonly status?: string }) => ({
       now: params.at,
       hintPending: true,
-      ...(params.status === undefined ? {} : { hintedStatus: params.status, webhooksInformed: true }),
+      queuedHintsMayWait:
+        (context.hintPending ? context.queuedHintsMayWait === true : true) &&
+        hintMayWait(context, params.status),
+      ...(params.status === undefined
+        ? {}
+        : {
+            hintedStatus: context.hintPending
+              ? furthestHint(context.hintedStatus, params.status)
+              : params.status,
+            webhooksInformed: true,
+          }),
     })),
     schedulePollRetry: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.pollAttempt);
@@ -992,10 +1079,25 @@ export const orderMachine = orderMachineSetup.createMachine({
             },
             monitoring: {
               on: {
-                WEBHOOK_HINT: {
-                  target: 'polling',
-                  actions: { type: 'noteHint', params: ({ event }) => hintOf(event) },
-                },
+                // A hint is confirmed by a GET (only a GET is believed), at once for an end, an unknown status or a
+                // nudge; one naming an open status waits for the hints that come with it (hintCoalesceMs), so hints
+                // that arrive together share one GET; one naming the status already confirmed needs none.
+                WEBHOOK_HINT: [
+                  {
+                    guard: { type: 'hintAlreadyConfirmed', params: ({ event }) => hintOf(event) },
+                    actions: { type: 'noteTime', params: ({ event }) => hintOf(event) },
+                  },
+                  {
+                    guard: { type: 'hintMayWait', params: ({ event }) => hintOf(event) },
+                    target: 'monitoring',
+                    reenter: true,
+                    actions: { type: 'deferHint', params: ({ event }) => hintOf(event) },
+                  },
+                  {
+                    target: 'polling',
+                    actions: { type: 'noteHint', params: ({ event }) => hintOf(event) },
+                  },
+                ],
                 // A bulk listing (GET /orders/?status=<code>): the same status re-arms the routine poll from the
                 // listing's time; another status is a hint, confirmed (or not) by the GET; a stale one is ignored.
                 LISTED: [
@@ -1014,6 +1116,7 @@ export const orderMachine = orderMachineSetup.createMachine({
               },
               after: {
                 pollDelay: { target: 'polling', actions: 'pollDue' },
+                hintDelay: { guard: 'hintDeferred', target: 'polling', actions: 'hintDue' },
                 paymentDeadlineDelay: {
                   guard: 'paymentDeadlineUnchecked',
                   target: 'polling',
@@ -1035,12 +1138,25 @@ export const orderMachine = orderMachineSetup.createMachine({
                   endedAtExchange('COMPLETED', '#order.completed', 'emitCompleted'),
                   endedAtExchange('REFUNDED', '#order.refunded', 'emitRefunded'),
                   endedAtExchange('CANCELED', '#order.canceled', 'cancelByExchange'),
-                  // A webhook arrived during the GET: the answer may predate it, so ask again.
+                  // A webhook arrived during the GET: the answer may predate it, so ask again: at once for an end, an
+                  // unknown status or a nudge; after hintCoalesceMs for open statuses the answer did not reach; not
+                  // at all when the answer shows them already.
                   {
-                    guard: 'hintPending',
+                    guard: and(['hintPending', not('queuedHintsMayWait')]),
                     target: 'polling',
                     reenter: true,
                     actions: { type: 'observeOrder', params: ({ event }) => event.output },
+                  },
+                  {
+                    guard: {
+                      type: 'hintsOpenAfter',
+                      params: ({ event }) => ({ status: event.output.order.status }),
+                    },
+                    target: 'monitoring',
+                    actions: [
+                      { type: 'observeOrder', params: ({ event }) => event.output },
+                      { type: 'deferQueuedHints', params: ({ event }) => ({ at: event.output.at }) },
+                    ],
                   },
                   {
                     target: 'monitoring',

@@ -18,7 +18,8 @@ function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unkno
 
 /**
  * The earliest time (epoch ms) the order's machine has anything to do on its own, when it is only waiting: an open
- * order monitoring the exchange between polls (next poll, the payment deadline still to be checked) while its
+ * order monitoring the exchange between polls (next poll, hints waiting for their GET, the payment deadline still to
+ * be checked) while its
  * deposit region awaits a deposit, has submitted one, or waits to retry the PATCH. Null when it must stay live:
  * any other state (a call in flight, a step before the exchange order exists, a parked create), or a context that
  * the restore router would not route back to the same state.
@@ -37,6 +38,8 @@ function restingDeadlines(durable: DurableOrder): { poll: number; others: number
   // by the poll that re-enters, so none may be pending either.
   if (context.pollStartedAt !== null || context.hintPending || context.nextPollAt === null) return null;
   const others: number[] = [];
+  // Hints waiting for their GET (hintCoalesceMs): the order wakes for it.
+  if (context.hintDueAt != null) others.push(context.hintDueAt);
   if (
     context.paymentDeadline !== null &&
     !context.paymentDeadlineChecked &&
@@ -91,6 +94,9 @@ const pollStartFields: ReadonlySet<string> = new Set([
   'hintedStatus',
   'webhooksInformed',
   'hintPending',
+  'queuedHintsMayWait',
+  'hintDueAt',
+  'hintSince',
   'paymentDeadlineChecked',
 ]);
 

@@ -16,10 +16,19 @@ export interface OrderConfigInput {
   readonly pollIntervalMs?: number;
   /**
    * Poll interval while webhooks keep the order informed (a webhook named its status, and no poll has since found a
-   * change no webhook announced); default 60 000, clamped to pollIntervalMs–60 000. Webhooks stay hints: each one
-   * still triggers a GET; only the routine poll between them is spaced out.
+   * change no webhook announced); default 60 000, clamped to pollIntervalMs–60 000. Webhooks stay hints: they lead
+   * to a confirming GET (see hintCoalesceMs); only the routine poll between them is spaced out.
    */
   readonly webhookPollIntervalMs?: number;
+  /**
+   * Hints that arrive together share one confirming GET: a webhook naming an open status that is ahead of the one
+   * confirmed waits until no other hint came for this long (default 3 000, 0 to 10 000; 0: every such hint is
+   * confirmed at once). A hint naming an end (COMPLETED, REFUNDED, CANCELED), an unknown status, or no status is
+   * confirmed at once; one naming a status already confirmed, or behind it, needs no GET.
+   */
+  readonly hintCoalesceMs?: number;
+  /** The longest a hint waits for the hints after it (default 10 000; hintCoalesceMs to 30 000). */
+  readonly hintCoalesceMaxMs?: number;
   /** How many times a create may go back for a fresh quote before the order fails; default 3. */
   readonly maxRequotes?: number;
   /** Consecutive retryable failures of one step before the exchange order exists; default 8. */
@@ -48,6 +57,9 @@ export interface OrderConfig {
   readonly pollIntervalMs: number;
   /** Absent in snapshots written before it existed: pollIntervalMs then. */
   readonly webhookPollIntervalMs?: number;
+  /** Absent in snapshots written before hints were coalesced: the defaults then. */
+  readonly hintCoalesceMs?: number;
+  readonly hintCoalesceMaxMs?: number;
   readonly maxRequotes: number;
   readonly maxAttempts: number;
   readonly backoff: BackoffPolicy;
@@ -197,8 +209,17 @@ export interface OrderContext {
   readonly pollAttempt: number;
   /** A poll in flight (set on entry to polling). */
   readonly pollStartedAt: number | null;
-  /** A webhook hint arrived while a poll was in flight: poll again when it returns. */
+  /** A webhook hint arrived while a poll was in flight: poll again when it returns (unless its answer settles it). */
   readonly hintPending: boolean;
+  /**
+   * Every hint queued while the poll was in flight named an open status (hintCoalesceMs): if the answer does not
+   * reach it, its GET waits like a hint in monitoring. Absent in older snapshots (false: poll again at once).
+   */
+  readonly queuedHintsMayWait?: boolean;
+  /** When the GET confirming hints that wait is due (hintCoalesceMs), null when none waits. Absent in older snapshots. */
+  readonly hintDueAt?: number | null;
+  /** When the first of the hints that wait arrived (bounds the wait by hintCoalesceMaxMs). */
+  readonly hintSince?: number | null;
   /**
    * Webhooks keep this order informed: one named its status, and no poll has since found a change no webhook
    * announced. Polls are then spaced by webhookPollIntervalMs. Absent in older snapshots (false).

@@ -304,6 +304,13 @@ export const configVariables = z.object({
     ),
   POLL_INTERVAL_MS: intFromEnv(30_000, 30_000, 60_000),
   WEBHOOK_POLL_INTERVAL_MS: intFromEnv(60_000, 30_000, 60_000),
+  /**
+   * Webhook hints that arrive together share one confirming GET: one naming an open status waits until no other hint
+   * came for this long (0: each is confirmed at once); one naming an end is confirmed at once.
+   */
+  WEBHOOK_COALESCE_MS: intFromEnv(3_000, 0, 10_000),
+  /** The longest such a hint waits for the ones after it; at least WEBHOOK_COALESCE_MS. */
+  WEBHOOK_COALESCE_MAX_MS: intFromEnv(10_000, 0, 30_000),
   RECONCILE_MAX_AGE_MS: intFromEnv(60_000, 30_000, 60_000),
   /**
    * CeFi orders are confirmed in bulk by GET /orders/?status=<code> this often (0: off, every order is polled on its
@@ -430,6 +437,8 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
     value.POLL_INTERVAL_MS,
     Math.min(value.WEBHOOK_POLL_INTERVAL_MS, value.RECONCILE_MAX_AGE_MS),
   ),
+  webhookCoalesceMs: value.WEBHOOK_COALESCE_MS,
+  webhookCoalesceMaxMs: Math.max(value.WEBHOOK_COALESCE_MS, value.WEBHOOK_COALESCE_MAX_MS),
   reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
   listReconcileIntervalMs: value.LIST_RECONCILE_INTERVAL_MS,
   leaseTtlMs: value.LEASE_TTL_MS,

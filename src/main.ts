@@ -238,6 +238,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         orderConfig: {
           pollIntervalMs: config.pollIntervalMs,
           webhookPollIntervalMs: config.webhookPollIntervalMs,
+          hintCoalesceMs: config.webhookCoalesceMs,
+          hintCoalesceMaxMs: config.webhookCoalesceMaxMs,
           quoteCooldownMs: config.quoteCooldownMs,
           createSettleMs: config.createSettleMs,
           parkedRecheckMs: config.parkedRecheckMs,

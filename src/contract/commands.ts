@@ -95,7 +95,8 @@ export const orderSettleCommand = z.discriminatedUnion('resolution', [
 
 /**
  * Internal: a verified webhook, routed through the commands topic to the partition (and so the replica) that owns
- * the order. It only triggers an immediate GET; the status in it is never believed.
+ * the order. It only leads to a GET (at once, or after WEBHOOK_COALESCE_MS for an open status, shared with the
+ * hints that came with it); the status in it is never believed.
  */
 export const orderWebhookHintCommand = z
   .object({

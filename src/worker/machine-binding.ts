@@ -32,6 +32,8 @@ export interface OrderActorStatus {
   confirmedAt: number | null;
   /** The deposit transaction hash already accepted for this order (pending or recorded), if any. */
   depositTxHash: string | null;
+  /** When the GET confirming hints that wait for the ones after them is due (epoch ms); null or absent: none waits. */
+  hintDueAt?: number | null;
 }
 
 export interface OrderActorHandle {

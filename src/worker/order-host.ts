@@ -7,6 +7,7 @@
 import {
   context,
   createContextKey,
+  isSpanContextValid,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -208,8 +209,16 @@ interface OrderSlot {
   lastNudgeAt: number;
   /** The span context of the command that created the order: later traces of it (polls) link to it. */
   origin: SpanContext | undefined;
-  /** When a webhook hint asked for the poll now under way (epoch ms), for the webhook-to-event latency. */
+  /**
+   * When a webhook hint asked for the poll now under way, or waiting (epoch ms), for the webhook-to-event latency.
+   * Kept while the order rests: hints naming an open status wait for their GET (WEBHOOK_COALESCE_MS).
+   */
   webhookAt: number | undefined;
+  /**
+   * The spans of the hints waiting for their GET: the machine timer that sends it links them, so a webhook's trace
+   * leads to the GET that confirmed it (at most maxHintLinks). Kept while the order rests.
+   */
+  hintLinks?: SpanContext[] | undefined;
   /** The rev of the latest record once it is committed (and nothing newer was appended meanwhile). */
   durableRev: number;
   /**
@@ -229,6 +238,9 @@ interface OrderSlot {
   /** The actor is being re-created from the record: its start is not a change to write. */
   waking: boolean;
 }
+
+/** Hint spans a waiting GET links at most (a webhook storm for one order must not grow a slot). */
+const maxHintLinks = 8;
 
 /** The lastWrite of every passivated slot: nothing pending (one object, not one per order). */
 const settledWrite: Promise<void> = Promise.resolve();
@@ -463,10 +475,19 @@ export class OrderHost {
     });
     try {
       context.with(trace.setSpan(context.active(), span), () => slot.actor?.send(event));
+      this.noteWaitingHint(slot, span.spanContext());
     } finally {
       span.end();
     }
     return true;
+  }
+
+  /** A hint the machine keeps waiting for the ones after it: its span is linked from the GET's trace later. */
+  private noteWaitingHint(slot: OrderSlot, spanContext = trace.getActiveSpan()?.spanContext()): void {
+    if (slot.actor?.status().hintDueAt == null) return;
+    if (!spanContext || !isSpanContextValid(spanContext)) return;
+    const links = (slot.hintLinks ??= []);
+    if (links.length < maxHintLinks) links.push(spanContext);
   }
 
   /**
@@ -864,10 +885,18 @@ export class OrderHost {
     slot.actor = undefined;
     actor.stop();
     this.rest(slot, stateLabel(JSON.parse(status.state) as unknown), resting, status.confirmedAt);
+    // Hints waiting for their GET keep their arrival time and spans for the wake that sends it.
+    if (status.hintDueAt == null) {
+      slot.webhookAt = undefined;
+      slot.hintLinks = undefined;
+    }
     this.opts.metrics?.orderPassivated();
   }
 
-  /** The slot keeps its record and a deadline, and nothing of a live actor: no span context, write chain, hint timing. */
+  /**
+   * The slot keeps its record and a deadline, and nothing of a live actor: no span context nor write chain (the
+   * caller decides about the hint timing: kept while hints wait for their GET).
+   */
   private rest(slot: OrderSlot, label: string, resting: RestingOrder, confirmedAt: number | null): void {
     const { wakeAt } = resting;
     let state = this.stateLabels.get(label);
@@ -884,7 +913,6 @@ export class OrderHost {
     };
     slot.origin = undefined;
     slot.lastWrite = settledWrite;
-    slot.webhookAt = undefined;
     this.wakes.schedule(slot.orderId, wakeAt);
   }
 
@@ -1043,13 +1071,20 @@ export class OrderHost {
    * new trace of its own, linked to the command that created the order, with the order named for the logs.
    */
   private inOrderTrace(slot: OrderSlot, name: string, work: () => void): void {
+    // A timer while hints wait is theirs (the GET they wait for comes first): their spans are linked, once.
+    const hints = name === 'order timer' ? slot.hintLinks : undefined;
+    if (hints) slot.hintLinks = undefined;
+    const links = [
+      ...(slot.origin ? [{ context: slot.origin }] : []),
+      ...(hints ?? []).map((c) => ({ context: c })),
+    ];
     const span = tracer.startSpan(
       name,
       {
         root: true,
         kind: SpanKind.INTERNAL,
         attributes: this.orderAttributes(slot),
-        ...(slot.origin ? { links: [{ context: slot.origin }] } : {}),
+        ...(links.length ? { links } : {}),
       },
       ROOT_CONTEXT,
     );
@@ -1516,6 +1551,7 @@ export class OrderHost {
         if (!slot?.actor) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         if (command.type === 'order.webhook_hint') slot.webhookAt = Date.parse(command.received_at);
         slot.actor.send(event);
+        if (command.type === 'order.webhook_hint') this.noteWaitingHint(slot);
         await this.settleCommand(
           offset,
           this.persist(slot, { offset, command: [command.command_id, decision.hash] }),

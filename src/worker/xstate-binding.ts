@@ -56,6 +56,7 @@ export function createXStateBinding(opts: {
           lastConfirmedAt: context.nextPollAt === null ? null : context.nextPollAt - pollIntervalOf(context),
           lastStatus: context.lastStatus,
           confirmedAt: context.confirmedAt ?? null,
+          hintDueAt: context.hintDueAt ?? null,
         };
       },
       durable: () => toDurable(actor.getSnapshot()),

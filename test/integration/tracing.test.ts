@@ -160,7 +160,7 @@ describe('traces of one order', () => {
     );
   });
 
-  it('makes one trace of a webhook delivery, the hint it hands to the order and the GET the hint triggers', async () => {
+  it('makes one trace of a webhook delivery and the hint it hands to the order, linked from the GET that confirms it', async () => {
     const hook = { traceId: hex(16), spanId: hex(8) };
     const order = { ...cluster.sandbox.orders.get(reference)?.order, status: 'PAID', id: 'delivery-t1' };
     const body = JSON.stringify(order);
@@ -189,11 +189,18 @@ describe('traces of one order', () => {
     );
     expect(hint.attributes['order.id']).toBeDefined();
     expect(isUnder(receiver.spans, hint, server)).toBe(true);
-    const get = await waitForSpan(
-      'the GET the hint triggered',
-      (s) => s.traceId === hook.traceId && s.name === 'GET /orders/{unique_reference}/',
+    // PAID is an open status: its GET waits WEBHOOK_COALESCE_MS for the hints after it, then goes out under the
+    // machine timer's own trace, which links the hint.
+    const timer = await waitForSpan(
+      'the timer that sends the GET the hint waited for',
+      (s) => s.name === 'order timer' && s.links.some((l) => l.spanId === hint.spanId),
     );
-    expect(isUnder(receiver.spans, get, hint)).toBe(true);
+    expect(timer.links).toContainEqual({ traceId: hook.traceId, spanId: hint.spanId });
+    const get = await waitForSpan(
+      'the GET the hint waited for',
+      (s) => s.traceId === timer.traceId && s.name === 'GET /orders/{unique_reference}/',
+    );
+    expect(isUnder(receiver.spans, get, timer)).toBe(true);
     expect(get.attributes['url.full']).toBe(`${cluster.sandbox.url}/orders/${reference}/`);
   });
 

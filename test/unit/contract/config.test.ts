@@ -72,6 +72,21 @@ describe('configuration', () => {
       ]);
   });
 
+  it('coalesces webhooks for 3 s (at most 10 s) by default, 0 to 10 s (max 30 s), the max never below the quiet time', () => {
+    expect(loadConfig(valid)).toMatchObject({ webhookCoalesceMs: 3_000, webhookCoalesceMaxMs: 10_000 });
+    expect(loadConfig({ ...valid, WEBHOOK_COALESCE_MS: '0' }).webhookCoalesceMs).toBe(0);
+    expect(
+      loadConfig({ ...valid, WEBHOOK_COALESCE_MS: '8000', WEBHOOK_COALESCE_MAX_MS: '2000' }),
+    ).toMatchObject({ webhookCoalesceMs: 8_000, webhookCoalesceMaxMs: 8_000 });
+    for (const refused of ['10001', '-1', 'soon'])
+      expect(problemsOf({ ...valid, WEBHOOK_COALESCE_MS: refused })).toEqual([
+        expect.stringMatching(/^WEBHOOK_COALESCE_MS: /),
+      ]);
+    expect(problemsOf({ ...valid, WEBHOOK_COALESCE_MAX_MS: '30001' })).toEqual([
+      expect.stringMatching(/^WEBHOOK_COALESCE_MAX_MS: /),
+    ]);
+  });
+
   it('reports one line per problem and never echoes a secret', () => {
     try {
       loadConfig({

@@ -537,8 +537,10 @@ describe('order machine: monitoring', () => {
     await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'INITIAL' }) }));
     expect(h.context.webhooksInformed).toBe(false);
     expect(untilNextPoll()).toBe(30_000);
-    // A webhook announces PAID; the GET it triggers confirms it: webhooks keep this order informed.
+    // A webhook announces PAID; the GET it leads to (once no other hint came for 3 s) confirms it: webhooks keep
+    // this order informed.
     await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
+    await h.advance(3_000);
     await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
     expect(h.types().at(-1)).toBe('order.status_changed');
     expect(h.context.webhooksInformed).toBe(true);
@@ -561,6 +563,123 @@ describe('order machine: monitoring', () => {
       resolveOrderConfig({ pollIntervalMs: 45_000, webhookPollIntervalMs: 30_000 }).webhookPollIntervalMs,
     ).toBe(45_000);
     expect(resolveOrderConfig({ webhookPollIntervalMs: 600_000 }).webhookPollIntervalMs).toBe(60_000);
+  });
+
+  it('confirms hints naming open statuses together: one GET once none came for 3 s', async () => {
+    const h = await openOrder();
+    await h.send({ type: 'WEBHOOK_HINT', status: 'UNCONFIRMED PAYMENT', at: T0 });
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    await h.advance(2_000);
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 2_000 });
+    await h.advance(2_999);
+    expect(h.calls.fetchOrder).toHaveLength(0);
+    await h.advance(1);
+    expect(h.calls.fetchOrder.map((call) => call.at)).toEqual([T0 + 5_000]);
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
+    expect(h.types()).toEqual(['order.created', 'order.status_changed']);
+    expect(h.emitted.at(-1)).toMatchObject({ status: 'PAID', previous_status: 'INITIAL' });
+    expect(h.context.hintDueAt).toBeNull();
+    // The GET found what the hints announced: webhooks keep the order informed.
+    expect(h.context.webhooksInformed).toBe(true);
+  });
+
+  it('confirms an end at once, and it serves the open statuses still waiting', async () => {
+    const h = await openOrder();
+    for (const [i, status] of ['UNCONFIRMED PAYMENT', 'PAID', 'PRE-RELEASE', 'RELEASED'].entries()) {
+      await h.send({ type: 'WEBHOOK_HINT', status, at: T0 + i * 2_000 });
+      await h.advance(2_000);
+    }
+    expect(h.calls.fetchOrder).toHaveLength(0);
+    await h.send({ type: 'WEBHOOK_HINT', status: 'COMPLETED', at: T0 + 8_000 });
+    expect(h.calls.fetchOrder).toHaveLength(1);
+    await h.answer(
+      'fetchOrder',
+      ok({ order: exchangeOrder({ status: 'COMPLETED', withdrawTransaction: '0xw' }) }),
+    );
+    expect(h.state).toBe('completed');
+    expect(h.calls.fetchOrder).toHaveLength(1);
+  });
+
+  it('makes a steady stream of open statuses wait at most 10 s for its GET', async () => {
+    const h = await openOrder();
+    const statuses = ['UNCONFIRMED PAYMENT', 'PAID', 'PRE-RELEASE', 'RELEASED', 'RELEASED', 'RELEASED'];
+    for (const [i, status] of statuses.entries()) {
+      await h.send({ type: 'WEBHOOK_HINT', status, at: T0 + i * 2_000 });
+      if (i < statuses.length - 1) await h.advance(2_000);
+    }
+    // The last hint came at 10 s; the first at 0 s: the GET is due at 10 s, not at 13 s.
+    expect(h.calls.fetchOrder.map((call) => call.at)).toEqual([T0 + 10_000]);
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'RELEASED' }) }));
+    expect(h.context.lastStatus).toBe('RELEASED');
+  });
+
+  it('needs no GET for a hint naming the status already confirmed, or one behind it', async () => {
+    const h = await openOrder();
+    await h.send({ type: 'WEBHOOK_HINT', status: 'INITIAL', at: T0 + 1_000 });
+    await h.advance(15_000);
+    expect(h.calls.fetchOrder).toHaveLength(0);
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    // The routine poll still comes at its time.
+    await h.advance(15_000);
+    expect(h.calls.fetchOrder.map((call) => call.at)).toEqual([T0 + 30_000]);
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
+    await h.send({ type: 'WEBHOOK_HINT', status: 'UNCONFIRMED PAYMENT', at: T0 + 31_000 });
+    await h.advance(20_000);
+    expect(h.calls.fetchOrder).toHaveLength(1);
+  });
+
+  it('does not ask again when the answer of a GET already shows the hints that came during it', async () => {
+    const h = await openOrder();
+    await h.send({ type: 'WEBHOOK_HINT', status: 'COMPLETED', at: T0 });
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 10 });
+    await h.send({ type: 'WEBHOOK_HINT', status: 'UNCONFIRMED PAYMENT', at: T0 + 20 });
+    expect(h.context.hintPending).toBe(true);
+    // COMPLETED started the GET; PAID and UNCONFIRMED PAYMENT came during it, and its answer shows PAID, the
+    // furthest of them: no other GET.
+    expect(h.context.hintedStatus).toBe('PAID');
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
+    await h.advance(20_000);
+    expect(h.calls.fetchOrder).toHaveLength(1);
+
+    const g = await openOrder();
+    await g.send({ type: 'WEBHOOK_HINT', at: T0 }); // a nudge: a GET at once
+    await g.send({ type: 'WEBHOOK_HINT', status: 'RELEASED', at: T0 + 10 });
+    await g.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 20 });
+    expect(g.context.hintedStatus).toBe('RELEASED');
+    await g.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'RELEASED' }) }));
+    expect(g.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    await g.advance(20_000);
+    expect(g.calls.fetchOrder).toHaveLength(1);
+  });
+
+  it('waits 3 s before asking again for open statuses a GET did not show yet', async () => {
+    const h = await openOrder();
+    await h.send({ type: 'WEBHOOK_HINT', at: T0 }); // a nudge: a GET at once
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 10 });
+    await h.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'UNCONFIRMED PAYMENT' }) }));
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    expect(h.calls.fetchOrder).toHaveLength(1);
+    await h.advance(2_999);
+    expect(h.calls.fetchOrder).toHaveLength(1);
+    await h.advance(1);
+    expect(h.calls.fetchOrder).toHaveLength(2);
+  });
+
+  it('confirms every hint at once with hintCoalesceMs 0, and bounds the coalescing settings', async () => {
+    const h = await OrderHarness.start(orderInput({ mode: 'cefi', config: { hintCoalesceMs: 0 } }), {
+      createOrder: [ok({ order: exchangeOrder(), reused: false })],
+    });
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
+    expect(resolveOrderConfig(undefined)).toMatchObject({ hintCoalesceMs: 3_000, hintCoalesceMaxMs: 10_000 });
+    expect(resolveOrderConfig({ hintCoalesceMs: 60_000, hintCoalesceMaxMs: 1_000 })).toMatchObject({
+      hintCoalesceMs: 10_000,
+      hintCoalesceMaxMs: 10_000,
+    });
+    expect(resolveOrderConfig({ hintCoalesceMs: -5, hintCoalesceMaxMs: 600_000 })).toMatchObject({
+      hintCoalesceMs: 0,
+      hintCoalesceMaxMs: 30_000,
+    });
   });
 
   it('polls again when a hint arrived while a GET was in flight', async () => {

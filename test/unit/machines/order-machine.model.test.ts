@@ -77,6 +77,9 @@ function eventCatalogue(snapshot: OrderSnapshot): OrderEvent[] {
     { type: 'CANCEL', at },
     { type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at },
     { type: 'WEBHOOK_HINT', status: 'COMPLETED', at },
+    // An open status ahead of INITIAL waits for the hints after it; INITIAL itself is already confirmed.
+    { type: 'WEBHOOK_HINT', status: 'PAID', at },
+    { type: 'WEBHOOK_HINT', status: 'INITIAL', at },
     { type: 'LISTED', status: 'COMPLETED', at },
     { type: 'LISTED', status: 'INITIAL', at },
     { type: 'SETTLE', resolution: 'adopt', uniqueReference: 'ADOPT1', at },
@@ -146,6 +149,8 @@ function abstractState(snapshot: OrderSnapshot): string {
     c.pollStartedAt !== null,
     c.pollAttempt > 0,
     c.hintPending,
+    c.queuedHintsMayWait === true,
+    c.hintDueAt != null,
     c.deposit === null ? null : c.deposit.startedAt !== null,
     c.depositRecorded?.alreadyRecorded ?? null,
     c.depositRetryAt !== null,

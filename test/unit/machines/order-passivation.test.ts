@@ -86,6 +86,22 @@ describe('passiveUntil', () => {
     expect(passiveUntil(h.durable())).toBe(T0 + 60_000);
   });
 
+  it('wakes an order whose hints wait for their GET when it is due, and a restore keeps that wait', async () => {
+    const h = await openOrder();
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
+    expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    const resting = h.durable();
+    expect(passiveUntil(resting)).toBe(T0 + 4_000);
+    // The wake is due before the routine poll: that poll is not put off past it.
+    expect(pollDeferrableUntil(resting)).toBeNull();
+    const restored = await OrderHarness.restore(resting, T0 + 2_000);
+    expect(restored.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    await restored.advance(1_999);
+    expect(restored.calls.fetchOrder).toHaveLength(0);
+    await restored.advance(1);
+    expect(restored.calls.fetchOrder).toHaveLength(1);
+  });
+
   it('wakes an order waiting to retry its deposit submission at the retry', async () => {
     const h = await openOrder({ submitDeposit: [fails('throttled', { retryAfterMs: 8_000 })] });
     await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 });
@@ -124,7 +140,7 @@ describe('onlyStartsAPoll', () => {
     const answered = h.durable();
     // The answer is written: it moved the exchange region back and recorded what the GET saw.
     expect(onlyStartsAPoll(resting, answered)).toBe(false);
-    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 31_000 });
+    await h.send({ type: 'WEBHOOK_HINT', status: 'COMPLETED', at: T0 + 31_000 });
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
     expect(onlyStartsAPoll(answered, h.durable())).toBe(true);
   });

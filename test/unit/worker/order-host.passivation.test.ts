@@ -623,9 +623,9 @@ describe('order host: passivation', () => {
       fetchOrder: () => pending,
     });
     const writes = stateRecords.length;
-    expect(host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
-      true,
-    );
+    expect(
+      host.deliverHint({ orderId: 'o-1', status: 'COMPLETED', receivedAt: new Date().toISOString() }),
+    ).toBe(true);
     await settle();
     // The GET left at once and nothing was written for the poll's start.
     expect(polls).toHaveLength(1);
@@ -637,6 +637,35 @@ describe('order host: passivation', () => {
       stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
       context: { pollStartedAt: null },
     });
+  });
+
+  it('with the real machine: a hint naming an open status wakes a resting order, which rests again until its GET is due', async () => {
+    const {
+      host,
+      polls,
+      stateRecords,
+      passivated: passivatedCount,
+    } = await realMachineHost({ passivateIdleMs: idleMs });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(host.passivatedOrders).toBe(1);
+    const writes = stateRecords.length;
+    const hintAt = Date.now();
+    expect(host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
+      true,
+    );
+    await settle();
+    // Woken, no GET yet: the wait for the hints after it is written, so another replica would keep it too.
+    expect(polls).toEqual([]);
+    expect(stateRecords.length).toBe(writes + 1);
+    expect(stateRecords.at(-1)?.machine).toMatchObject({ context: { hintDueAt: hintAt + 3_000 } });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(passivatedCount()).toBe(2);
+    await vi.advanceTimersByTimeAsync(hintAt + 3_000 - Date.now() - 1);
+    expect(polls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(11);
+    await settle();
+    expect(polls).toHaveLength(1);
+    expect(polls[0]).toBeGreaterThanOrEqual(hintAt + 3_000);
   });
 
   it('with the real machine: an open order rests between polls, at its next poll is re-created and polls, and only the answer is written', async () => {
