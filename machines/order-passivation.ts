@@ -129,15 +129,45 @@ export function sameJson(a: unknown, b: unknown): boolean {
  * full record on every poll): the poll is a GET, which moves no money, and its answer is written as always.
  */
 export function onlyStartsAPoll(written: unknown, next: DurableOrder): boolean {
+  return changedOnly(written, next, ['monitoring', 'polling'], 'polling', pollStartFields);
+}
+
+/** What a hint that waits for its GET (or needs none) changes, and a restart may lose. */
+const hintWaitFields: ReadonlySet<string> = new Set([
+  'now',
+  'hintDueAt',
+  'hintSince',
+  'hintedStatus',
+  'webhooksInformed',
+]);
+
+/**
+ * True when `next` differs from the `written` durable form only by webhook hints noted while monitoring: a hint that
+ * waits for the ones after it (hintCoalesceMs), or one naming a status already confirmed. Not written: a hint is
+ * best effort (a restart loses it, and the routine poll confirms the order), and writing each one would put a
+ * Kafka transaction before the GET of the end that often follows within milliseconds. The runtime keeps such an
+ * order live until its GET (RestingOrder is computed from the written record).
+ */
+export function onlyWaitsForHints(written: unknown, next: DurableOrder): boolean {
+  return changedOnly(written, next, ['monitoring'], 'monitoring', hintWaitFields);
+}
+
+function changedOnly(
+  written: unknown,
+  next: DurableOrder,
+  from: readonly string[],
+  to: string,
+  fields: ReadonlySet<string>,
+): boolean {
   if (!isDurableOrder(written)) return false;
   const before = openRegions(written);
   const after = openRegions(next);
-  if (!before || !after || after.exchange !== 'polling') return false;
-  if (before.exchange !== 'monitoring' && before.exchange !== 'polling') return false;
+  if (!before || !after || after.exchange !== to) return false;
+  if (typeof before.exchange !== 'string' || !from.includes(before.exchange)) return false;
   if (!sameJson(before.deposit, after.deposit)) return false;
   const keys = new Set([...Object.keys(written.context), ...Object.keys(next.context)]);
   for (const key of keys) {
-    if (pollStartFields.has(key)) continue;
+    if (fields.has(key)) continue;
     if (
       !sameJson(
         (written.context as unknown as Record<string, unknown>)[key],

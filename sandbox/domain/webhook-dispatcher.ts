@@ -31,6 +31,8 @@ export interface WebhookDelivery {
   httpStatus: number | undefined;
   error: string | undefined;
   queuedAt: number;
+  /** When its POST left (after the earlier deliveries for the same order and configuration, which go one at a time). */
+  sentAt: number | undefined;
   finishedAt: number | undefined;
   faults: string[];
 }
@@ -218,6 +220,7 @@ export class WebhookDispatcher {
         httpStatus: undefined,
         error: undefined,
         queuedAt: this.#clock.now(),
+        sentAt: undefined,
         finishedAt: undefined,
         faults: faults.map((f) => f.kind),
       };
@@ -277,6 +280,7 @@ export class WebhookDispatcher {
       headers['X-Webhook-Signature'] = signWebhook(signingSecret, timestamp, delivery.body);
     }
     delivery.headers = headers;
+    delivery.sentAt = this.#clock.now();
     const controller = new AbortController();
     this.#controllers.add(controller);
     const timer = setTimeout(() => controller.abort(new Error('timeout')), this.#settings.timeoutMs);

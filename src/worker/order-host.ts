@@ -209,14 +209,11 @@ interface OrderSlot {
   lastNudgeAt: number;
   /** The span context of the command that created the order: later traces of it (polls) link to it. */
   origin: SpanContext | undefined;
-  /**
-   * When a webhook hint asked for the poll now under way, or waiting (epoch ms), for the webhook-to-event latency.
-   * Kept while the order rests: hints naming an open status wait for their GET (WEBHOOK_COALESCE_MS).
-   */
+  /** When a webhook hint asked for the poll now under way, or waiting (epoch ms), for the webhook-to-event latency. */
   webhookAt: number | undefined;
   /**
-   * The spans of the hints waiting for their GET: the machine timer that sends it links them, so a webhook's trace
-   * leads to the GET that confirmed it (at most maxHintLinks). Kept while the order rests.
+   * The spans of the hints waiting for their GET (WEBHOOK_COALESCE_MS): the machine timer that sends it links them,
+   * so a webhook's trace leads to the GET that confirmed it (at most maxHintLinks).
    */
   hintLinks?: SpanContext[] | undefined;
   /** The rev of the latest record once it is committed (and nothing newer was appended meanwhile). */
@@ -880,23 +877,20 @@ export class OrderHost {
     }
     const status = actor.status();
     if (status.terminal) return;
+    // Hints waiting for their GET are not in the record (a hint is not written): live until that GET.
+    if (status.hintDueAt != null) {
+      this.noteQuiet(slot);
+      return;
+    }
     const resting = this.binding.resting(slot.record.machine);
     if (resting === null) return;
     slot.actor = undefined;
     actor.stop();
     this.rest(slot, stateLabel(JSON.parse(status.state) as unknown), resting, status.confirmedAt);
-    // Hints waiting for their GET keep their arrival time and spans for the wake that sends it.
-    if (status.hintDueAt == null) {
-      slot.webhookAt = undefined;
-      slot.hintLinks = undefined;
-    }
     this.opts.metrics?.orderPassivated();
   }
 
-  /**
-   * The slot keeps its record and a deadline, and nothing of a live actor: no span context nor write chain (the
-   * caller decides about the hint timing: kept while hints wait for their GET).
-   */
+  /** The slot keeps its record and a deadline, and nothing of a live actor: no span context, write chain, hint timing. */
   private rest(slot: OrderSlot, label: string, resting: RestingOrder, confirmedAt: number | null): void {
     const { wakeAt } = resting;
     let state = this.stateLabels.get(label);
@@ -913,6 +907,8 @@ export class OrderHost {
     };
     slot.origin = undefined;
     slot.lastWrite = settledWrite;
+    slot.webhookAt = undefined;
+    slot.hintLinks = undefined;
     this.wakes.schedule(slot.orderId, wakeAt);
   }
 

@@ -2,7 +2,12 @@
 // command onto the machine's input, forwards emitted domain events, and stores/restores the durable form.
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
-import { onlyStartsAPoll, passiveUntil, pollDeferrableUntil } from '../../machines/order-passivation.ts';
+import {
+  onlyStartsAPoll,
+  onlyWaitsForHints,
+  passiveUntil,
+  pollDeferrableUntil,
+} from '../../machines/order-passivation.ts';
 import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
 import { camelKeys } from '../../machines/order-request.ts';
 import { pollIntervalOf } from '../../machines/order-context.ts';
@@ -75,7 +80,8 @@ export function createXStateBinding(opts: {
         );
       return start(restoreInput(durable, startOpts.now), startOpts);
     },
-    unwritten: (written, next) => isDurableOrder(next) && onlyStartsAPoll(written, next),
+    unwritten: (written, next) =>
+      isDurableOrder(next) && (onlyStartsAPoll(written, next) || onlyWaitsForHints(written, next)),
     resting: (durable) => {
       if (!isDurableOrder(durable)) return null;
       const wakeAt = passiveUntil(durable);

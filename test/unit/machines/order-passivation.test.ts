@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   onlyStartsAPoll,
+  onlyWaitsForHints,
   passiveUntil,
   pollDeferrableUntil,
   pollDeferralMarginMs,
@@ -126,6 +127,31 @@ describe('passiveUntil', () => {
       context: { ...durable.context, deposit: { txHash: '0x', acceptedAt: T0, startedAt: null } },
     };
     expect(passiveUntil(inconsistent)).toBeNull();
+  });
+});
+
+describe('onlyWaitsForHints', () => {
+  it('is true for hints that wait for their GET or need none, and false once anything else changed', async () => {
+    const h = await openOrder();
+    const written = h.durable();
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
+    await h.send({ type: 'WEBHOOK_HINT', status: 'PRE-RELEASE', at: T0 + 2_000 });
+    await h.send({ type: 'WEBHOOK_HINT', status: 'INITIAL', at: T0 + 2_500 });
+    expect(h.context.hintDueAt).toBe(T0 + 5_000);
+    expect(onlyWaitsForHints(written, h.durable())).toBe(true);
+    // A deposit accepted meanwhile is an intent: written.
+    await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 + 2_600 });
+    expect(onlyWaitsForHints(written, h.durable())).toBe(false);
+
+    const g = await openOrder();
+    const before = g.durable();
+    await g.advance(3_000);
+    await g.send({ type: 'WEBHOOK_HINT', status: 'COMPLETED', at: T0 + 3_000 });
+    // An end polls at once: that is a poll's start, not a hint waiting.
+    expect(onlyWaitsForHints(before, g.durable())).toBe(false);
+    expect(onlyStartsAPoll(before, g.durable())).toBe(true);
+    await g.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
+    expect(onlyWaitsForHints(before, g.durable())).toBe(false);
   });
 });
 
