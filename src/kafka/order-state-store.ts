@@ -93,9 +93,14 @@ function isForeign(record: HeldRecord): record is ForeignOrder {
   return record instanceof ForeignOrder;
 }
 
-function foreign(record: OrderRecord | FinishedOrder | ForeignOrder): ForeignOrder {
-  if (record instanceof ForeignOrder) return record;
+function foreign(record: OrderRecord | FinishedOrder): ForeignOrder {
   return new ForeignOrder(record);
+}
+
+/** A held record as `get` answers it: a foreign one as its view, a finished one expanded, an open one as it is. */
+function viewOf(orderId: string, record: HeldRecord): OrderRecord {
+  if (isForeign(record)) return foreignView(orderId, record);
+  return isFinished(record) ? expand(record) : record;
 }
 
 /** What a record of a partition this replica does not own leaves out: asking for it throws (retryable). */
@@ -366,9 +371,7 @@ export class OrderStateStore {
    */
   get(orderId: string): OrderRecord | undefined {
     const record = this.records.get(orderId);
-    if (record === undefined) return undefined;
-    if (isForeign(record)) return foreignView(orderId, record);
-    return isFinished(record) ? expand(record) : record;
+    return record === undefined ? undefined : viewOf(orderId, record);
   }
 
   /** The order recording this exchange order, among the partitions this replica holds. */
@@ -380,10 +383,7 @@ export class OrderStateStore {
   recordsOfPartition(partition: number): OrderRecord[] {
     const found: OrderRecord[] = [];
     for (const [orderId, record] of this.records) {
-      if (record.partition !== partition) continue;
-      found.push(
-        isForeign(record) ? foreignView(orderId, record) : isFinished(record) ? expand(record) : record,
-      );
+      if (record.partition === partition) found.push(viewOf(orderId, record));
     }
     return found;
   }

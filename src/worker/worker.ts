@@ -59,7 +59,7 @@ export class Worker {
   private readonly logger: Logger;
   private readonly parts: WorkerParts;
   private backpressureTimer: NodeJS.Timeout | undefined;
-  private backpressure: Backpressure | undefined;
+  private readonly backpressure: Backpressure;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
@@ -72,6 +72,7 @@ export class Worker {
     this.config = config;
     this.logger = logger;
     this.parts = parts;
+    this.backpressure = new Backpressure(config);
   }
 
   /** Consumer lag per assigned partition, measured every 10 s (the `worker_consumer_lag` gauge). */
@@ -151,7 +152,6 @@ export class Worker {
    */
   private applyBackpressure(): void {
     if (!this.running || this.stopping) return;
-    this.backpressure ??= new Backpressure(this.config);
     if (this.backpressure.paused(this.parts.host.activeOrders, this.parts.inflightExchangeCalls()))
       this.parts.consumer.pause();
     else this.parts.consumer.resume();
