@@ -9,11 +9,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const handedOut = new Set<number>();
 
 /**
- * A port nothing listens on now, never one this process handed out before. The kernel hands a just-closed
- * ephemeral port out again readily (265 repeats in 2000 calls here), so callers that ask for ports before they bind
- * them (several workers started at once) could be given the same one, and one of them failed with EADDRINUSE.
+ * A port nothing is bound to now, never one this process handed out before, and outside the kernel's ephemeral
+ * range when it can tell. Two failures led here:
+ * - the kernel hands a just-closed ephemeral port out again readily (265 repeats in 2000 calls here), so callers that
+ *   ask for ports before they bind them (several workers started at once) could be given the same one;
+ * - a port of the ephemeral range, free when it was picked, can be taken by an outgoing connection before the
+ *   service binds it: a benchmark that had just sent 50,000 webhooks (a connection each) started a worker whose
+ *   webhook port failed with EADDRINUSE. Ports below the range are never handed to outgoing connections.
  */
 export async function freePort(): Promise<number> {
+  const below = ephemeralLow();
+  for (let attempt = 0; attempt < 200 && below !== undefined; attempt++) {
+    const port = lowPortFloor + Math.floor(Math.random() * (below - lowPortFloor));
+    if (handedOut.has(port) || !(await canBind(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
   for (let attempt = 0; ; attempt++) {
     const port = await anyFreePort();
     if (!handedOut.has(port) || attempt >= 100) {
@@ -21,6 +32,35 @@ export async function freePort(): Promise<number> {
       return port;
     }
   }
+}
+
+/** The lowest port freePort picks below the ephemeral range (above the ports well-known services use). */
+const lowPortFloor = 20_000;
+
+/** The first port of the kernel's ephemeral range (Linux), when it leaves room below it for freePort. */
+function ephemeralLow(): number | undefined {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > lowPortFloor + 1_000 ? low : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a server can listen on `port` on every interface (as the worker does) and on 127.0.0.1. */
+async function canBind(port: number): Promise<boolean> {
+  for (const host of [undefined, '127.0.0.1']) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.unref();
+      server.once('error', () => resolve(false));
+      server.listen({ port, ...(host ? { host } : {}), exclusive: true }, () =>
+        server.close(() => resolve(true)),
+      );
+    });
+    if (!ok) return false;
+  }
+  return true;
 }
 
 function anyFreePort(): Promise<number> {
