@@ -112,7 +112,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         .catch((error: unknown) =>
           routeLog.debug({ orderId, err: { message: (error as Error).message } }, 'route not recorded'),
         );
-      await referenceClaims.claim(reference, orderId).then(
+      await referenceClaims.reassert(reference, orderId).then(
         (ours) => {
           if (!ours)
             routeLog.error(

@@ -16,4 +16,29 @@ describe('RedisReferenceClaims', () => {
     expect(await a.claim('REF1', winner === 'order-a' ? 'order-b' : 'order-a')).toBe(false);
     expect(await a.claim('REF2', 'order-b')).toBe(true);
   });
+
+  it('re-asserts a claim it took itself for the same order without asking Redis again, once', async () => {
+    let calls = 0;
+    const port = await redis.client({ keyPrefix: redis.prefix() });
+    const counting = {
+      referenceClaim: (...args: Parameters<typeof port.referenceClaim>) => {
+        calls++;
+        return port.referenceClaim(...args);
+      },
+    };
+    const claims = new RedisReferenceClaims(counting);
+    expect(await claims.claim('REF9', 'order-a')).toBe(true);
+    expect(calls).toBe(1);
+    // The route of the order just created: no second round trip.
+    expect(await claims.reassert('REF9', 'order-a')).toBe(true);
+    expect(calls).toBe(1);
+    // Once only: a later reassertion (a partition read again) asks Redis, and so does one for another order.
+    expect(await claims.reassert('REF9', 'order-a')).toBe(true);
+    expect(calls).toBe(2);
+    expect(await claims.reassert('REF9', 'order-b')).toBe(false);
+    expect(calls).toBe(3);
+    // A claim refused is never taken for one of ours.
+    expect(await claims.claim('REF9', 'order-b')).toBe(false);
+    expect(await claims.reassert('REF9', 'order-b')).toBe(false);
+  });
 });
