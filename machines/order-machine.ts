@@ -63,13 +63,14 @@ function isStaleListing(context: OrderContext, at: number): boolean {
   return context.confirmedAt != null && at < context.confirmedAt;
 }
 
+/** `status` is `reference` or a known status behind it: a GET that showed `reference` showed it too. */
+function reachedBy(status: string, reference: string): boolean {
+  return status === reference || movesBackwards(reference, status);
+}
+
 /** A hint naming the status already confirmed, or one behind it: its GET could tell nothing new. */
 function hintAlreadyConfirmed(context: OrderContext, status: string | undefined): boolean {
-  return (
-    status !== undefined &&
-    context.lastStatus !== null &&
-    (status === context.lastStatus || movesBackwards(context.lastStatus, status))
-  );
+  return status !== undefined && context.lastStatus !== null && reachedBy(status, context.lastStatus);
 }
 
 /**
@@ -88,6 +89,23 @@ function hintMayWait(context: OrderContext, status: string | undefined): boolean
 /** Of the status hinted so far and a new one, the one further along (the new one when they cannot be compared). */
 function furthestHint(hinted: string | null | undefined, status: string): string {
   return hinted != null && movesBackwards(hinted, status) ? hinted : status;
+}
+
+/**
+ * What a hint naming `status` notes: the status (never believed, compared with what a GET shows) and that webhooks
+ * keep the order informed; nothing for a nudge without a status. Hints gathering for one GET (`gathering`) keep the
+ * furthest status named.
+ */
+function notedHint(
+  context: OrderContext,
+  status: string | undefined,
+  gathering: boolean,
+): { hintedStatus: string; webhooksInformed: true } | Record<string, never> {
+  if (status === undefined) return {};
+  return {
+    hintedStatus: gathering ? furthestHint(context.hintedStatus, status) : status,
+    webhooksInformed: true,
+  };
 }
 
 /** An exchange order as a confirming call saw it, at the runtime's clock. */
@@ -184,10 +202,7 @@ export const orderMachineSetup = setup({
      */
     hintsOpenAfter: ({ context }, params: { readonly status: string }) =>
       context.hintPending &&
-      !(
-        context.hintedStatus != null &&
-        (params.status === context.hintedStatus || movesBackwards(params.status, context.hintedStatus))
-      ),
+      !(context.hintedStatus != null && reachedBy(context.hintedStatus, params.status)),
     hintAlreadyConfirmed: ({ context }, params: { readonly status?: string }) =>
       hintAlreadyConfirmed(context, params.status),
     hintMayWait: ({ context }, params: { readonly status?: string }) => hintMayWait(context, params.status),
@@ -508,12 +523,7 @@ export const orderMachineSetup = setup({
         now: params.at,
         hintSince: since,
         hintDueAt: Math.min(params.at + quietMs, since + maxMs),
-        ...(params.status === undefined
-          ? {}
-          : {
-              hintedStatus: waiting ? furthestHint(context.hintedStatus, params.status) : params.status,
-              webhooksInformed: true,
-            }),
+        ...notedHint(context, params.status, waiting),
       };
     }),
     /** Hints queued during a GET whose answer did not reach them: their GET waits like a hint in monitoring. */
@@ -528,25 +538,17 @@ export const orderMachineSetup = setup({
     })),
     noteTime: assign((_, params: { readonly at: number }) => ({ now: params.at })),
     /** A webhook named a status: remembered (never believed) to tell whether webhooks keep the order informed. */
-    noteHint: assign((_, params: { readonly at: number; readonly status?: string }) =>
-      params.status === undefined
-        ? { now: params.at }
-        : { now: params.at, hintedStatus: params.status, webhooksInformed: true },
-    ),
+    noteHint: assign(({ context }, params: { readonly at: number; readonly status?: string }) => ({
+      now: params.at,
+      ...notedHint(context, params.status, false),
+    })),
     queueHint: assign(({ context }, params: { readonly at: number; readonly status?: string }) => ({
       now: params.at,
       hintPending: true,
       queuedHintsMayWait:
         (context.hintPending ? context.queuedHintsMayWait === true : true) &&
         hintMayWait(context, params.status),
-      ...(params.status === undefined
-        ? {}
-        : {
-            hintedStatus: context.hintPending
-              ? furthestHint(context.hintedStatus, params.status)
-              : params.status,
-            webhooksInformed: true,
-          }),
+      ...notedHint(context, params.status, context.hintPending),
     })),
     schedulePollRetry: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.pollAttempt);

@@ -19,8 +19,8 @@ function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unkno
 /**
  * The earliest time (epoch ms) the order's machine has anything to do on its own, when it is only waiting: an open
  * order monitoring the exchange between polls (next poll, hints waiting for their GET, the payment deadline still to
- * be checked) while its
- * deposit region awaits a deposit, has submitted one, or waits to retry the PATCH. Null when it must stay live:
+ * be checked) while its deposit region awaits a deposit, has submitted one, or waits to retry the PATCH. Null when
+ * it must stay live:
  * any other state (a call in flight, a step before the exchange order exists, a parked create), or a context that
  * the restore router would not route back to the same state.
  */

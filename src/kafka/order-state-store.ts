@@ -93,10 +93,6 @@ function isForeign(record: HeldRecord): record is ForeignOrder {
   return record instanceof ForeignOrder;
 }
 
-function foreign(record: OrderRecord | FinishedOrder): ForeignOrder {
-  return new ForeignOrder(record);
-}
-
 /** A held record as `get` answers it: a foreign one as its view, a finished one expanded, an open one as it is. */
 function viewOf(orderId: string, record: HeldRecord): OrderRecord {
   if (isForeign(record)) return foreignView(orderId, record);
@@ -359,7 +355,7 @@ export class OrderStateStore {
   private held(record: OrderRecord): HeldRecord {
     if (!this.wholeEverywhere && !this.owned.has(record.partition)) {
       this.foreignPartitions.add(record.partition);
-      return foreign(record);
+      return new ForeignOrder(record);
     }
     return record.terminal ? compact(record) : record;
   }
@@ -537,7 +533,7 @@ export class OrderStateStore {
   private stripForeign(): void {
     for (const [orderId, record] of this.records) {
       if (this.owned.has(record.partition) || isForeign(record)) continue;
-      this.records.set(orderId, foreign(record));
+      this.records.set(orderId, new ForeignOrder(record));
       this.foreignPartitions.add(record.partition);
     }
   }
