@@ -8,8 +8,9 @@
 // last words of a replica that died). Open orders of the partitions this replica owns are held whole, a finished one
 // only in a compact form (what answers a late command the same way: its create hash, its remembered command ids, its
 // seq) until the retention sweep of the partition's owner tombstones it; an order of another partition, open or
-// finished, only as where it lives (partition, fence, rev, reference; owning such a partition later re-reads it from
-// its beginning before its barrier). Records are ordered by (fence, rev): a record from an older lease
+// finished, only as where it lives: a row of numbers keyed by a hash of its id (partition, fence, rev, finished, and
+// a hash of its reference: foreign-orders.ts); owning such a partition later re-reads it from its beginning before
+// its barrier. Records are ordered by (fence, rev): a record from an older lease
 // holder never replaces a newer one. This replica's own writes are applied when they commit; read back from the
 // topic they are recognised by their head and not parsed again.
 import { withTimeout } from '../timeouts.ts';
@@ -20,6 +21,7 @@ import { z } from 'zod';
 import type { Logger } from '../telemetry/logger.ts';
 import type { TransactionalWriter } from './transactional-writer.ts';
 import { WorkerError } from '../errors.ts';
+import { ForeignOrders, type ForeignEntry } from './foreign-orders.ts';
 
 export const orderRecordSchema = z.object({
   v: z.literal(1),
@@ -59,63 +61,33 @@ interface FinishedOrder extends Omit<OrderRecord, 'commands' | 'machine' | 'term
   finishedAt: number;
 }
 
-/**
- * An order of a partition this replica does not own, open or finished: where it lives, its (fence, rev) and its
- * exchange reference, about a tenth of an open order's record. Only the partition's owner drives the order or
- * answers its commands, after a catch-up that reads the partition whole again; a replica that does not own it asks
- * only where the order lives (a misrouted command, a webhook's route) and whether it exists (a create after a wait
- * catches its partition up first). The Map key is the order id.
- */
-class ForeignOrder {
-  /** Only for the type checker: a whole record is not a ForeignOrder (both have these fields). */
-  declare private readonly foreignBrand: true;
-  readonly partition: number;
-  readonly fence: number;
-  readonly rev: number;
-  readonly unique_reference: string | null;
-  readonly terminal: boolean;
-  constructor(record: OrderRecord | FinishedOrder) {
-    this.partition = record.partition;
-    this.fence = record.fence;
-    this.rev = record.rev;
-    this.unique_reference = record.unique_reference;
-    this.terminal = record.terminal;
-  }
-}
-
-type HeldRecord = OrderRecord | FinishedOrder | ForeignOrder;
+type HeldRecord = OrderRecord | FinishedOrder;
 
 function isFinished(record: HeldRecord): record is FinishedOrder {
   return typeof (record as Partial<FinishedOrder>).commands === 'string';
 }
 
-function isForeign(record: HeldRecord): record is ForeignOrder {
-  return record instanceof ForeignOrder;
-}
-
-/** A held record as `get` answers it: a foreign one as its view, a finished one expanded, an open one as it is. */
-function viewOf(orderId: string, record: HeldRecord): OrderRecord {
-  if (isForeign(record)) return foreignView(orderId, record);
+/** A held record as `get` answers it: a finished one expanded, an open one as it is. */
+function viewOf(record: HeldRecord): OrderRecord {
   return isFinished(record) ? expand(record) : record;
 }
 
 /** What a record of a partition this replica does not own leaves out: asking for it throws (retryable). */
-const notHeld = ['seq', 'updated_at', 'mode', 'create_hash', 'commands'] as const;
+const notHeld = ['seq', 'updated_at', 'mode', 'create_hash', 'commands', 'unique_reference'] as const;
 
 /**
- * The record of an order of a partition not owned, as `get` answers it: where it lives, its (fence, rev), its
- * reference and whether it is finished; `machine` null. Its other fields are not held here: reading one throws a
- * retryable `state_not_held` (never a made-up value); they are not enumerable, so a log line or a copy of the view
- * leaves them out.
+ * The record of an order of a partition not owned, as `get` answers it: where it lives, its (fence, rev) and
+ * whether it is finished; `machine` null. Its other fields are not held here (its reference only as a hash, which
+ * `orderIdByReference` answers): reading one throws a retryable `state_not_held` (never a made-up value); they are
+ * not enumerable, so a log line or a copy of the view leaves them out.
  */
-function foreignView(orderId: string, held: ForeignOrder): OrderRecord {
+function foreignView(orderId: string, held: ForeignEntry): OrderRecord {
   const view = {
     v: 1,
     order_id: orderId,
     partition: held.partition,
     fence: held.fence,
     rev: held.rev,
-    unique_reference: held.unique_reference,
     terminal: held.terminal,
     machine: null,
   };
@@ -176,7 +148,7 @@ export function catchUpTimeoutFor(transactionTimeoutMs: number): number {
 const recordHead = /^\{"v":1,"order_id":"([^"\\]*)","partition":(\d+),"fence":(\d+),"rev":(\d+),/;
 const recordHeadBytes = 240;
 
-function newer(candidate: OrderRecord, current: HeldRecord | undefined): boolean {
+function newer(candidate: OrderRecord, current: { fence: number; rev: number } | undefined): boolean {
   if (!current) return true;
   if (candidate.fence !== current.fence) return candidate.fence > current.fence;
   return candidate.rev >= current.rev;
@@ -189,8 +161,11 @@ interface Waiter {
 }
 
 export class OrderStateStore {
+  /** The orders of the partitions this replica owns (before its first catch-up: of every partition). */
   private readonly records = new Map<string, HeldRecord>();
   private readonly references = new Map<string, string>();
+  /** The orders of every other partition, as where they live. */
+  private readonly foreign = new ForeignOrders();
   private readonly waiters = new Map<string, Waiter>();
   /** The partitions this replica is assigned (catchUp adds, release removes): its retention sweep's share. */
   private readonly owned = new Set<number>();
@@ -323,7 +298,7 @@ export class OrderStateStore {
    */
   private alreadyHeld(key: string, value: Buffer): boolean {
     const held = this.records.get(key);
-    if (!held || isForeign(held)) return false;
+    if (!held) return false;
     const head = recordHead.exec(value.toString('latin1', 0, recordHeadBytes));
     return (
       head !== null &&
@@ -336,28 +311,27 @@ export class OrderStateStore {
 
   /**
    * Applies a record we committed ourselves (or read back); keeps the newest by (fence, rev). A record of a
-   * partition this replica does not hold is not kept; a finished order is kept in its compact form.
+   * partition this replica does not own is held only as where its order lives; a finished order is kept in its
+   * compact form. Only the orders of owned partitions are told to `onReference` (their owner publishes their routes).
    */
   apply(record: OrderRecord): void {
-    if (!newer(record, this.records.get(record.order_id))) return;
-    this.records.set(record.order_id, this.held(record));
-    const reference = record.unique_reference;
-    if (reference && this.references.get(reference) !== record.order_id) {
-      this.references.set(reference, record.order_id);
-      this.onReference?.(reference, record.order_id, record.partition);
-    }
-  }
-
-  /**
-   * How a record is held: one of a partition not owned only as where it lives (open or finished), a finished one of
-   * an owned partition compact, an open one whole.
-   */
-  private held(record: OrderRecord): HeldRecord {
+    const orderId = record.order_id;
     if (!this.wholeEverywhere && !this.owned.has(record.partition)) {
+      if (!newer(record, this.foreign.get(orderId))) return;
+      this.foreign.set(orderId, record, record.unique_reference);
       this.foreignPartitions.add(record.partition);
-      return new ForeignOrder(record);
+      return;
     }
-    return record.terminal ? compact(record) : record;
+    // A partition read again from its beginning (owned again): its orders' last records replace where they lived.
+    const located = this.foreign.get(orderId);
+    if (!newer(record, this.records.get(orderId) ?? located)) return;
+    if (located) this.foreign.delete(orderId);
+    this.records.set(orderId, record.terminal ? compact(record) : record);
+    const reference = record.unique_reference;
+    if (reference && this.references.get(reference) !== orderId) {
+      this.references.set(reference, orderId);
+      this.onReference?.(reference, orderId, record.partition);
+    }
   }
 
   /**
@@ -367,26 +341,33 @@ export class OrderStateStore {
    */
   get(orderId: string): OrderRecord | undefined {
     const record = this.records.get(orderId);
-    return record === undefined ? undefined : viewOf(orderId, record);
+    if (record !== undefined) return viewOf(record);
+    const located = this.foreign.get(orderId);
+    return located && foreignView(orderId, located);
   }
 
-  /** The order recording this exchange order, among the partitions this replica holds. */
-  orderIdByReference(uniqueReference: string): string | undefined {
-    return this.references.get(uniqueReference);
+  /**
+   * The order recording this exchange order, among the partitions this replica owns; null when an order of
+   * another partition records it (its id is not held here); undefined when no order does.
+   */
+  orderIdByReference(uniqueReference: string): string | null | undefined {
+    return (
+      this.references.get(uniqueReference) ?? (this.foreign.hasReference(uniqueReference) ? null : undefined)
+    );
   }
 
-  /** The records of a partition (finished ones in their compact form, `machine: null`). */
+  /** The records of a partition owned (finished ones in their compact form, `machine: null`); none of another. */
   recordsOfPartition(partition: number): OrderRecord[] {
     const found: OrderRecord[] = [];
-    for (const [orderId, record] of this.records) {
-      if (record.partition === partition) found.push(viewOf(orderId, record));
+    for (const record of this.records.values()) {
+      if (record.partition === partition) found.push(viewOf(record));
     }
     return found;
   }
 
   /** Orders known here: open ones and finished ones within their retention, of every partition. */
   size(): number {
-    return this.records.size;
+    return this.records.size + this.foreign.size;
   }
 
   /** The partitions this replica owns (caught up and not released). */
@@ -414,7 +395,10 @@ export class OrderStateStore {
   /** Drops an order (its tombstone was written or read): from here on it has no record. */
   forget(orderId: string): void {
     const record = this.records.get(orderId);
-    if (!record) return;
+    if (!record) {
+      this.foreign.delete(orderId);
+      return;
+    }
     this.records.delete(orderId);
     const reference = record.unique_reference;
     if (reference && this.references.get(reference) === orderId) this.references.delete(reference);
@@ -508,9 +492,7 @@ export class OrderStateStore {
   }
 
   private hasForeign(partition: number): boolean {
-    for (const record of this.records.values())
-      if (record.partition === partition && isForeign(record)) return true;
-    return false;
+    return this.foreign.holds(partition);
   }
 
   /**
@@ -532,8 +514,11 @@ export class OrderStateStore {
   /** Holds every order of a partition this replica does not own only as where it lives. */
   private stripForeign(): void {
     for (const [orderId, record] of this.records) {
-      if (this.owned.has(record.partition) || isForeign(record)) continue;
-      this.records.set(orderId, new ForeignOrder(record));
+      if (this.owned.has(record.partition)) continue;
+      this.foreign.set(orderId, record, record.unique_reference);
+      this.records.delete(orderId);
+      const reference = record.unique_reference;
+      if (reference && this.references.get(reference) === orderId) this.references.delete(reference);
       this.foreignPartitions.add(record.partition);
     }
   }

@@ -188,6 +188,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
 
     /** Claims a reference for an order; false when another order owns it (durably or by claim). */
     const claim = async (uniqueReference: string, orderId: string): Promise<boolean> => {
+      // null: an order of a partition this replica does not own records it (always another order than this one).
       const owner = barrier.ownerOfReference(uniqueReference);
       if (owner !== undefined && owner !== orderId) return false;
       return deps.claims.claim(uniqueReference, orderId);

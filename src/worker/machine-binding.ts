@@ -65,8 +65,11 @@ export interface OrderBarrier {
   durable: (orderId: string) => Promise<void>;
   /** True while this replica still holds the order's lease: checked immediately before a request leaves. */
   mayAct: (orderId: string) => boolean;
-  /** The order whose durable record already names this unique_reference, if any (the state topic's view). */
-  ownerOfReference: (uniqueReference: string) => string | undefined;
+  /**
+   * The order whose durable record already names this unique_reference, if any (the state topic's view); null when
+   * an order of a partition this replica does not own names it (only where it lives is held here, not its id).
+   */
+  ownerOfReference: (uniqueReference: string) => string | null | undefined;
 }
 
 export interface MachineBinding {

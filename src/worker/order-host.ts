@@ -87,7 +87,8 @@ export interface OrderHomes {
 /** The state topic's view of every order, as the host reads it. */
 export interface StateReader {
   get(orderId: string): OrderRecord | undefined;
-  orderIdByReference(uniqueReference: string): string | undefined;
+  /** The order recording this exchange order; null when one of a partition not owned here does (id not held). */
+  orderIdByReference(uniqueReference: string): string | null | undefined;
   recordsOfPartition(partition: number): OrderRecord[];
   /** Resolves once every record committed to these partitions so far has been read. */
   catchUp(partitions: number[]): Promise<void>;
@@ -499,7 +500,7 @@ export class OrderHost {
     again = true,
   ): ListingOutcome | Promise<ListingOutcome> {
     const orderId = this.ownerOfReference(row.uniqueReference);
-    const slot = orderId === undefined ? undefined : this.slots.get(orderId);
+    const slot = orderId == null ? undefined : this.slots.get(orderId);
     // A passivated order is woken for its listing like for a hint: the machine alone decides what a listing means
     // (a confirmation re-arms its poll, another status is a GET), and it rests again after the idle time. Its lease
     // may have to be taken up again from Redis first: the row follows once the order is live.
@@ -556,8 +557,11 @@ export class OrderHost {
     return Boolean(slot && !slot.stopped && !this.writerFailed && this.opts.leases.isValid(orderId));
   }
 
-  /** The order whose durable record names this exchange order, if any. */
-  ownerOfReference(uniqueReference: string): string | undefined {
+  /**
+   * The order whose durable record names this exchange order, if any: null when it is an order of a partition this
+   * replica does not own (its id is not held here).
+   */
+  ownerOfReference(uniqueReference: string): string | null | undefined {
     const slot = this.slotsByReference.get(uniqueReference);
     if (slot && this.slots.get(slot.orderId) === slot && slot.record.unique_reference === uniqueReference)
       return slot.orderId;

@@ -21,7 +21,7 @@ export interface OrderRoutes {
 export interface WebhookRoutingDeps {
   state: {
     get(orderId: string): OrderRecord | undefined;
-    orderIdByReference(uniqueReference: string): string | undefined;
+    orderIdByReference(uniqueReference: string): string | null | undefined;
   };
   /** The orders of other replicas' partitions (none: only this replica's orders are routed). */
   routes?: Pick<OrderRoutes, 'locate'>;

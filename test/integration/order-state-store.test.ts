@@ -115,7 +115,9 @@ describe('order state store', () => {
     expect(a.size()).toBe(40);
     for (const r of records) {
       expect(a.get(r.order_id)?.rev).toBe(1);
-      expect(a.orderIdByReference(`ref-${r.order_id}`)).toBe(r.order_id);
+      // Of another partition's order, only that its reference is taken (its id is not held).
+      const owned = r.partition === 0 || r.partition === 1;
+      expect(a.orderIdByReference(`ref-${r.order_id}`)).toBe(owned ? r.order_id : null);
     }
     expect(a.ownedPartitions()).toEqual([0, 1]);
     expect(b.ownedPartitions()).toEqual([2, 3]);
@@ -163,27 +165,26 @@ describe('order state store', () => {
         partition: r.partition,
         fence: r.fence,
         rev: r.rev,
-        unique_reference: r.unique_reference,
         terminal: r.terminal,
         machine: null,
       });
       // The rest is the owner's: asking for it fails (retryable), never answers with a made-up value.
-      for (const read of [() => held.commands, () => held.create_hash, () => held.seq, () => held.mode])
+      for (const read of [
+        () => held.commands,
+        () => held.create_hash,
+        () => held.seq,
+        () => held.mode,
+        () => held.unique_reference,
+      ])
         expect(read).toThrow(expect.objectContaining({ code: 'state_not_held', retryable: true }) as Error);
-      expect(store.orderIdByReference(`ref-${r.order_id}`)).toBe(r.order_id);
+      // Its reference is held as taken, by an order whose id is not held here.
+      expect(store.orderIdByReference(`ref-${r.order_id}`)).toBeNull();
     };
     for (const r of records) (owned(r) ? whole : located)(r);
-    expect(
-      store
-        .recordsOfPartition(2)
-        .map((r) => r.order_id)
-        .sort(),
-    ).toEqual(
-      records
-        .filter((r) => r.partition === 2)
-        .map((r) => r.order_id)
-        .sort(),
-    );
+    expect(store.orderIdByReference('ref-of-no-order')).toBeUndefined();
+    expect(store.size()).toBe(records.length);
+    // Only an owned partition's orders are listed (those of another are found by id, not listed).
+    expect(store.recordsOfPartition(2)).toEqual([]);
     // A record written to a partition not owned is held the same way.
     const later = record(uniqueName('later'), 2);
     await writer.write([written(topic, later)]);
@@ -265,11 +266,20 @@ describe('order state store', () => {
     const live = await storeFor(kafka, topic, writer);
     await live.catchUp([2]);
     expect(live.get(gone.order_id)).toBeDefined();
+    // A replica owning another partition holds the order as where it lives, its reference as taken.
+    const elsewhere = await storeFor(kafka, topic, writer);
+    await elsewhere.catchUp([0]);
+    expect(elsewhere.get(gone.order_id)?.partition).toBe(2);
+    expect(elsewhere.orderIdByReference(`ref-${gone.order_id}`)).toBeNull();
 
     await writer.write([{ topic, key: gone.order_id, partition: 2, value: null }]);
     await live.catchUp([2]);
     expect(live.get(gone.order_id)).toBeUndefined();
     expect(live.orderIdByReference(`ref-${gone.order_id}`)).toBeUndefined();
+    await elsewhere.catchUp([0]);
+    expect(elsewhere.get(gone.order_id)).toBeUndefined();
+    expect(elsewhere.orderIdByReference(`ref-${gone.order_id}`)).toBeUndefined();
+    expect(elsewhere.size()).toBe(1);
 
     const restoring = await storeFor(kafka, topic, writer);
     await restoring.catchUp([2]);

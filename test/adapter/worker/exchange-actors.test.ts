@@ -158,14 +158,17 @@ describe('exchange actors: the lookup of a create in doubt', () => {
       actors: a,
       claims,
     } = actors({
-      ownerOfReference: (ref) => (ref === 'SIBLING1' ? 'o-sibling-1' : undefined),
+      // null: an order of a partition this replica does not own records ELSEWHERE (its id is not held here).
+      ownerOfReference: (ref) =>
+        ref === 'SIBLING1' ? 'o-sibling-1' : ref === 'ELSEWHERE' ? null : undefined,
     });
     claims.owners.set('SIBLING2', 'o-sibling-2');
     ex.reply(
       'GET',
       '/orders/',
       200,
-      page([order('SIBLING1', -3), order('SIBLING2', -2), order('FREE', -1)], null),
+      // Oldest first: each taken one is asked before the free one, created last.
+      page([order('SIBLING1', -1), order('SIBLING2', -2), order('ELSEWHERE', -3), order('FREE', -4)], null),
     );
     const found = await a.findExistingOrder({ create, since: T }, signal);
     expect(found.order?.uniqueReference).toBe('FREE');
