@@ -29,14 +29,23 @@ export function quoteCooldownKey(mode: TradingMode, pair: string, amount: string
 }
 
 const sweepAboveEntries = 256;
+/**
+ * How long a refusal seen in Redis (another claim's window) answers for Redis here. Only so long: the claim's holder
+ * shortens its window (from the hold while its request is in flight, up to 75 s, to the bare cooldown once it has
+ * completed), and a refusal remembered for the whole hold made an identical quote wait 75 s instead of 15.
+ */
+export const refusalRecheckMs = 1_000;
 /** How soon a request refused because Redis could not answer may ask again. */
 export const unreachableRetryMs = 1_000;
 
 export class QuoteCooldown {
   readonly #redis: RedisPort;
   readonly #opts: QuoteCooldownOptions;
-  /** key -> epoch ms until which this process must not repeat the request (and the token of our own claim). */
-  readonly #local = new Map<string, { until: number; token: string | undefined }>();
+  /**
+   * key -> epoch ms until which this process must not repeat the request: our own claim (with its token), or a
+   * refusal Redis gave at `seenAt` (another claim's window as it was then).
+   */
+  readonly #local = new Map<string, { until: number; token: string | undefined; seenAt?: number }>();
   #sweptAt = -Infinity;
   #sizeAfterSweep = 0;
 
@@ -65,7 +74,10 @@ export class QuoteCooldown {
     this.#sweep(nowMs);
     const local = this.#local.get(key);
     const ours = token !== undefined && local?.token === token;
-    if (local !== undefined && local.until > nowMs && !ours) return { granted: false, retryAt: local.until };
+    // Our own claim holds here whatever Redis says (it may have restarted empty); another's only until we ask again.
+    const fresh = local?.seenAt === undefined || nowMs - local.seenAt < refusalRecheckMs;
+    if (local !== undefined && local.until > nowMs && !ours && fresh)
+      return { granted: false, retryAt: local.until };
 
     let remainingMs: number;
     try {
@@ -79,7 +91,11 @@ export class QuoteCooldown {
       return { granted: true };
     }
     const retryAt = nowMs + remainingMs;
-    this.#local.set(key, { until: retryAt, token: undefined });
+    // A refusal answered while this process's own claim was being made (two orders asking at once) is that claim's
+    // window: it must not take the claim's place here, or the claim's holder is refused its own re-arm.
+    const current = this.#local.get(key);
+    if (current?.token === undefined || current.until <= nowMs)
+      this.#local.set(key, { until: retryAt, token: undefined, seenAt: nowMs });
     return { granted: false, retryAt };
   }
 

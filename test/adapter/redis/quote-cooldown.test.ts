@@ -27,6 +27,40 @@ describe('QuoteCooldown', () => {
     expect(refused.retryAt).toBeLessThanOrEqual(now + 1_000 + 15_000);
   });
 
+  it('sees a window its holder shortened: a refusal is taken from Redis again after a second, not remembered for the whole hold', async () => {
+    const [a, b] = await twoReplicas();
+    const now = Date.now();
+    // A's request is in flight: its claim holds for the cooldown plus the send hold (75 s).
+    expect(await a.tryAcquire('defi', 'ETHBTC', '3.5', 75_000, now, 'a-token')).toEqual({ granted: true });
+    const held = await b.tryAcquire('defi', 'ETHBTC', '3.5', 25_000, now);
+    expect(held.granted).toBe(false);
+    if (held.granted) return;
+    expect(held.retryAt).toBeGreaterThan(now + 70_000);
+    // A's request completed: its holder re-arms the window to the bare cooldown (15 s).
+    expect(await a.tryAcquire('defi', 'ETHBTC', '3.5', 15_000, now, 'a-token')).toEqual({ granted: true });
+    // Within a second B answers from what it saw; after it, from Redis: the window ends 15 s after the re-arm.
+    const soon = await b.tryAcquire('defi', 'ETHBTC', '3.5', 25_000, now + 500);
+    expect(soon).toEqual({ granted: false, retryAt: held.retryAt });
+    const later = await b.tryAcquire('defi', 'ETHBTC', '3.5', 25_000, now + 1_500);
+    expect(later.granted).toBe(false);
+    if (later.granted) return;
+    expect(later.retryAt).toBeLessThanOrEqual(now + 1_500 + 15_000);
+  });
+
+  it('lets the holder re-arm its claim when another order of the same process was refused at the same moment', async () => {
+    const [a] = await twoReplicas();
+    const now = Date.now();
+    // Two orders of one replica ask at once: both reach Redis, one claims, the other is refused.
+    const [first, second] = await Promise.all([
+      a.tryAcquire('defi', 'ETHBTC', '4.5', 25_000, now, 'first'),
+      a.tryAcquire('defi', 'ETHBTC', '4.5', 25_000, now, 'second'),
+    ]);
+    expect(first).toEqual({ granted: true });
+    expect(second.granted).toBe(false);
+    // The refusal must not take the claim's place here: its holder re-arms it as its request leaves.
+    expect(await a.tryAcquire('defi', 'ETHBTC', '4.5', 75_000, now + 50, 'first')).toEqual({ granted: true });
+  });
+
   it('grants a different amount, pair or mode right away', async () => {
     const [a, b] = await twoReplicas();
     expect((await a.tryAcquire('defi', 'ETHBTC', '1.5', 15_000)).granted).toBe(true);
