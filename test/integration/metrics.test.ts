@@ -105,6 +105,12 @@ describe('metrics', () => {
       value(t, 'worker_passivated_orders') > 0 &&
       value(t, 'worker_orders_passivated_total') > passivatedBefore;
     let text = await scrape();
+    for (let i = 0; i < 50 && value(text, 'worker_orders_passivated_total') === passivatedBefore; i++) {
+      await sleep(100);
+      text = await scrape();
+    }
+    await sleep(1_000);
+    text = await scrape();
     for (let i = 0; i < 100 && !resting(text); i++) {
       await sleep(100);
       text = await scrape();
