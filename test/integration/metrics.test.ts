@@ -9,7 +9,9 @@ import { startCluster, type Cluster } from '../support/worker-cluster.ts';
 
 let cluster: Cluster;
 beforeAll(async () => {
-  cluster = await startCluster({ workers: 1, partitions: 2 });
+  // No CeFi listing: a walk wakes a resting order for a moment (reason listing) and may be what finds its new
+  // status, so the passivation test could not tell which woke it (worker-cefi-listing.test.ts covers the listing).
+  cluster = await startCluster({ workers: 1, partitions: 2, env: { LIST_RECONCILE_INTERVAL_MS: '0' } });
 });
 afterAll(async () => {
   await cluster?.stop();
@@ -98,9 +100,8 @@ describe('metrics', () => {
     await cluster.send(orderCreateCommand('cefi', '1.97', orderId));
     const created = await cluster.collector.waitForOrderEvent(orderId, 'order.created');
     // The test environment passivates after 250 ms (PASSIVATE_IDLE_MS); the order now waits for its deposit, and
-    // its next poll is 30 s away: a second or so later it is passivated whatever else the worker does.
-    // The CeFi listing wakes a resting order for each of its walks (it rests again 250 ms later): a scrape may fall
-    // in that moment, so the gauges are read until they show it at rest, for up to 10 s.
+    // its next poll is 30 s away (no listing here): a second or so later it is passivated and stays so; the gauges
+    // are read until they show it at rest, for up to 10 s.
     const resting = (t: string): boolean =>
       value(t, 'worker_passivated_orders') > 0 &&
       value(t, 'worker_orders_passivated_total') > passivatedBefore;
