@@ -6,7 +6,7 @@
 // older lease holder from replacing a newer one, and whether it is finished keeps the view `get` gives as before.
 //
 // Each order is a row of typed arrays, found by a 53-bit hash of its id; its reference is held as a 53-bit hash in a
-// second table. About 60 bytes per order against about 240 as a Map entry keyed by the id string, an object and a
+// second table. About 60 bytes of columns per order (about 0.08 KiB with the tables' free rows) against about 240 as a Map entry keyed by the id string, an object and a
 // reference string with its own Map entry (measured at 100k orders on 6 partitions, 3 replicas: the stubs were
 // 0.05 of one replica's memory for all orders). Two ids (or two references) with the same 53-bit hash are taken
 // for one: with 100k orders held, a new id meets an existing hash with probability about 1e-11, and the worst it
@@ -98,7 +98,7 @@ class Rows<C extends Record<string, Column>> {
 
   private move(from: number, to: number): void {
     this.keys[to] = this.keys[from]!;
-    for (const column of Object.values(this.columns)) column[to] = column[from]!;
+    copyRow(this.columns, from, this.columns, to);
   }
 
   private grow(): void {
@@ -108,13 +108,15 @@ class Rows<C extends Record<string, Column>> {
     this.keys = new Float64Array(1 << this.bits);
     this.columns = this.make(1 << this.bits);
     this.size = 0;
-    const names = Object.keys(columns) as (keyof C)[];
     for (let i = 0; i < keys.length; i++) {
       if (keys[i] === 0) continue;
-      const to = this.row(keys[i]!);
-      for (const name of names) this.columns[name]![to] = columns[name]![i]!;
+      copyRow(columns, i, this.columns, this.row(keys[i]!));
     }
   }
+}
+
+function copyRow<C extends Record<string, Column>>(source: C, from: number, target: C, to: number): void {
+  for (const name in source) target[name]![to] = source[name]![from]!;
 }
 
 /** What is held of an order of a partition this replica does not own. */

@@ -484,15 +484,11 @@ export class OrderStateStore {
     await Promise.all(pending.map((p) => p.seen));
     // A seek the reader dropped (its own group rebalanced meanwhile) leaves orders held only as where they live:
     // caught up is only what is whole. The caller retries (a restore, a reload, a create), and the partition is re-read.
-    const partial = reread.filter((partition) => this.hasForeign(partition));
+    const partial = reread.filter((partition) => this.foreign.holds(partition));
     if (partial.length) {
       for (const partition of partial) this.foreignPartitions.add(partition);
       throw new Error(`state partitions ${partial.join(', ')} not yet read again from their beginning`);
     }
-  }
-
-  private hasForeign(partition: number): boolean {
-    return this.foreign.holds(partition);
   }
 
   /**
