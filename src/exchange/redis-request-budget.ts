@@ -1,7 +1,8 @@
 // The request budget shared by every replica: admissions decided atomically in Redis by request-budget-2.lua (GCRA
 // with a tolerance per priority, on the Redis clock), a 429 penalty that holds the key for all replicas, and a
 // conservative in-process limit whenever Redis does not answer in time - never no limit at all.
-// Invariants: keys are API-key fingerprints; one Redis round trip per admission per process (local queue).
+// Invariants: keys are API-key fingerprints; one Redis round trip per decision per process (local queue), which
+// admits the head waiter and up to 63 of its priority right behind it together.
 import { withTimeout } from '../timeouts.ts';
 import {
   AdmissionQueue,
@@ -24,7 +25,8 @@ export interface BudgetRedis {
   requestBudget(
     tatKey: string,
     penaltyKey: string,
-    ...args: ['acquire', intervalUs: number, capacity: number] | ['penalize', backOffMs: number]
+    ...args:
+      ['acquire', intervalUs: number, capacity: number, count: number] | ['penalize', backOffMs: number]
   ): Promise<unknown>;
 }
 
@@ -42,10 +44,12 @@ export interface RedisRequestBudgetOptions extends BudgetPolicyInput {
   readonly logger?: { warn(fields: Record<string, unknown>, message: string): void };
 }
 
-function readReply(reply: unknown): Admission {
+function readReply(reply: unknown, count: number): Admission {
   if (!Array.isArray(reply) || reply.length !== 2) throw new Error('request-budget-2.lua: unexpected reply');
   const [admitted, waitUs] = reply.map(Number) as [number, number];
-  return admitted === 1 ? { admitted: true } : { admitted: false, waitMs: waitUs / 1000 };
+  if (!Number.isInteger(admitted) || admitted < 0 || admitted > count || !(waitUs >= 0))
+    throw new Error('request-budget-2.lua: unexpected reply');
+  return admitted > 0 ? { admitted: true, granted: admitted } : { admitted: false, waitMs: waitUs / 1000 };
 }
 
 export class RedisRequestBudget implements RequestBudget {
@@ -96,7 +100,7 @@ export class RedisRequestBudget implements RequestBudget {
   acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void> {
     let queue = this.#queues.get(key);
     if (queue === undefined) {
-      queue = new AdmissionQueue((p) => this.#decide(key, p));
+      queue = new AdmissionQueue((p, count) => this.#decide(key, p, count));
       this.#queues.set(key, queue);
     }
     return queue.enter(priority, signal);
@@ -123,7 +127,7 @@ export class RedisRequestBudget implements RequestBudget {
     return [`${this.#prefix}:{${key}}:tat`, `${this.#prefix}:{${key}}:penalty`];
   }
 
-  async #decide(key: string, priority: RequestPriority): Promise<Admission> {
+  async #decide(key: string, priority: RequestPriority, count: number): Promise<Admission> {
     if (this.#redisWorthAsking()) {
       try {
         const reply = await withTimeout(
@@ -132,18 +136,19 @@ export class RedisRequestBudget implements RequestBudget {
             'acquire',
             this.policy.intervalUs,
             this.policy.capacity[priority],
+            count,
           ),
           this.#redisTimeoutMs,
           () => this.#unanswered(),
         );
         this.#markUp();
-        return readReply(reply);
+        return readReply(reply, count);
       } catch (err) {
         this.#markDown(err);
       }
     }
-    const admission = this.#fallback.tryAcquire(key, priority);
-    if (admission.admitted) this.#fallbackAdmissions += 1;
+    const admission = this.#fallback.tryAcquire(key, priority, count);
+    if (admission.admitted) this.#fallbackAdmissions += admission.granted ?? 1;
     // While degraded, ask Redis again no later than when it may be back.
     return admission.admitted
       ? admission

@@ -1,7 +1,8 @@
 // The request budget: at most `limit` requests per `windowMs` per API key (the exchange's global throttle is
 // 2500/min), admitted by GCRA with a tolerance per priority so money-moving calls overtake polling. Invariants:
 // the parameters keep every sliding window of `windowMs` under the limit with a safety margin; waiters of one
-// process queue locally by priority and only the head asks the limiter, so a backlog never floods Redis.
+// process queue locally by priority and only the head asks the limiter, for itself and the waiters of its priority
+// behind it (one decision for a run of them, as that many single ones in a row), so a backlog never floods Redis.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -75,8 +76,16 @@ export function apiKeyFingerprint(secret: string): string {
   return createHash('sha256').update(secret).digest('hex').slice(0, 16);
 }
 
-/** One decision of the limiter: admitted, or the wait until the head waiter may ask again. */
-export type Admission = { readonly admitted: true } | { readonly admitted: false; readonly waitMs: number };
+/**
+ * One decision of the limiter: admitted (`granted` of the requests asked for together, at least one; 1 when
+ * absent), or the wait until the head waiter may ask again.
+ */
+export type Admission =
+  | { readonly admitted: true; readonly granted?: number }
+  | { readonly admitted: false; readonly waitMs: number };
+
+/** Waiters of one priority admitted by one decision at most (one Redis round trip for a run of them). */
+export const maxAdmittedTogether = 64;
 
 /** Pure GCRA step (the Lua script does the same against Redis time). Times in microseconds. */
 export function gcraStep(
@@ -103,19 +112,23 @@ export class LocalLimiter {
     this.#nowMs = nowMs;
   }
 
-  tryAcquire(key: string, priority: RequestPriority): Admission {
+  /** Admits up to `count` requests of `priority` at once: as many as that many single steps in a row would. */
+  tryAcquire(key: string, priority: RequestPriority, count = 1): Admission {
     const nowMs = this.#nowMs();
     const penaltyUntil = this.#penaltyUntil.get(key) ?? 0;
     if (penaltyUntil > nowMs) return { admitted: false, waitMs: penaltyUntil - nowMs };
-    const step = gcraStep(
-      this.#tat.get(key) ?? 0,
-      nowMs * 1000,
-      this.#policy.intervalUs,
-      this.#policy.capacity[priority],
-    );
-    if (!step.admitted) return { admitted: false, waitMs: step.waitUs / 1000 };
-    this.#tat.set(key, step.tatUs);
-    return { admitted: true };
+    let tat = this.#tat.get(key) ?? 0;
+    let granted = 0;
+    for (; granted < count; granted++) {
+      const step = gcraStep(tat, nowMs * 1000, this.#policy.intervalUs, this.#policy.capacity[priority]);
+      if (!step.admitted) {
+        if (granted === 0) return { admitted: false, waitMs: step.waitUs / 1000 };
+        break;
+      }
+      tat = step.tatUs;
+    }
+    this.#tat.set(key, tat);
+    return count === 1 ? { admitted: true } : { admitted: true, granted };
   }
 
   penalize(key: string, retryAfterMs: number): void {
@@ -137,18 +150,27 @@ const rank: Record<RequestPriority, number> = { high: 0, normal: 1, low: 2 };
 
 /**
  * Local waiting room of one key: waiters ordered by priority then arrival; one pump asks the limiter for the head
- * waiter, sleeps the wait it is told, and is woken early when a waiter of higher priority arrives.
+ * waiter and the waiters of its priority right behind it (up to `maxAdmittedTogether`), admits as many as it is
+ * granted from the head, sleeps the wait it is told when none was, and is woken early when a waiter of higher
+ * priority arrives.
  */
 export class AdmissionQueue {
-  readonly #ask: (priority: RequestPriority) => Promise<Admission>;
+  readonly #ask: (priority: RequestPriority, count: number) => Promise<Admission>;
   readonly #waiters: Waiter[] = [];
   #seq = 0;
   #pumping = false;
   #wake: AbortController | undefined;
   #sleepingFor: RequestPriority | undefined;
 
-  constructor(ask: (priority: RequestPriority) => Promise<Admission>) {
+  constructor(ask: (priority: RequestPriority, count: number) => Promise<Admission>) {
     this.#ask = ask;
+  }
+
+  /** The head waiter and those of its priority right behind it, at most `maxAdmittedTogether`. */
+  #run(priority: RequestPriority): number {
+    let count = 1;
+    while (count < maxAdmittedTogether && this.#waiters[count]?.priority === priority) count++;
+    return count;
   }
 
   get waiting(): number {
@@ -173,7 +195,11 @@ export class AdmissionQueue {
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
       this.#insert(waiter);
       if (this.#sleepingFor !== undefined && rank[priority] < rank[this.#sleepingFor]) this.#wake?.abort();
-      if (!this.#pumping) void this.#pump();
+      // The pump starts once the current task's callers have entered too: one question for all of them.
+      if (!this.#pumping) {
+        this.#pumping = true;
+        queueMicrotask(() => void this.#pump());
+      }
     });
   }
 
@@ -188,14 +214,13 @@ export class AdmissionQueue {
   }
 
   async #pump(): Promise<void> {
-    this.#pumping = true;
     try {
       for (;;) {
         const head = this.#waiters[0];
         if (head === undefined) return;
         let admission: Admission;
         try {
-          admission = await this.#ask(head.priority);
+          admission = await this.#ask(head.priority, this.#run(head.priority));
         } catch (err) {
           // The limiter itself failed (no fallback left): fail the head rather than admit it unmetered.
           this.#waiters.shift();
@@ -204,16 +229,19 @@ export class AdmissionQueue {
           continue;
         }
         if (admission.admitted) {
-          const current = this.#waiters[0];
-          if (current === head) {
-            this.#waiters.shift();
-            head.signal?.removeEventListener('abort', head.onAbort);
-            head.resolve();
-          } else if (current !== undefined) {
-            // The head aborted or was overtaken while we asked: the slot goes to the new head.
-            this.#waiters.shift();
-            current.signal?.removeEventListener('abort', current.onAbort);
-            current.resolve();
+          // The slots go to the waiters at the head now: one that aborted while we asked leaves its slot to the
+          // next, one of higher priority that arrived meanwhile takes one first; none goes to a lower priority than
+          // asked for (its tolerance is smaller). Slots nobody is left for lapse.
+          const granted = admission.granted ?? 1;
+          let admitted = 0;
+          while (admitted < granted) {
+            const next = this.#waiters[admitted];
+            if (next === undefined || rank[next.priority] > rank[head.priority]) break;
+            admitted++;
+          }
+          for (const waiter of this.#waiters.splice(0, admitted)) {
+            waiter.signal?.removeEventListener('abort', waiter.onAbort);
+            waiter.resolve();
           }
           continue;
         }
@@ -248,7 +276,7 @@ export class LocalRequestBudget implements RequestBudget {
   acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void> {
     let queue = this.#queues.get(key);
     if (queue === undefined) {
-      queue = new AdmissionQueue((p) => Promise.resolve(this.#limiter.tryAcquire(key, p)));
+      queue = new AdmissionQueue((p, count) => Promise.resolve(this.#limiter.tryAcquire(key, p, count)));
       this.#queues.set(key, queue);
     }
     return queue.enter(priority, signal);

@@ -25,13 +25,14 @@ export interface RedisScriptCommands {
   /** reference-claim-1.lua: 1 when the reference is claimed by `orderId` (now or before), 0 when by another. */
   referenceClaim(claimKey: string, orderId: string, retentionMs: number): Promise<number>;
   /**
-   * request-budget-2.lua: ARGV "acquire", interval_us, capacity: [1, 0] when admitted, else [0, microseconds to
-   * wait]; ARGV "penalize", back_off_ms: [1, microseconds the penalty still runs].
+   * request-budget-2.lua: ARGV "acquire", interval_us, capacity, count: [how many of count were admitted, 0] when
+   * any was, else [0, microseconds to wait]; ARGV "penalize", back_off_ms: [1, microseconds the penalty still runs].
    */
   requestBudget(
     tatKey: string,
     penaltyKey: string,
-    ...args: ['acquire', intervalUs: number, capacity: number] | ['penalize', backOffMs: number]
+    ...args:
+      ['acquire', intervalUs: number, capacity: number, count?: number] | ['penalize', backOffMs: number]
   ): Promise<[number, number]>;
 }
 

@@ -1,6 +1,7 @@
 --[[
   One admission decision (or one penalty) of the per-API-key request budget that every worker replica shares.
-  GCRA on the Redis clock, so replicas with skewed clocks still agree.
+  GCRA on the Redis clock, so replicas with skewed clocks still agree. One decision may admit several waiting
+  requests at once: exactly as many as the same number of single admissions in a row at this instant would.
 
   Input:
     KEYS[1] tat key       theoretical arrival time of the next request, integer microseconds (Redis TIME)
@@ -9,14 +10,16 @@
     acquire:
       ARGV[2] interval_us   emission interval in microseconds (window / sustained rate), integer
       ARGV[3] capacity      requests this priority may take back to back from an idle budget, integer >= 1
+      ARGV[4] count         requests asking together (optional, default 1), integer >= 1
     penalize:
       ARGV[2] back_off_ms   how long every replica holds this key (a 429's Retry-After), integer
 
   Output:
-    {admitted (1|0), wait_us}: wait_us is how long the caller should wait before asking again (0 if admitted);
+    {admitted, wait_us}: admitted is how many of the count are admitted (0 to count; 1 or 0 without a count);
+    wait_us is how long the caller should wait before asking again (0 if any was admitted);
     a penalty answers {1, the back-off still to run in microseconds}.
 
-  Invariants: an admission moves the TAT by exactly one interval; a refusal changes nothing; a penalty only ever
+  Invariants: each admission moves the TAT by exactly one interval; a refusal changes nothing; a penalty only ever
   lengthens the back-off; keys expire once idle, so an unused API key leaves nothing behind.
 ]]
 
@@ -40,15 +43,17 @@ end
 
 local interval = tonumber(ARGV[2])
 local capacity = tonumber(ARGV[3])
+local count = tonumber(ARGV[4] or '1')
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then
   tat = now
 end
-local new_tat = tat + interval
-local allow_at = new_tat - capacity * interval
-if allow_at > now then
-  return {0, allow_at - now}
+-- The i-th admission in a row is allowed while tat + i * interval - capacity * interval <= now.
+local admitted = math.min(count, math.floor((now - tat) / interval) + capacity)
+if admitted < 1 then
+  return {0, tat + interval - capacity * interval - now}
 end
+local new_tat = tat + admitted * interval
 -- string.format keeps the integer exact (a bare Lua number would be written in %.14g and lose microseconds)
 redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', math.floor((new_tat - now) / 1000) + 1000)
-return {1, 0}
+return {admitted, 0}

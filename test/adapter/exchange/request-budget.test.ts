@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRedis, type LocalRedis } from '../../../dev/services/redis-local.ts';
-import { RedisRequestBudget } from '../../../src/exchange/redis-request-budget.ts';
+import { RedisRequestBudget, type BudgetRedis } from '../../../src/exchange/redis-request-budget.ts';
 import type { RedisClient } from '../../../src/redis/connect.ts';
 import { defineRedisScripts } from '../../../src/redis/scripts.ts';
 import {
@@ -149,6 +149,40 @@ describe('RedisRequestBudget', () => {
     const { at } = await offer([a, b], 'shared', 3_000, 40);
     expect(maxInAnyWindow(at, small.windowMs)).toBeLessThanOrEqual(small.limit);
     expect(at.length).toBeGreaterThanOrEqual(3 * small.limit * 0.85);
+  });
+
+  it('admits callers that wait together with one decision: as many as single admissions in a row would', async () => {
+    const redis = await connect();
+    let decisions = 0;
+    const counting: BudgetRedis = {
+      requestBudget: (tatKey, penaltyKey, ...args) => {
+        decisions++;
+        return (redis.requestBudget as (...all: unknown[]) => Promise<unknown>)(tatKey, penaltyKey, ...args);
+      },
+    };
+    const budget = new RedisRequestBudget({ ...small, redis: counting, keyPrefix: uniqueName('budget') });
+    const policy = budgetPolicy(small);
+    await Promise.all(Array.from({ length: policy.capacity.high }, () => budget.acquire('burst', 'high')));
+    expect(decisions).toBe(1);
+
+    // The script itself: a count beyond the tolerance gets the tolerance, then the next waits one interval.
+    const prefix = uniqueName('budget');
+    const keys = [`${prefix}:{k}:tat`, `${prefix}:{k}:penalty`] as const;
+    const normal = policy.capacity.normal;
+    expect(await redis.requestBudget(...keys, 'acquire', policy.intervalUs, normal, normal + 5)).toEqual([
+      normal,
+      0,
+    ]);
+    const [admitted, waitUs] = await redis.requestBudget(...keys, 'acquire', policy.intervalUs, normal, 3);
+    expect(admitted).toBe(0);
+    expect(waitUs).toBeGreaterThan(0);
+    expect(waitUs).toBeLessThanOrEqual(policy.intervalUs);
+    // Without a count, one at a time as before; a higher tolerance still finds its room.
+    const room = policy.capacity.high - normal;
+    for (let i = 0; i < room; i++)
+      expect(
+        (await redis.requestBudget(...keys, 'acquire', policy.intervalUs, policy.capacity.high))[0],
+      ).toBe(1);
   });
 
   it('a penalty set by one replica holds the other', async () => {

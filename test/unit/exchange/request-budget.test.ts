@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
+  AdmissionQueue,
   LocalLimiter,
   apiKeyFingerprint,
   budgetPolicy,
   gcraStep,
+  maxAdmittedTogether,
+  type Admission,
+  type RequestPriority,
 } from '../../../src/exchange/request-budget.ts';
 
 describe('budget policy', () => {
@@ -49,6 +53,92 @@ describe('local limiter', () => {
     expect(limiter.tryAcquire('k', 'high')).toEqual({ admitted: false, waitMs: 500 });
     now += 500;
     expect(limiter.tryAcquire('k', 'high')).toEqual({ admitted: true });
+  });
+});
+
+describe('local limiter, several requests at once', () => {
+  it('admits as many as single steps in a row would, and refuses with the wait of the next', () => {
+    const now = 1_000;
+    const policy = budgetPolicy({ limit: 100, windowMs: 1000 });
+    const together = new LocalLimiter(policy, () => now);
+    const oneByOne = new LocalLimiter(policy, () => now);
+    const singles = Array.from({ length: 20 }, () => oneByOne.tryAcquire('k', 'normal')).filter(
+      (a) => a.admitted,
+    );
+    expect(together.tryAcquire('k', 'normal', 20)).toEqual({ admitted: true, granted: singles.length });
+    expect(singles.length).toBe(policy.capacity.normal);
+    expect(together.tryAcquire('k', 'normal', 5)).toEqual(oneByOne.tryAcquire('k', 'normal'));
+    // a higher priority still has its larger tolerance
+    expect(together.tryAcquire('k', 'high', 20)).toEqual({
+      admitted: true,
+      granted: policy.capacity.high - policy.capacity.normal,
+    });
+  });
+});
+
+describe('admission queue', () => {
+  /** A limiter that records each question and grants what `grant` says. */
+  function recording(grant: (priority: RequestPriority, count: number) => number) {
+    const asked: [RequestPriority, number][] = [];
+    const queue = new AdmissionQueue((priority, count): Promise<Admission> => {
+      asked.push([priority, count]);
+      const granted = grant(priority, count);
+      return Promise.resolve(granted > 0 ? { admitted: true, granted } : { admitted: false, waitMs: 5 });
+    });
+    return { asked, queue };
+  }
+
+  it('asks once for a run of waiters of one priority, not once per waiter', async () => {
+    const { asked, queue } = recording((_p, count) => count);
+    const admitted: number[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => queue.enter('normal').then(() => admitted.push(i))),
+    );
+    expect(admitted).toHaveLength(20);
+    expect(asked).toEqual([['normal', 20]]);
+  });
+
+  it('admits from the head as many as granted, in order, and asks again for the rest', async () => {
+    const { asked, queue } = recording(() => 3);
+    const admitted: number[] = [];
+    await Promise.all(Array.from({ length: 7 }, (_, i) => queue.enter('low').then(() => admitted.push(i))));
+    expect(admitted).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(asked).toEqual([
+      ['low', 7],
+      ['low', 4],
+      ['low', 1],
+    ]);
+  });
+
+  it('asks for one priority at a time, higher first, and never for more than its cap at once', async () => {
+    const { asked, queue } = recording((_p, count) => count);
+    const entered = [
+      ...Array.from({ length: maxAdmittedTogether + 6 }, () => queue.enter('low')),
+      queue.enter('high'),
+      queue.enter('high'),
+    ];
+    await Promise.all(entered);
+    expect(asked).toEqual([
+      ['high', 2],
+      ['low', maxAdmittedTogether],
+      ['low', 6],
+    ]);
+  });
+
+  it('gives no slot of a grant to a waiter of lower priority than asked for', async () => {
+    let grants = 0;
+    const { asked, queue } = recording((_p, count) => (grants++ === 0 ? count + 5 : count));
+    const order: string[] = [];
+    await Promise.all([
+      queue.enter('normal').then(() => order.push('normal')),
+      queue.enter('low').then(() => order.push('low')),
+    ]);
+    expect(order).toEqual(['normal', 'low']);
+    expect(asked).toEqual([
+      ['normal', 1],
+      ['low', 1],
+    ]);
+    expect(grants).toBe(2);
   });
 });
 
