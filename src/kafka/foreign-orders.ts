@@ -6,11 +6,12 @@
 // older lease holder from replacing a newer one, and whether it is finished keeps the view `get` gives as before.
 //
 // Each order is a row of typed arrays, found by a 53-bit hash of its id; its reference is held as a 53-bit hash in a
-// second table. About 60 bytes of columns per order (about 0.08 KiB with the tables' free rows) against about 240 as a Map entry keyed by the id string, an object and a
-// reference string with its own Map entry (measured at 100k orders on 6 partitions, 3 replicas: the stubs were
-// 0.05 of one replica's memory for all orders). Two ids (or two references) with the same 53-bit hash are taken
-// for one: with 100k orders held, a new id meets an existing hash with probability about 1e-11, and the worst it
-// does is refuse a create as misrouted or a reference as taken (an order parked, never a duplicate exchange order).
+// second table. About 60 bytes of columns per order (about 0.08 KiB with the tables' free rows) against about 240
+// as a Map entry keyed by the id string, an object and a reference string with its own Map entry (measured at 100k
+// orders on 6 partitions, 3 replicas: the stubs were 0.05 of one replica's memory for all orders). Two ids (or two
+// references) with the same 53-bit hash are taken for one: with 100k orders held, a new id meets an existing hash
+// with probability about 1e-11, and the worst it does is refuse a create as misrouted or a reference as taken (an
+// order parked, never a duplicate exchange order).
 
 /** Two 32-bit string hashes (FNV-1a and a multiply-xorshift one) as one integer in [1, 2^53). */
 export function hash53(text: string): number {
