@@ -127,8 +127,16 @@ export async function ensureKafkaJars(log: (line: string) => void = () => {}): P
   return join(libDir, '*');
 }
 
-function clusterId(): string {
-  return randomBytes(16).toString('base64url').slice(0, 22);
+/**
+ * A KRaft cluster id: 16 random bytes, base64url. One that starts with '-' is drawn again (as Kafka's own
+ * Uuid.randomUuid does): kafka-storage's argument parser takes `-t -Mxo...` for a missing id followed by an option,
+ * and the broker never starts (1 start in 64 failed that way).
+ */
+export function clusterId(bytes: (size: number) => Buffer = randomBytes): string {
+  for (;;) {
+    const id = bytes(16).toString('base64url').slice(0, 22);
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 const safeCredential = /^[A-Za-z0-9._-]+$/;
