@@ -55,6 +55,37 @@ export function pollIntervalOf(context: {
  */
 export const listedPollIntervalMs = pollIntervalBounds.maxMs;
 
+/** A bulk listing row as the machine receives it: the status listed and when the page was requested (epoch ms). */
+export interface ListingRow {
+  readonly status: string;
+  readonly at: number;
+}
+
+/** A listing page requested before the last confirmation (GET or listing) cannot tell anything newer. */
+export function isStaleListing(context: Pick<OrderContext, 'confirmedAt'>, at: number): boolean {
+  return context.confirmedAt != null && at < context.confirmedAt;
+}
+
+/** The listing shows the status last confirmed: a confirmation, no GET needed (a stale listing: neither). */
+export function listingConfirms(
+  context: Pick<OrderContext, 'confirmedAt' | 'lastStatus'>,
+  listing: ListingRow,
+): boolean {
+  return !isStaleListing(context, listing.at) && listing.status === context.lastStatus;
+}
+
+/** What a confirming listing changes: the order counts as confirmed then, and its routine poll moves out. */
+export function listingConfirmation(
+  context: Pick<OrderContext, 'now' | 'nextPollAt'>,
+  at: number,
+): Pick<OrderContext, 'now' | 'confirmedAt' | 'nextPollAt'> {
+  return {
+    now: Math.max(context.now, at),
+    confirmedAt: at,
+    nextPollAt: Math.max(context.nextPollAt ?? 0, at + listedPollIntervalMs),
+  };
+}
+
 /** The bounds of hint coalescing (OrderConfigInput.hintCoalesceMs and hintCoalesceMaxMs). */
 export const hintCoalesceBounds = { maxMs: 10_000, maxWaitMs: 30_000 } as const;
 

@@ -33,8 +33,11 @@ import {
   quoteRequestOf,
   remainingMs,
   submitDepositInputOf,
-  listedPollIntervalMs,
+  isStaleListing,
+  listingConfirmation,
+  listingConfirms,
   pollIntervalOf,
+  type ListingRow,
 } from './order-context.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
 import type { OrderDomainEvent } from './order-events.ts';
@@ -57,11 +60,6 @@ import type {
   ListedEvent,
   WebhookHintEvent,
 } from './order-types.ts';
-
-/** A listing page requested before the last confirmation (GET or listing) cannot tell anything newer. */
-function isStaleListing(context: OrderContext, at: number): boolean {
-  return context.confirmedAt != null && at < context.confirmedAt;
-}
 
 /** `status` is `reference` or a known status behind it: a GET that showed `reference` showed it too. */
 function reachedBy(status: string, reference: string): boolean {
@@ -208,10 +206,9 @@ export const orderMachineSetup = setup({
     hintMayWait: ({ context }, params: { readonly status?: string }) => hintMayWait(context, params.status),
     hintDeferred: ({ context }) => context.hintDueAt != null,
     /** The listing shows the status last confirmed: a confirmation, no GET needed (a stale listing: neither). */
-    listingConfirms: ({ context }, params: { readonly status: string; readonly at: number }) =>
-      !isStaleListing(context, params.at) && params.status === context.lastStatus,
+    listingConfirms: ({ context }, params: ListingRow) => listingConfirms(context, params),
     /** The listing shows another status: a hint (only a GET is believed). */
-    listingDiffers: ({ context }, params: { readonly status: string; readonly at: number }) =>
+    listingDiffers: ({ context }, params: ListingRow) =>
       !isStaleListing(context, params.at) && params.status !== context.lastStatus,
     depositAwaited: ({ context }) => context.lastStatus === awaitingDepositStatus && context.deposit === null,
     depositRecorded: ({ context }) => context.depositRecorded !== null,
@@ -498,11 +495,7 @@ export const orderMachineSetup = setup({
      * poll becomes a fallback, the longest recommended interval after the listing (never earlier than it was): the
      * next round confirms the order again well before it.
      */
-    confirmByListing: assign(({ context }, params: { readonly status: string; readonly at: number }) => ({
-      now: Math.max(context.now, params.at),
-      confirmedAt: params.at,
-      nextPollAt: Math.max(context.nextPollAt ?? 0, params.at + listedPollIntervalMs),
-    })),
+    confirmByListing: assign(({ context }, params: ListingRow) => listingConfirmation(context, params.at)),
     /** The GET serves every hint so far, those that waited included. */
     startPoll: assign(({ context }) => ({
       pollStartedAt: context.now,

@@ -3,7 +3,13 @@
 // an event arrives. Only a state whose restore re-enters exactly the state it was stored in, with no call in flight
 // and every timer derived from an absolute time in context, qualifies; anything else keeps its actor (null).
 import { isDurableOrder, type DurableOrder } from './order-persistence.ts';
-import { awaitingDepositStatus, pollIntervalBounds } from './order-context.ts';
+import {
+  awaitingDepositStatus,
+  listingConfirmation,
+  listingConfirms,
+  pollIntervalBounds,
+  type ListingRow,
+} from './order-context.ts';
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
 function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unknown } | null {
@@ -63,6 +69,20 @@ function restingDeadlines(durable: DurableOrder): { poll: number; others: number
     others.push(context.depositRetryAt);
   } else return null;
   return { poll: context.nextPollAt, others };
+}
+
+/**
+ * A resting order's durable form as a bulk listing row that confirms it leaves it: the machine's own LISTED
+ * confirmation in `monitoring` (the same status as last confirmed, not stale) moves its confirmation time and its
+ * next routine poll, and nothing else. Null when the row is anything else for this order (another status, a stale
+ * page) or the order is not only waiting: then it has to be woken for the row. Lets the runtime keep a passivated
+ * order at rest through the listing rounds that confirm it (one wake per round and order was most of a replica's
+ * work with tens of thousands of CeFi orders open).
+ */
+export function confirmedByListing(durable: DurableOrder, listing: ListingRow): DurableOrder | null {
+  if (restingDeadlines(durable) === null || !listingConfirms(durable.context, listing)) return null;
+  const context = { ...durable.context, ...listingConfirmation(durable.context, listing.at) };
+  return { ...durable, savedAt: context.now, context };
 }
 
 /** How close to the longest poll interval a deferred poll still runs (a margin for timers and the GET itself). */

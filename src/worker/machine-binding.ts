@@ -82,6 +82,12 @@ export interface MachineBinding {
    */
   resting(durable: unknown): RestingOrder | null;
   /**
+   * For an order resting in this durable form: how it would rest once the machine took this bulk listing row as a
+   * confirmation (its next poll moved out), without an actor; null when the row is anything else for it (it must be
+   * woken and handed the row). The runtime hands the row to the machine when the order wakes.
+   */
+  restingAfterListing?(durable: unknown, listing: { status: string; at: number }): RestingOrder | null;
+  /**
    * True when the change from the `written` durable form to `next` need not be written: it only starts a status
    * poll (a GET), whose answer is written as always; a restart re-enters the written state and polls again.
    */

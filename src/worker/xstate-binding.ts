@@ -3,12 +3,18 @@
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
 import {
+  confirmedByListing,
   onlyStartsAPoll,
   onlyWaitsForHints,
   passiveUntil,
   pollDeferrableUntil,
 } from '../../machines/order-passivation.ts';
-import { isDurableOrder, restoreInput, toDurable } from '../../machines/order-persistence.ts';
+import {
+  isDurableOrder,
+  restoreInput,
+  toDurable,
+  type DurableOrder,
+} from '../../machines/order-persistence.ts';
 import { camelKeys } from '../../machines/order-request.ts';
 import { pollIntervalOf } from '../../machines/order-context.ts';
 import type {
@@ -22,6 +28,7 @@ import type {
   EmittedDomainEvent,
   MachineBinding,
   OrderActorHandle,
+  RestingOrder,
   StartOrderOptions,
 } from './machine-binding.ts';
 
@@ -33,6 +40,18 @@ export function createOrderInput(
 ): OrderCreateInput {
   const { type: _type, command_id: _commandId, ...fields } = command;
   return { ...camelKeys(fields), now, config };
+}
+
+function restingOf(durable: DurableOrder): RestingOrder | null {
+  const wakeAt = passiveUntil(durable);
+  return wakeAt === null
+    ? null
+    : {
+        wakeAt,
+        stateValue: durable.stateValue,
+        confirmedAt: durable.context.confirmedAt ?? null,
+        pollDeferrableUntil: pollDeferrableUntil(durable),
+      };
 }
 
 export function createXStateBinding(opts: {
@@ -82,17 +101,10 @@ export function createXStateBinding(opts: {
     },
     unwritten: (written, next) =>
       isDurableOrder(next) && (onlyStartsAPoll(written, next) || onlyWaitsForHints(written, next)),
-    resting: (durable) => {
-      if (!isDurableOrder(durable)) return null;
-      const wakeAt = passiveUntil(durable);
-      return wakeAt === null
-        ? null
-        : {
-            wakeAt,
-            stateValue: durable.stateValue,
-            confirmedAt: durable.context.confirmedAt ?? null,
-            pollDeferrableUntil: pollDeferrableUntil(durable),
-          };
+    resting: (durable) => (isDurableOrder(durable) ? restingOf(durable) : null),
+    restingAfterListing: (durable, listing) => {
+      const confirmed = isDurableOrder(durable) ? confirmedByListing(durable, listing) : null;
+      return confirmed === null ? null : restingOf(confirmed);
     },
   };
 }

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
+  confirmedByListing,
   onlyStartsAPoll,
   onlyWaitsForHints,
   passiveUntil,
@@ -50,6 +51,43 @@ describe('pollDeferrableUntil', () => {
     expect(pollDeferrableUntil(retrying.durable())).toBeNull();
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
     expect(pollDeferrableUntil(quoting.durable())).toBeNull();
+  });
+});
+
+describe('confirmedByListing', () => {
+  it("leaves a resting order's durable form exactly as the machine's own LISTED confirmation does, and only then", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 25_000 }),
+        fc.integer({ min: -10_000, max: 10_000 }),
+        fc.constantFrom('INITIAL', 'PAID'),
+        async (elapsed, pageAge, status) => {
+          const h = await openOrder();
+          await h.advance(elapsed);
+          const before = h.durable();
+          const row = { status, at: T0 + elapsed - pageAge };
+          const confirmed = confirmedByListing(before, row);
+          await h.send({ type: 'LISTED', ...row });
+          const after = h.durable();
+          const tookIt = status === 'INITIAL' && row.at >= T0;
+          if (tookIt) {
+            expect(confirmed).toEqual(after);
+            expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+            expect(passiveUntil(confirmed!)).toBe(Math.max(T0 + 30_000, row.at + 60_000));
+          } else {
+            // Another status (a GET now) or a page older than the last confirmation (nothing): not a confirmation.
+            expect(confirmed).toBeNull();
+          }
+          h.stop();
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('is null for an order that is not only waiting', async () => {
+    const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
+    expect(confirmedByListing(quoting.durable(), { status: 'INITIAL', at: T0 })).toBeNull();
   });
 });
 

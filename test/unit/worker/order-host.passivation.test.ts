@@ -672,6 +672,63 @@ describe('order host: passivation', () => {
     expect(passivatedCount()).toBe(2);
   });
 
+  it('with the real machine: a listing row that confirms a resting order moves its poll without waking it, and the wake hands the machine that listing', async () => {
+    const {
+      host,
+      polls,
+      stateRecords,
+      passivated: passivatedCount,
+    } = await realMachineHost({ passivateIdleMs: idleMs });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(host.passivatedOrders).toBe(1);
+    const writes = stateRecords.length;
+    // Two listing rounds confirm it at rest: no actor, no write, no lease taken up again.
+    const first = T + 20_000;
+    await vi.advanceTimersByTimeAsync(first - Date.now());
+    expect(host.deliverListing({ uniqueReference: 'EXREF1', status: 'INITIAL', at: first })).toBe(
+      'confirmed',
+    );
+    const second = T + 25_000;
+    await vi.advanceTimersByTimeAsync(second - Date.now());
+    expect(host.deliverListing({ uniqueReference: 'EXREF1', status: 'INITIAL', at: second })).toBe(
+      'confirmed',
+    );
+    // A page older than the latest confirmation tells nothing (the machine ignores a stale page too).
+    expect(host.deliverListing({ uniqueReference: 'EXREF1', status: 'INITIAL', at: first })).toBe('ignored');
+    expect(host.passivatedOrders).toBe(1);
+    expect(passivatedCount()).toBe(1);
+    expect(stateRecords.length).toBe(writes);
+    expect(host.confirmationFreshness(second, 10_000)).toEqual({ open: 1, overdue: 0 });
+    // The poll that was due 30 s after creation does not come: the next is 60 s after the latest listing.
+    await vi.advanceTimersByTimeAsync(second + 60_000 - Date.now() - 1);
+    expect(polls).toEqual([]);
+    expect(host.passivatedOrders).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    await vi.advanceTimersByTimeAsync(10);
+    await settle();
+    expect(polls).toHaveLength(1);
+    expect(polls[0]).toBeGreaterThanOrEqual(second + 60_000);
+    expect(polls[0]).toBeLessThan(second + 60_010);
+    // The machine took the listing when it woke: its record says so.
+    expect(stateRecords.at(-1)?.machine).toMatchObject({ context: { pollStartedAt: null } });
+    expect(
+      stateRecords.some(
+        (r) => (r.machine as { context: { confirmedAt: number } }).context.confirmedAt === second,
+      ),
+    ).toBe(true);
+  });
+
+  it('with the real machine: a listing row with another status wakes the resting order, which GETs it', async () => {
+    const { host, polls } = await realMachineHost({ passivateIdleMs: idleMs });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(host.passivatedOrders).toBe(1);
+    const outcome = await host.deliverListing({ uniqueReference: 'EXREF1', status: 'PAID', at: Date.now() });
+    expect(outcome).toBe('differed');
+    await settle();
+    expect(host.passivatedOrders).toBe(0);
+    expect(polls).toHaveLength(1);
+  });
+
   it('with the real machine: an open order rests between polls, at its next poll is re-created and polls, and only the answer is written', async () => {
     const {
       host,
