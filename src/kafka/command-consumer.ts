@@ -34,6 +34,37 @@ export interface CommandConsumerHandlers {
   onMessage: (message: InboundCommandMessage) => Promise<void>;
 }
 
+/**
+ * Whether commands are waiting for this replica: the last command it handed on had waited `behindMs` or more since
+ * it was appended to the topic, and that was no longer than `freshMs` ago (a replica that caught up and then saw
+ * nothing for a while is not behind). The wait is measured against the message's timestamp (the producer's clock,
+ * or the broker's on a topic with LogAppendTime): a producer whose clock runs `behindMs` ahead hides a backlog, one
+ * that runs behind makes this read "waiting" while commands flow; either way only how soon a resting order's routine
+ * poll comes is affected, within its 60 s bound.
+ */
+export class CommandWait {
+  readonly #behindMs: number;
+  readonly #freshMs: number;
+  #handedOnAt = -Infinity;
+  #waitedMs = 0;
+
+  constructor(opts: { behindMs?: number; freshMs?: number } = {}) {
+    this.#behindMs = opts.behindMs ?? 2_000;
+    this.#freshMs = opts.freshMs ?? 1_000;
+  }
+
+  /** A command appended at `appendedAt` (epoch ms) is handed on at `now`. */
+  handedOn(appendedAt: number, now: number): void {
+    if (!Number.isFinite(appendedAt)) return;
+    this.#handedOnAt = now;
+    this.#waitedMs = now - appendedAt;
+  }
+
+  waiting(now: number): boolean {
+    return now - this.#handedOnAt <= this.#freshMs && this.#waitedMs >= this.#behindMs;
+  }
+}
+
 function decodeAssignment(memberAssignment: Record<string, number[]> | undefined, topic: string): number[] {
   return [...(memberAssignment?.[topic] ?? [])].sort((a, b) => a - b);
 }
@@ -58,6 +89,7 @@ export class CommandConsumer {
   /** Per partition, the offset it was rewound to and has not delivered again yet (the earliest asked for). */
   private readonly rewinds = new Map<number, bigint>();
   restoredPartitions = new Set<number>();
+  private readonly wait = new CommandWait();
   /** Joined the consumer group at least once (a member may legitimately hold no partition). */
   joined = false;
   /** Set when the consumer crashed and kafkajs will not restart it: the reason. */
@@ -198,6 +230,7 @@ export class CommandConsumer {
           // Revoked before it was restored: not ours to handle; the next owner reads it (its offset is not committed).
           throw new Error(`partition ${partition} is no longer assigned to this replica`);
         }
+        this.wait.handedOn(Number(message.timestamp), Date.now());
         await handlers.onMessage({
           topic,
           partition,
@@ -261,6 +294,14 @@ export class CommandConsumer {
 
   get isPaused(): boolean {
     return this.paused;
+  }
+
+  /**
+   * Whether commands wait for this replica: consumption is paused (backpressure), or the commands it handed on in
+   * the last second had waited 2 s or more in the topic (a backlog: creations queue behind what the replica does).
+   */
+  commandsWaiting(now = Date.now()): boolean {
+    return this.paused || this.wait.waiting(now);
   }
 
   async stop(): Promise<void> {

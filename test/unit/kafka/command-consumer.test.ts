@@ -5,7 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Kafka } from 'kafkajs';
 import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
-import { CommandConsumer, type InboundCommandMessage } from '../../../src/kafka/command-consumer.ts';
+import {
+  CommandConsumer,
+  CommandWait,
+  type InboundCommandMessage,
+} from '../../../src/kafka/command-consumer.ts';
 import { catchUpTimeoutFor } from '../../../src/kafka/order-state-store.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 
@@ -230,5 +234,28 @@ describe('command consumer restores', () => {
       ++heartbeats < 3 ? Promise.resolve() : Promise.reject(new Error('The group is rebalancing')),
     );
     await expect(delivery).rejects.toThrow(/rebalancing/);
+  });
+});
+
+describe('CommandWait', () => {
+  it('reads waiting while the commands handed on had waited 2 s or more, and for a second after the last one', () => {
+    const wait = new CommandWait();
+    expect(wait.waiting(10_000)).toBe(false);
+    wait.handedOn(8_500, 10_000); // waited 1.5 s: keeping up
+    expect(wait.waiting(10_000)).toBe(false);
+    wait.handedOn(7_900, 10_100); // waited 2.2 s: a backlog
+    expect(wait.waiting(10_100)).toBe(true);
+    expect(wait.waiting(11_100)).toBe(true);
+    // Nothing handed on for more than a second: caught up (or idle), not behind.
+    expect(wait.waiting(11_101)).toBe(false);
+    wait.handedOn(11_000, 11_200); // the backlog is gone
+    expect(wait.waiting(11_200)).toBe(false);
+  });
+
+  it('ignores a message without a usable timestamp', () => {
+    const wait = new CommandWait({ behindMs: 100, freshMs: 1_000 });
+    wait.handedOn(0, 5_000);
+    wait.handedOn(Number.NaN, 5_100);
+    expect(wait.waiting(5_100)).toBe(true);
   });
 });
