@@ -502,13 +502,22 @@ export class ExchangeTransport {
     callerSignal: AbortSignal | undefined,
     fence: (() => void) | undefined,
   ): Promise<CallResult<z.output<S>>> {
-    const timeout = AbortSignal.timeout(spec.timeoutMs);
+    // The request's own timeout, cleared once it is answered. Not AbortSignal.timeout: its timer is not cleared
+    // with the request, so it fired for every call seconds later and built a DOMException with a stack trace (with
+    // AbortSignal.any's composite signal, about 2 % of a replica's CPU at 10k orders).
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new DOMException(`timed out after ${spec.timeoutMs} ms`, 'TimeoutError'));
+    }, spec.timeoutMs);
     // A request that may have a side effect is not abandoned once it has left: its answer is worth more than the
     // time saved (the caller's signal still stops it before it is sent). It ends by its own timeout.
-    const signal =
-      callerSignal === undefined || spec.outcomeUnknownWhenLost
-        ? timeout
-        : AbortSignal.any([callerSignal, timeout]);
+    const caller = callerSignal === undefined || spec.outcomeUnknownWhenLost ? undefined : callerSignal;
+    const followCaller = (): void => controller.abort(caller?.reason);
+    if (caller?.aborted) followCaller();
+    else caller?.addEventListener('abort', followCaller, { once: true });
+    const signal = controller.signal;
     let status: number;
     let text: string;
     let retryAfter: string | undefined;
@@ -527,7 +536,10 @@ export class ExchangeTransport {
       text = await response.body.text();
     } catch (err) {
       if (err instanceof StoppedUnsent) throw err.reason;
-      throw transportFailure(spec, err, timeout.aborted, callerSignal);
+      throw transportFailure(spec, err, timedOut, callerSignal);
+    } finally {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', followCaller);
     }
     span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
 
