@@ -1062,19 +1062,9 @@ export class OrderHost {
     slot.passive = undefined;
     slot.origin = fromTraceparent(slot.record.trace_origin);
     slot.waking = true;
+    let actor: OrderActorHandle;
     try {
-      const actor = (slot.actor = this.binding.restore(slot.record.machine, this.startOptions(slot)));
-      // The latest listing that confirmed it at rest, as the live machine would have taken it (before the event
-      // that woke it). Its record changes with it and is written like any change.
-      if (listedAt !== undefined) {
-        const listed: OrderActorEvent = {
-          type: 'LISTED',
-          status: actor.status().lastStatus ?? '',
-          at: listedAt,
-        };
-        slot.waking = false;
-        if (actor.can(listed)) actor.send(listed);
-      }
+      actor = slot.actor = this.binding.restore(slot.record.machine, this.startOptions(slot));
     } catch (error) {
       this.logger.error(
         { orderId: slot.orderId, err: { message: (error as Error).message } },
@@ -1084,6 +1074,13 @@ export class OrderHost {
       return false;
     } finally {
       slot.waking = false;
+    }
+    // The latest listing that confirmed it at rest (it showed the status the order rests with), as the live machine
+    // would have taken it, before the event that woke it. Its record changes with it and is written like any change.
+    if (listedAt !== undefined) {
+      const { lastStatus } = actor.status();
+      const listed: OrderActorEvent = { type: 'LISTED', status: lastStatus ?? '', at: listedAt };
+      if (lastStatus !== null && actor.can(listed)) actor.send(listed);
     }
     this.opts.metrics?.orderReactivated(reason);
     // Woken for nothing (a hint its state does not want, a duplicate command): quiet again after the idle time.
