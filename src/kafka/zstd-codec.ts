@@ -35,8 +35,48 @@ const zstdCodec = {
     zstdTotals.bytesOut += out.length;
     return Promise.resolve(out);
   },
-  decompress: (buffer: Buffer): Promise<Buffer> => Promise.resolve(zstdDecompressSync(buffer)),
+  decompress: (buffer: Buffer): Promise<Buffer> => Promise.resolve(decompress(buffer)),
 };
+
+/** Larger claims are not believed (a batch is at most a few MiB decompressed): zlib's own chunks are used. */
+const maxTrustedContentSize = 64 * 1024 * 1024;
+
+/**
+ * The decompressed size a Zstandard frame declares in its header (RFC 8878, 3.1.1.1), or undefined when it declares
+ * none (or this is not a frame's start). zstdCompressSync writes it: it compresses the whole input in one call.
+ */
+export function frameContentSize(frame: Buffer): number | undefined {
+  if (frame.length < 5 || frame.readUInt32LE(0) !== 0xfd2fb528) return undefined;
+  const descriptor = frame[4]!;
+  const sizeFlag = descriptor >> 6;
+  const singleSegment = (descriptor >> 5) & 1;
+  const dictionaryIdBytes = [0, 1, 2, 4][descriptor & 3]!;
+  const sizeBytes = sizeFlag === 0 ? singleSegment : 1 << sizeFlag;
+  if (sizeBytes === 0) return undefined;
+  const at = 5 + (singleSegment ? 0 : 1) + dictionaryIdBytes;
+  if (frame.length < at + sizeBytes) return undefined;
+  switch (sizeBytes) {
+    case 1:
+      return frame[at]!;
+    case 2:
+      return frame.readUInt16LE(at) + 256;
+    case 4:
+      return frame.readUInt32LE(at);
+    default:
+      return Number(frame.readBigUInt64LE(at));
+  }
+}
+
+/**
+ * Decompressed into one buffer the size the frame declares (one byte more, so zlib sees room left and stops):
+ * with its default 16 KiB chunks, zlib allocates a buffer per chunk and then copies them all into one, which took
+ * about half of the time of decompressing a state batch (a restore of 100k orders spent 9 % of its CPU there).
+ */
+function decompress(buffer: Buffer): Buffer {
+  const size = frameContentSize(buffer);
+  if (size === undefined || size > maxTrustedContentSize) return zstdDecompressSync(buffer);
+  return zstdDecompressSync(buffer, { chunkSize: Math.max(64, size + 1) });
+}
 
 let registered = false;
 
