@@ -162,8 +162,8 @@ interface Waiter {
 
 export class OrderStateStore {
   /** The orders of the partitions this replica owns (before its first catch-up: of every partition). */
-  private readonly records = new Map<string, HeldRecord>();
-  private readonly references = new Map<string, string>();
+  private records = new Map<string, HeldRecord>();
+  private references = new Map<string, string>();
   /** The orders of every other partition, as where they live. */
   private readonly foreign = new ForeignOrders();
   private readonly waiters = new Map<string, Waiter>();
@@ -509,6 +509,7 @@ export class OrderStateStore {
 
   /** Holds every order of a partition this replica does not own only as where it lives. */
   private stripForeign(): void {
+    const before = this.records.size;
     for (const [orderId, record] of this.records) {
       if (this.owned.has(record.partition)) continue;
       this.foreign.set(orderId, record, record.unique_reference);
@@ -516,6 +517,13 @@ export class OrderStateStore {
       const reference = record.unique_reference;
       if (reference && this.references.get(reference) === orderId) this.references.delete(reference);
       this.foreignPartitions.add(record.partition);
+    }
+    // V8 shrinks a Map's table only once it is less than a quarter full: one that held every partition's orders
+    // and keeps a third of them (3 replicas) would keep its table sized for all (about 3.7 MiB per 100k orders
+    // for these two). Copied, each gets a table for what it holds.
+    if (this.records.size * 2 <= before) {
+      this.records = new Map(this.records);
+      this.references = new Map(this.references);
     }
   }
 
