@@ -152,6 +152,23 @@ export function onlyStartsAPoll(written: unknown, next: DurableOrder): boolean {
   return changedOnly(written, next, ['monitoring', 'polling'], 'polling', pollStartFields);
 }
 
+/** What a poll that finds the order as last confirmed changes besides its start's: when it was confirmed, the next poll. */
+const confirmationFields: ReadonlySet<string> = new Set([...pollStartFields, 'confirmedAt', 'nextPollAt']);
+
+/**
+ * True when `next` differs from the `written` durable form only by a confirmation: a GET (or a listing row) showed
+ * the order exactly as written (the same status and the same exchange order), so only when it was confirmed and
+ * when it polls next moved, with the bookkeeping of the poll's start; the order monitors again with no poll or hint
+ * pending. Not written (issue 12: poll bookkeeping is not rewritten as a full record on every poll): the runtime
+ * keeps this form in memory with the written record, so the order rests until its next poll. A restart re-reads the
+ * written form and polls soon (a GET, which moves nothing); nothing else is lost.
+ */
+export function onlyConfirms(written: unknown, next: DurableOrder): boolean {
+  const context = next.context;
+  if (context.pollStartedAt !== null || context.hintPending || context.hintDueAt != null) return false;
+  return changedOnly(written, next, ['monitoring'], 'monitoring', confirmationFields);
+}
+
 /** What a hint that waits for its GET (or needs none) changes, and a restart may lose. */
 const hintWaitFields: ReadonlySet<string> = new Set([
   'now',

@@ -492,6 +492,16 @@ export class OrderStateStore {
   }
 
   /**
+   * An owned open order's machine changed without a write (it only confirms its record: MachineBinding.confirmsOnly):
+   * the record held for that rev takes it, so that the order's host and this store hold one form, and a restore or a
+   * reload here starts from what the order last confirmed. A record read from the topic later replaces it as always.
+   */
+  amend(orderId: string, rev: number, machine: unknown): void {
+    const held = this.records.get(orderId);
+    if (held && !isFinished(held) && held.rev === rev) held.machine = machine;
+  }
+
+  /**
    * Partitions this replica no longer owns: their records stay (every replica reads every partition), held only
    * as where their orders live; a catch-up of one of them still waiting is rejected, and the retention sweep leaves them to
    * their new owner.

@@ -92,6 +92,12 @@ export interface MachineBinding {
    * poll (a GET), whose answer is written as always; a restart re-enters the written state and polls again.
    */
   unwritten?(written: unknown, next: unknown): boolean;
+  /**
+   * True when the change from the `written` durable form to `next` only confirms what is written (a GET or a listing
+   * found the order as written): not written either, but kept in memory as the order's record (it rests with it
+   * until its next poll); a restart re-reads the written form and polls again.
+   */
+  confirmsOnly?(written: unknown, next: unknown): boolean;
 }
 
 /** An order stored only waiting: what a passivated slot keeps instead of its actor. */

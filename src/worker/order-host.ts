@@ -94,6 +94,11 @@ export interface StateReader {
   catchUp(partitions: number[]): Promise<void>;
   /** Stops reading these partitions and forgets their records (another replica owns them now). */
   release(partitions: number[]): void;
+  /**
+   * An owned open order's machine changed in a way that is not written (it only confirms what is: see
+   * MachineBinding.confirmsOnly): the record of this rev held here gets it too, so the order is held once.
+   */
+  amend?(orderId: string, rev: number, machine: unknown): void;
 }
 
 export interface OrderHostOptions {
@@ -1220,7 +1225,9 @@ export class OrderHost {
     } = {},
   ): Promise<boolean> {
     if (slot.stopped) return Promise.resolve(false);
-    // A change that only starts a status poll is not written (the GET moves nothing; its answer is written).
+    // A change that only starts a status poll is not written (the GET moves nothing; its answer is written unless
+    // it only confirms the record), nor one that only confirms what is written (its time and the next poll): the
+    // slot keeps that one in memory, with the record of the same rev.
     let machine: unknown;
     if (slot.actor && !slot.record.halted) {
       machine = slot.actor.durable();
@@ -1230,6 +1237,12 @@ export class OrderHost {
         extra.offset === undefined &&
         extra.command === undefined &&
         extra.terminal !== true;
+      if (bare && this.binding.confirmsOnly?.(slot.record.machine, machine)) {
+        slot.record.machine = machine;
+        this.opts.state.amend?.(slot.orderId, slot.record.rev, machine);
+        if (slot.durableRev === slot.record.rev) this.noteQuiet(slot);
+        return Promise.resolve(true);
+      }
       if (bare && this.binding.unwritten?.(slot.record.machine, machine)) return Promise.resolve(true);
     }
     const events = [...slot.pendingEvents.splice(0, slot.pendingEvents.length), ...(extra.events ?? [])];

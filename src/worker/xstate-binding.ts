@@ -4,6 +4,7 @@ import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
 import {
   confirmedByListing,
+  onlyConfirms,
   onlyStartsAPoll,
   onlyWaitsForHints,
   passiveUntil,
@@ -101,6 +102,7 @@ export function createXStateBinding(opts: {
     },
     unwritten: (written, next) =>
       isDurableOrder(next) && (onlyStartsAPoll(written, next) || onlyWaitsForHints(written, next)),
+    confirmsOnly: (written, next) => isDurableOrder(next) && onlyConfirms(written, next),
     resting: (durable) => (isDurableOrder(durable) ? restingOf(durable) : null),
     restingAfterListing: (durable, listing) => {
       const confirmed = isDurableOrder(durable) ? confirmedByListing(durable, listing) : null;

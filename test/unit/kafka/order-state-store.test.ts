@@ -6,6 +6,18 @@ import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
 import { OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import type { TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
+import { openRecord } from '../worker/host-fixtures.ts';
+
+function storeWithoutBroker(): OrderStateStore {
+  return new OrderStateStore({
+    kafka: KafkaClient.wrap({} as Kafka),
+    topic: 'state',
+    workerId: 'w1',
+    writer: { write: () => Promise.resolve(true) } as unknown as TransactionalWriter,
+    logger: createLogger({ level: 'silent' }),
+    transactionTimeoutMs: 10_000,
+  });
+}
 
 describe('state store catch-up', () => {
   it('gives up within its timeout when the barrier write never settles, so the restore can be retried', async () => {
@@ -21,5 +33,28 @@ describe('state store catch-up', () => {
     const started = Date.now();
     await expect(store.catchUp([0, 1], 150)).rejects.toThrow('state barrier not written after 150 ms');
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
+
+describe('state store amend', () => {
+  it("gives an open order's record of that rev the machine its host confirmed in memory, and nothing else", () => {
+    const store = storeWithoutBroker();
+    store.apply(openRecord('o-1', 0, { rev: 3, machine: { confirmedAt: 1 } }));
+    store.apply(openRecord('o-2', 0, { rev: 5, terminal: true, unique_reference: 'REF2' }));
+    store.amend('o-1', 3, { confirmedAt: 2 });
+    expect(store.get('o-1')?.machine).toEqual({ confirmedAt: 2 });
+    expect(store.get('o-1')?.rev).toBe(3);
+    // Another rev (a newer record arrived meanwhile, or an older write's answer): left as it is.
+    store.amend('o-1', 2, { confirmedAt: 0 });
+    store.amend('o-1', 4, { confirmedAt: 9 });
+    expect(store.get('o-1')?.machine).toEqual({ confirmedAt: 2 });
+    // A finished order keeps no machine; an unknown one is not made up.
+    store.amend('o-2', 5, { confirmedAt: 3 });
+    expect(store.get('o-2')?.machine).toBeNull();
+    store.amend('o-3', 1, { confirmedAt: 3 });
+    expect(store.get('o-3')).toBeUndefined();
+    // A newer record from the topic replaces the amended one as always.
+    store.apply(openRecord('o-1', 0, { rev: 4, machine: { confirmedAt: 5 } }));
+    expect(store.get('o-1')?.machine).toEqual({ confirmedAt: 5 });
   });
 });

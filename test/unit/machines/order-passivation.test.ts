@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   confirmedByListing,
+  onlyConfirms,
   onlyStartsAPoll,
   onlyWaitsForHints,
   passiveUntil,
@@ -193,6 +194,82 @@ describe('onlyWaitsForHints', () => {
   });
 });
 
+describe('onlyConfirms', () => {
+  it('is true for a GET or a listing that finds the order as written, whatever its timing, and false for any news', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 20_000 }),
+        fc.constantFrom(
+          'same',
+          'status',
+          'deposit transaction',
+          'amount',
+          'listing',
+          'listing with another status',
+        ),
+        async (late, answer) => {
+          const h = await openOrder();
+          const written = h.durable();
+          await h.advance(30_000 + late);
+          if (answer.startsWith('listing')) {
+            await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
+            await h.send({
+              type: 'LISTED',
+              status: answer === 'listing' ? 'INITIAL' : 'PAID',
+              at: T0 + 30_000 + late + 5_000,
+            });
+          } else
+            await h.answer(
+              'fetchOrder',
+              ok({
+                order: exchangeOrder(
+                  answer === 'status'
+                    ? { status: 'PAID' }
+                    : answer === 'deposit transaction'
+                      ? { depositTransaction: '0xdeposit-tx' }
+                      : answer === 'amount'
+                        ? { depositAmount: '1.5' }
+                        : {},
+                ),
+              }),
+            );
+          const next = h.durable();
+          const news = answer !== 'same' && answer !== 'listing';
+          expect(onlyConfirms(written, next)).toBe(!news);
+          if (!news) {
+            // What moved: when the order was confirmed and its next poll, so it rests until then.
+            expect(next.context.confirmedAt).toBeGreaterThan(written.context.confirmedAt!);
+            expect(passiveUntil(next)).toBeGreaterThan(T0 + 30_000 + late);
+          }
+          h.stop();
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+
+  it('is false while a hint waits for its GET, after a failed poll (its retry is kept), and when the deposit moved', async () => {
+    const hinted = await openOrder();
+    const written = hinted.durable();
+    await hinted.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
+    expect(hinted.context.hintDueAt).not.toBeNull();
+    expect(onlyConfirms(written, hinted.durable())).toBe(false);
+
+    const failed = await openOrder({ fetchOrder: [fails('backoff')] });
+    const before = failed.durable();
+    await failed.advance(30_000);
+    expect(failed.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
+    expect(onlyConfirms(before, failed.durable())).toBe(false);
+
+    const deposited = await openOrder();
+    const resting = deposited.durable();
+    await deposited.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 + 500 });
+    await deposited.answer('submitDeposit', ok({ alreadyRecorded: false }));
+    expect(onlyConfirms(resting, deposited.durable())).toBe(false);
+    expect(onlyConfirms(null, deposited.durable())).toBe(false);
+  });
+});
+
 describe('onlyStartsAPoll', () => {
   it('is true for a routine poll or a hint that starts a GET, and nothing else changed', async () => {
     const h = await openOrder();
@@ -202,8 +279,9 @@ describe('onlyStartsAPoll', () => {
     expect(onlyStartsAPoll(resting, h.durable())).toBe(true);
     await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
     const answered = h.durable();
-    // The answer is written: it moved the exchange region back and recorded what the GET saw.
+    // The answer is not a poll's start: it moved the exchange region back (it only confirms the record: onlyConfirms).
     expect(onlyStartsAPoll(resting, answered)).toBe(false);
+    expect(onlyConfirms(resting, answered)).toBe(true);
     await h.send({ type: 'WEBHOOK_HINT', status: 'COMPLETED', at: T0 + 31_000 });
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
     expect(onlyStartsAPoll(answered, h.durable())).toBe(true);

@@ -56,6 +56,10 @@ export function memoryStore(records: Map<string, OrderRecord>): OrderStateStore 
     catchUp: () => Promise.resolve(),
     release: () => {},
     orderIdByReference: () => undefined,
+    amend: (id: string, rev: number, machine: unknown) => {
+      const held = records.get(id);
+      if (held && !held.terminal && held.rev === rev) held.machine = machine;
+    },
   } as unknown as OrderStateStore;
 }
 

@@ -187,7 +187,12 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
 }
 
 /** The real machine and XState binding in the host, over in-memory stand-ins; the order created and written. */
-async function realMachineHost(opts: { passivateIdleMs: number; fetchOrder?: () => Promise<void> }) {
+async function realMachineHost(opts: {
+  passivateIdleMs: number;
+  fetchOrder?: () => Promise<void>;
+  /** The status each GET answers (the order as created, INITIAL, unless given). */
+  answers?: () => string;
+}) {
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
   const stateRecords: Array<{ machine: unknown }> = [];
@@ -220,7 +225,8 @@ async function realMachineHost(opts: { passivateIdleMs: number; fetchOrder?: () 
       fetchOrder: async () => {
         polls.push(at());
         await opts.fetchOrder?.();
-        return { order, at: at() };
+        const status = opts.answers?.() ?? order.status;
+        return { order: status === order.status ? order : { ...order, status }, at: at() };
       },
     },
   });
@@ -242,7 +248,7 @@ async function realMachineHost(opts: { passivateIdleMs: number; fetchOrder?: () 
     value: Buffer.from(JSON.stringify(createCommand)),
   });
   await settle();
-  return { host, polls, stateRecords, passivated: () => passivated };
+  return { host, polls, stateRecords, records, passivated: () => passivated };
 }
 
 /** The harness's order, rested (passivated) and left until its suspended lease is no longer valid locally. */
@@ -621,6 +627,7 @@ describe('order host: passivation', () => {
     const { host, polls, stateRecords } = await realMachineHost({
       passivateIdleMs: 0,
       fetchOrder: () => pending,
+      answers: () => 'PAID',
     });
     const writes = stateRecords.length;
     expect(
@@ -645,7 +652,7 @@ describe('order host: passivation', () => {
       polls,
       stateRecords,
       passivated: passivatedCount,
-    } = await realMachineHost({ passivateIdleMs: idleMs });
+    } = await realMachineHost({ passivateIdleMs: idleMs, answers: () => 'PAID' });
     await vi.advanceTimersByTimeAsync(idleMs);
     expect(host.passivatedOrders).toBe(1);
     const writes = stateRecords.length;
@@ -666,7 +673,7 @@ describe('order host: passivation', () => {
     await settle();
     expect(polls).toHaveLength(1);
     expect(polls[0]).toBeGreaterThanOrEqual(hintAt + 3_000);
-    // Its answer is written, and the order rests again.
+    // Its answer (the status hinted) is written, and the order rests again.
     expect(stateRecords.length).toBe(writes + 1);
     await vi.advanceTimersByTimeAsync(idleMs);
     expect(passivatedCount()).toBe(2);
@@ -709,13 +716,17 @@ describe('order host: passivation', () => {
     expect(polls).toHaveLength(1);
     expect(polls[0]).toBeGreaterThanOrEqual(second + 60_000);
     expect(polls[0]).toBeLessThan(second + 60_010);
-    // The machine took the listing when it woke: its record says so.
-    expect(stateRecords.at(-1)?.machine).toMatchObject({ context: { pollStartedAt: null } });
-    expect(
-      stateRecords.some(
-        (r) => (r.machine as { context: { confirmedAt: number } }).context.confirmedAt === second,
-      ),
-    ).toBe(true);
+    // The machine took the listing when it woke, and the poll's answer confirmed the order once more: neither is
+    // written (both only confirm the record), and the order rests with the poll's confirmation, its next poll 30 s
+    // after it.
+    expect(stateRecords.length).toBe(writes);
+    expect(host.confirmationFreshness(polls[0]! + 1, 100)).toEqual({ open: 1, overdue: 0 });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(host.passivatedOrders).toBe(1);
+    await vi.advanceTimersByTimeAsync(polls[0]! + 30_000 - Date.now() + 10);
+    await settle();
+    expect(polls).toHaveLength(2);
+    expect(polls[1]).toBeGreaterThanOrEqual(polls[0]! + 30_000);
   });
 
   it('with the real machine: a listing row with another status wakes the resting order, which GETs it', async () => {
@@ -729,14 +740,17 @@ describe('order host: passivation', () => {
     expect(polls).toHaveLength(1);
   });
 
-  it('with the real machine: an open order rests between polls, at its next poll is re-created and polls, and only the answer is written', async () => {
+  it('with the real machine: an open order rests between polls, at its next poll is re-created and polls; an answer that only confirms it is not written, one with news is', async () => {
+    let status = 'INITIAL';
     const {
       host,
       polls,
       stateRecords,
+      records,
       passivated: passivatedCount,
     } = await realMachineHost({
       passivateIdleMs: idleMs,
+      answers: () => status,
     });
     expect([...host.openOrdersByState().keys()]).toEqual(['open.deposit.awaiting+exchange.monitoring']);
     await vi.advanceTimersByTimeAsync(idleMs);
@@ -754,14 +768,30 @@ describe('order host: passivation', () => {
     expect(polls).toHaveLength(1);
     expect(polls[0]).toBeGreaterThanOrEqual(T + 30_000);
     expect(polls[0]).toBeLessThan(T + 30_010);
-    // Only the poll's answer is written: neither the wake nor the poll's start (a GET moves nothing) wrote a record.
-    expect(stateRecords.length).toBe(writes + 1);
-    expect(stateRecords.at(-1)?.machine).toMatchObject({
-      stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
-      context: { pollStartedAt: null },
-    });
+    // The answer shows the order as written: nothing is written for the wake, the poll's start or the answer (issue
+    // 12: poll bookkeeping is not rewritten as a full record on every poll). The order rests with the confirmation
+    // in memory, in the slot and in the store's record of the same rev.
+    expect(stateRecords.length).toBe(writes);
+    const held = records.get('o-1')?.machine as { context: { confirmedAt: number; nextPollAt: number } };
+    expect(held.context.confirmedAt).toBe(polls[0]);
+    expect(held.context.nextPollAt).toBe(polls[0]! + 30_000);
     await vi.advanceTimersByTimeAsync(idleMs);
     expect(passivatedCount()).toBe(2);
     expect(host.passivatedOrders).toBe(1);
+    // So it polls next 30 s after that answer (with the written record alone it would wake at once, and again).
+    await vi.advanceTimersByTimeAsync(polls[0]! + 30_000 - Date.now() - 1);
+    expect(polls).toHaveLength(1);
+    status = 'PAID';
+    await vi.advanceTimersByTimeAsync(11);
+    await settle();
+    expect(polls).toHaveLength(2);
+    // News: written.
+    expect(stateRecords.length).toBe(writes + 1);
+    expect(stateRecords.at(-1)?.machine).toMatchObject({
+      stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
+      context: { pollStartedAt: null, lastStatus: 'PAID' },
+    });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(passivatedCount()).toBe(3);
   });
 });
