@@ -146,7 +146,8 @@ export function sameJson(a: unknown, b: unknown): boolean {
  * True when `next` differs from the `written` durable form only by the start of a status poll: the exchange region
  * went from `monitoring` to `polling` (or polls again), the deposit region did not move, and no context field changed
  * but the poll's bookkeeping. Such a change need not be written (issue 12: poll bookkeeping is not rewritten as a
- * full record on every poll): the poll is a GET, which moves no money, and its answer is written as always.
+ * full record on every poll): the poll is a GET, which moves no money, and its answer is written unless it only
+ * confirms the order (onlyConfirms).
  */
 export function onlyStartsAPoll(written: unknown, next: DurableOrder): boolean {
   return changedOnly(written, next, ['monitoring', 'polling'], 'polling', pollStartFields);

@@ -89,7 +89,8 @@ export interface MachineBinding {
   restingAfterListing?(durable: unknown, listing: { status: string; at: number }): RestingOrder | null;
   /**
    * True when the change from the `written` durable form to `next` need not be written: it only starts a status
-   * poll (a GET), whose answer is written as always; a restart re-enters the written state and polls again.
+   * poll (a GET), whose answer is written unless it only confirms (confirmsOnly); a restart re-enters the written
+   * state and polls again.
    */
   unwritten?(written: unknown, next: unknown): boolean;
   /**
