@@ -4,20 +4,15 @@
 // long before the consumer hands them on (a backlog) read as waiting while they are handed on, and no longer once
 // it has nothing more to hand on; commands handed on as soon as they are appended do not. Resting orders' routine
 // polls wait while it reads true (main.ts), so a replica working off a backlog spends its thread on the commands.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { CommandConsumer } from '../../src/kafka/command-consumer.ts';
 import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { services, uniqueName } from '../support/services.ts';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupsAfterEach();
 
 async function until(check: () => boolean, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;

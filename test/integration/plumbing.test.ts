@@ -2,19 +2,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { Redis } from 'ioredis';
 import { startLocalKafka, type LocalKafka } from '../../dev/services/index.ts';
 import { services, uniqueName } from '../support/services.ts';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupsAfterEach();
 
 function kafkaClient(brokers: string[]): Kafka {
   return new Kafka({

@@ -2,21 +2,16 @@
 // committed in several transactions, and a write the broker refuses for its size fails alone - the writer and
 // everything queued with it carry on (a size refusal must never stop the process).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { TransactionalWriter } from '../../src/kafka/transactional-writer.ts';
 import { zstdTotals } from '../../src/kafka/zstd-codec.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { services, uniqueName } from '../support/services.ts';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupsAfterEach();
 
 async function setup(maxMessageBytes: number): Promise<{ kafka: Kafka; topic: string; fatal: Error[] }> {
   const kafka = new Kafka({

@@ -4,20 +4,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startLocalRedis, type LocalRedis } from '../../dev/services/index.ts';
 import { seqProblems, type PublishedEvent } from '../support/kafka-helpers.ts';
 import { uniqueName } from '../support/services.ts';
 import { planOrders, type PlannedOrder } from '../support/order-specs.ts';
 import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupsAfterEach();
 
 const fastQuotes = (config: Parameters<NonNullable<Parameters<typeof startCluster>[0]['sandbox']>>[0]) => ({
   ...config,

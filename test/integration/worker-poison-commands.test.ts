@@ -3,20 +3,15 @@
 // same partition. Each is answered with a small command.rejected (bounded excerpt + hash), the order they name is
 // left alone, and every good order behind them completes. Real worker processes, real Kafka and Redis, the sandbox.
 import { createHash } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_REJECTION_EVENT_BYTES } from '../../src/contract/events.ts';
 import { seqProblems, testKafka, type PublishedEvent } from '../support/kafka-helpers.ts';
 import { orderCreateCommand } from '../support/order-specs.ts';
 import { services, uniqueName } from '../support/services.ts';
 import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupsAfterEach();
 
 async function assignedPartitions(cluster: Cluster, index: number): Promise<number> {
   const port = cluster.workers[index]?.metricsPort ?? 0;

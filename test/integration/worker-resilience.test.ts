@@ -1,17 +1,12 @@
 // Operational behaviour of real worker processes: backpressure when the exchange is slow, reconciliation by
 // polling when no webhook ever arrives, and a graceful, bounded shutdown on SIGTERM.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { orderCreateCommand } from '../support/order-specs.ts';
 import { uniqueName } from '../support/services.ts';
 import { addresses, startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length)
-    await cleanups
-      .pop()?.()
-      .catch(() => {});
-});
+const cleanups = cleanupsAfterEach();
 
 async function metrics(cluster: Cluster, index = 0): Promise<Record<string, number>> {
   const worker = cluster.workers[index];
