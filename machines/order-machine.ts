@@ -58,6 +58,7 @@ import type {
   RequestQuoteInput,
   RequestQuoteOutput,
   ListedEvent,
+  SettleEvent,
   WebhookHintEvent,
 } from './order-types.ts';
 
@@ -205,6 +206,8 @@ export const orderMachineSetup = setup({
       hintAlreadyConfirmed(context, params.status),
     hintMayWait: ({ context }, params: { readonly status?: string }) => hintMayWait(context, params.status),
     hintDeferred: ({ context }) => context.hintDueAt != null,
+    /** An answer from before the last confirmation (GET or listing) tells nothing newer. */
+    staleObservation: ({ context }, params: { readonly at: number }) => isStaleListing(context, params.at),
     /** The listing shows the status last confirmed: a confirmation, no GET needed (a stale listing: neither). */
     listingConfirms: ({ context }, params: ListingRow) => listingConfirms(context, params),
     /** The listing shows another status: a hint (only a GET is believed). */
@@ -313,7 +316,7 @@ export const orderMachineSetup = setup({
       retryAt: null,
       attempt: 0,
     })),
-    noteAdoptReference: assign((_, params: { readonly event: OrderEvent }) => ({
+    noteAdoptReference: assign((_, params: { readonly event: SettleEvent }) => ({
       now: params.event.at,
       adoptReference:
         params.event.type === 'SETTLE' && params.event.resolution === 'adopt'
@@ -680,6 +683,23 @@ const endedAtExchange = <Announce extends 'emitCompleted' | 'emitRefunded' | 'ca
     ],
   } as const;
 };
+
+const seenOf = ({ event }: { event: { output: ObservedOrder } }) => event.output;
+
+/** An end the answer to a status poll confirms: to its final state, announced. */
+const pollEnds = () =>
+  [
+    endedAtExchange('COMPLETED', '#order.completed', 'emitCompleted'),
+    endedAtExchange('REFUNDED', '#order.refunded', 'emitRefunded'),
+    endedAtExchange('CANCELED', '#order.canceled', 'cancelByExchange'),
+  ] as const;
+
+/** Any other answer: the order monitors again, its routine poll re-armed from the answer. */
+const pollObserved = {
+  target: 'monitoring',
+  reenter: true,
+  actions: { type: 'observeOrder', params: seenOf },
+} as const;
 
 export const orderMachine = orderMachineSetup.createMachine({
   id: 'order',
@@ -1093,6 +1113,19 @@ export const orderMachine = orderMachineSetup.createMachine({
                     actions: { type: 'noteHint', params: ({ event }) => hintOf(event) },
                   },
                 ],
+                // The runtime polled the order while it rested (no actor) and the answer had news: taken as the
+                // answer to the order's own poll (no hint can be queued here), unless older than the last
+                // confirmation; its failure as the poll's failure.
+                POLLED: [
+                  { guard: { type: 'staleObservation', params: ({ event }) => ({ at: event.output.at }) } },
+                  ...pollEnds(),
+                  pollObserved,
+                ],
+                POLL_FAILED: {
+                  target: 'monitoring',
+                  reenter: true,
+                  actions: { type: 'schedulePollRetry', params: thrown },
+                },
                 // A bulk listing (GET /orders/?status=<code>): the same status re-arms the routine poll from the
                 // listing's time; another status is a hint, confirmed (or not) by the GET; a stale one is ignored.
                 LISTED: [
@@ -1130,9 +1163,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                 src: 'fetchOrder',
                 input: ({ context }) => fetchOrderInputOf(context),
                 onDone: [
-                  endedAtExchange('COMPLETED', '#order.completed', 'emitCompleted'),
-                  endedAtExchange('REFUNDED', '#order.refunded', 'emitRefunded'),
-                  endedAtExchange('CANCELED', '#order.canceled', 'cancelByExchange'),
+                  ...pollEnds(),
                   // A webhook arrived during the GET: the answer may predate it, so ask again: at once for an end, an
                   // unknown status or a nudge; after hintCoalesceMs for open statuses the answer did not reach; not
                   // at all when the answer shows them already.
@@ -1153,10 +1184,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                       { type: 'deferQueuedHints', params: ({ event }) => ({ at: event.output.at }) },
                     ],
                   },
-                  {
-                    target: 'monitoring',
-                    actions: { type: 'observeOrder', params: ({ event }) => event.output },
-                  },
+                  pollObserved,
                 ],
                 onError: {
                   target: 'monitoring',

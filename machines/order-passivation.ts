@@ -5,11 +5,16 @@
 import { isDurableOrder, type DurableOrder } from './order-persistence.ts';
 import {
   awaitingDepositStatus,
+  fetchOrderInputOf,
+  isStaleListing,
   listingConfirmation,
   listingConfirms,
   pollIntervalBounds,
+  pollIntervalOf,
   type ListingRow,
 } from './order-context.ts';
+import { paymentDeadlineOf } from './order-event-builders.ts';
+import type { FetchOrderInput, FetchOrderOutput } from './order-types.ts';
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
 function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unknown } | null {
@@ -83,6 +88,63 @@ export function confirmedByListing(durable: DurableOrder, listing: ListingRow): 
   if (restingDeadlines(durable) === null || !listingConfirms(durable.context, listing)) return null;
   const context = { ...durable.context, ...listingConfirmation(durable.context, listing.at) };
   return { ...durable, savedAt: context.now, context };
+}
+
+/**
+ * The routine poll a resting order is due for at `now`, when that poll is all it has to do: the GET the runtime may
+ * make for it without waking it (the input of the machine's own fetchOrder), and the order's next other deadline
+ * (a payment deadline, a deposit retry), if any. Null when the order must be woken for its deadline instead: another
+ * deadline is due too, hints wait for their GET, or the poll is the retry of a failed one (its backoff is the
+ * machine's).
+ */
+export function pollDueAtRest(
+  durable: DurableOrder,
+  now: number,
+): { request: FetchOrderInput; nextDeadline: number | null } | null {
+  const deadlines = restingDeadlines(durable);
+  const context = durable.context;
+  if (deadlines === null || deadlines.poll > now || context.pollAttempt !== 0 || context.order === null)
+    return null;
+  if (context.hintDueAt != null || deadlines.others.some((at) => at <= now)) return null;
+  return {
+    request: fetchOrderInputOf(context),
+    nextDeadline: deadlines.others.length ? Math.min(...deadlines.others) : null,
+  };
+}
+
+/**
+ * A resting order's durable form once the answer to its routine poll (made by the runtime: pollDueAtRest) is taken,
+ * when that answer only confirms it: the same status and the same exchange order as written, not older than the
+ * last confirmation. Exactly what the machine's POLLED (or its own poll's answer) leaves in `monitoring` then
+ * (observeOrder in order-machine.ts: when it was confirmed, the next poll), so the order stays at rest with it and
+ * nothing is written (onlyConfirms). Null when the answer has news, or the order is not only waiting for that poll:
+ * the machine must take it (POLLED).
+ */
+export function confirmedByPoll(durable: DurableOrder, answer: FetchOrderOutput): DurableOrder | null {
+  const context = durable.context;
+  if (restingDeadlines(durable) === null || context.pollAttempt !== 0 || context.hintDueAt != null)
+    return null;
+  if (isStaleListing(context, answer.at)) return null;
+  if (answer.order.status !== context.lastStatus || !sameJson(answer.order, context.order)) return null;
+  const webhooksInformed = context.webhooksInformed === true;
+  const next: DurableOrder = {
+    ...durable,
+    savedAt: answer.at,
+    context: {
+      ...context,
+      now: answer.at,
+      // The same exchange order as held (sameJson above): the object already held stays.
+      order: context.order,
+      paymentDeadline: paymentDeadlineOf(answer.order) ?? context.paymentDeadline,
+      pollStartedAt: null,
+      pollAttempt: 0,
+      hintPending: false,
+      webhooksInformed,
+      nextPollAt: answer.at + pollIntervalOf({ config: context.config, webhooksInformed }),
+      confirmedAt: Math.max(answer.at, context.confirmedAt ?? answer.at),
+    },
+  };
+  return onlyConfirms(durable, next) ? next : null;
 }
 
 /** How close to the longest poll interval a deferred poll still runs (a margin for timers and the GET itself). */

@@ -270,6 +270,20 @@ export interface ListedEvent {
   readonly status: string;
   readonly at: number;
 }
+/**
+ * The runtime made the order's routine poll (GET /orders/{unique_reference}/) while the order rested without an
+ * actor (passivated), and the answer had news: taken in `monitoring` exactly as the answer to the machine's own poll
+ * (the only way a status is believed). An answer older than the last confirmation is ignored.
+ */
+export interface PolledEvent {
+  readonly type: 'POLLED';
+  readonly output: FetchOrderOutput;
+}
+/** The runtime's poll of a resting order (see PolledEvent) failed: taken as a failure of the machine's own poll. */
+export interface PollFailedEvent {
+  readonly type: 'POLL_FAILED';
+  readonly error: unknown;
+}
 /** An operator's decision about a parked order (command order.settle). */
 export type SettleEvent =
   | {
@@ -279,7 +293,14 @@ export type SettleEvent =
       readonly at: number;
     }
   | { readonly type: 'SETTLE'; readonly resolution: 'abandon'; readonly at: number };
-export type OrderEvent = SubmitDepositEvent | CancelEvent | WebhookHintEvent | ListedEvent | SettleEvent;
+export type OrderEvent =
+  | SubmitDepositEvent
+  | CancelEvent
+  | WebhookHintEvent
+  | ListedEvent
+  | PolledEvent
+  | PollFailedEvent
+  | SettleEvent;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Actors the runtime provides (machine.provide({ actors })). Each throws ExchangeFailure (machines/domain.ts),

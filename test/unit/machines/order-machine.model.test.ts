@@ -123,6 +123,13 @@ function eventCatalogue(snapshot: OrderSnapshot): OrderEvent[] {
       done('fetchOrder', { order: view(status), at }),
     ),
     error('fetchOrder', 'backoff'),
+    // The runtime's poll of a resting order: its answer (news, or one older than the last confirmation), its failure.
+    ...['INITIAL', 'PAID', 'COMPLETED', 'REFUNDED', 'CANCELED'].map((status): OrderEvent => ({
+      type: 'POLLED',
+      output: { order: view(status), at },
+    })),
+    { type: 'POLLED', output: { order: view('PAID'), at: (snapshot.context.confirmedAt ?? at) - 1 } },
+    { type: 'POLL_FAILED', error: failure('backoff') },
   ];
 }
 

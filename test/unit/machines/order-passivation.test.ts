@@ -4,15 +4,18 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   confirmedByListing,
+  confirmedByPoll,
   onlyConfirms,
   onlyStartsAPoll,
   onlyWaitsForHints,
   passiveUntil,
   pollDeferrableUntil,
   pollDeferralMarginMs,
+  pollDueAtRest,
   sameJson,
 } from '../../../machines/order-passivation.ts';
-import { OrderHarness, T0, exchangeOrder, fails, ok, orderInput } from './order-harness.ts';
+import { pollIntervalOf } from '../../../machines/order-context.ts';
+import { OrderHarness, T0, exchangeOrder, fails, failure, ok, orderInput } from './order-harness.ts';
 import type { Script } from './order-harness.ts';
 
 async function openOrder(script: Script = {}, fixedRateDeadline: string | null = null) {
@@ -89,6 +92,120 @@ describe('confirmedByListing', () => {
   it('is null for an order that is not only waiting', async () => {
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
     expect(confirmedByListing(quoting.durable(), { status: 'INITIAL', at: T0 })).toBeNull();
+  });
+});
+
+describe('pollDueAtRest and confirmedByPoll', () => {
+  it("leave a resting order exactly as the machine's POLLED and its own poll do when the answer only confirms it, and are null for any news", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 20_000 }),
+        fc.constantFrom('same', 'status', 'deposit transaction', 'amount', 'completed', 'stale'),
+        fc.boolean(),
+        async (late, variant, informed) => {
+          const h = await openOrder();
+          // A webhook naming the status already confirmed: webhooks keep the order informed (the longer interval).
+          if (informed) await h.send({ type: 'WEBHOOK_HINT', status: 'INITIAL', at: T0 + 1_000 });
+          const before = h.durable();
+          const pollAt = before.context.nextPollAt!;
+          const at = pollAt + late;
+          expect(pollDueAtRest(before, pollAt - 1)).toBeNull();
+          expect(pollDueAtRest(before, at)).toEqual({
+            request: { orderId: before.context.request.orderId, mode: 'cefi', uniqueReference: 'EXREF1' },
+            // The exchange order's payment deadline, still to come.
+            nextDeadline: before.context.paymentDeadline,
+          });
+          expect(before.context.paymentDeadline).toBeGreaterThan(at);
+          const order = exchangeOrder(
+            variant === 'status'
+              ? { status: 'PAID' }
+              : variant === 'deposit transaction'
+                ? { depositTransaction: '0xdeposit-tx' }
+                : variant === 'amount'
+                  ? { depositAmount: '1.5' }
+                  : variant === 'completed'
+                    ? { status: 'COMPLETED' }
+                    : {},
+          );
+          const answer = { order, at: variant === 'stale' ? before.context.confirmedAt! - 1 : at };
+          const confirmed = confirmedByPoll(before, answer);
+          // The machine restored from the same record, handed the answer as POLLED.
+          const restored = await OrderHarness.restore(before, at);
+          await restored.send({ type: 'POLLED', output: answer });
+          if (variant === 'same') {
+            expect(confirmed).toEqual(restored.durable());
+            expect(onlyConfirms(before, confirmed!)).toBe(true);
+            expect(confirmed!.context.nextPollAt).toBe(at + pollIntervalOf(confirmed!.context));
+            // And as its own poll leaves it, live, at the same time.
+            await h.advance(at - h.clock.now());
+            await h.answer('fetchOrder', ok({ order }));
+            expect(confirmed).toEqual(h.durable());
+            expect(restored.types()).toEqual([]);
+          } else {
+            expect(confirmed).toBeNull();
+            if (variant === 'stale')
+              expect(restored.durable()).toEqual({
+                ...before,
+                savedAt: restored.durable().savedAt,
+                context: { ...before.context, now: restored.durable().context.now },
+              });
+            if (variant === 'status') expect(restored.types()).toEqual(['order.status_changed']);
+            if (variant === 'completed') {
+              expect(restored.state).toBe('completed');
+              expect(restored.types()).toEqual(['order.status_changed', 'order.completed']);
+            }
+          }
+          h.stop();
+          restored.stop();
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('are null when the routine poll is not all the order has to do', async () => {
+    const hinted = await openOrder();
+    await hinted.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
+    const waiting = hinted.durable();
+    expect(pollDueAtRest(waiting, T0 + 30_000)).toBeNull();
+    expect(confirmedByPoll(waiting, { order: exchangeOrder(), at: T0 + 30_000 })).toBeNull();
+
+    // A failed poll's retry: its backoff is the machine's.
+    const failed = await openOrder({ fetchOrder: [fails('backoff')] });
+    await failed.advance(30_000);
+    const retrying = failed.durable();
+    expect(retrying.context.pollAttempt).toBe(1);
+    expect(pollDueAtRest(retrying, retrying.context.nextPollAt!)).toBeNull();
+    expect(
+      confirmedByPoll(retrying, { order: exchangeOrder(), at: retrying.context.nextPollAt! }),
+    ).toBeNull();
+
+    // A payment deadline due with the poll (or before it): woken for it; one later is the next deadline.
+    const deadline = T0 + 30_000;
+    const fixedRateDeadline = new Date(deadline).toISOString();
+    const paying = await openOrder({}, fixedRateDeadline);
+    expect(pollDueAtRest(paying.durable(), T0 + 30_000)).toBeNull();
+    const later = await openOrder({}, new Date(T0 + 45_000).toISOString());
+    expect(pollDueAtRest(later.durable(), T0 + 30_000)?.nextDeadline).toBe(T0 + 45_000);
+
+    const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
+    expect(pollDueAtRest(quoting.durable(), T0 + 60_000)).toBeNull();
+  });
+
+  it("POLL_FAILED leaves the order as its own poll's failure does", async () => {
+    const own = await openOrder({ fetchOrder: [fails('backoff', { code: 'http_503' })] });
+    const before = own.durable();
+    await own.advance(30_000);
+    const restored = await OrderHarness.restore(before, T0 + 30_000);
+    await restored.send({
+      type: 'POLL_FAILED',
+      error: { ...failure('backoff', { code: 'http_503' }), at: T0 + 30_000 },
+    });
+    const taken = restored.durable();
+    expect(taken.context.pollAttempt).toBe(1);
+    expect(taken.context.nextPollAt).toBe(own.durable().context.nextPollAt);
+    expect(taken.context.lastFailure).toEqual(own.durable().context.lastFailure);
+    expect(restored.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
   });
 });
 
