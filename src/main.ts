@@ -254,6 +254,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     // Routine polls of resting orders wait (up to 60 s after their last confirmation) while the thread is saturated
     // or commands wait for it: a backlog of creations on two shared cores need not keep the thread busy to be one.
     pollsMayWait: () => eventLoopLoad.saturated() || consumer.commandsWaiting(),
+    pollResting: exchangeActors.pollResting,
     commandPipelineDepth: config.commandPipelineDepth,
     // The consumer is built below; a rewind is asked for only once commands flow.
     rewind: (partition, offset) => consumer.rewind(partition, offset),

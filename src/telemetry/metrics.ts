@@ -59,6 +59,7 @@ export class WorkerMetrics {
   readonly ordersPassivated;
   readonly ordersReactivated;
   readonly pollsDeferred;
+  readonly pollsAtRest;
   readonly listingPages;
   readonly listingRows;
   readonly listingWalksFailed;
@@ -131,11 +132,15 @@ export class WorkerMetrics {
     );
     this.ordersReactivated = counter(
       'worker_orders_reactivated',
-      'passivated orders whose actor was re-created (reason: timer, hint, command, reconcile, listing)',
+      'passivated orders whose actor was re-created (reason: timer, hint, command, reconcile, listing, poll)',
     );
     this.pollsDeferred = counter(
       'worker_polls_deferred',
       'routine polls of resting orders put off by one step (5 s) while the replica was saturated, within 60 s of their last confirmation',
+    );
+    this.pollsAtRest = counter(
+      'worker_polls_at_rest',
+      'routine polls of resting orders made without waking them (outcome: confirmed, it rests on; news or failed, it was woken with the answer)',
     );
     this.listingPages = counter(
       'worker_listing_pages',
@@ -264,6 +269,7 @@ export class WorkerMetrics {
       orderPassivated: (): void => this.ordersPassivated.add(1),
       orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
       pollDeferred: (): void => this.pollsDeferred.add(1),
+      polledAtRest: (outcome: string): void => this.pollsAtRest.add(1, { outcome }),
     };
   }
 

@@ -4,7 +4,13 @@
 // names the intent) is durable in Kafka and checks that this replica still holds the order's lease; failures reach
 // the machine as plain ExchangeFailure objects stamped with the runtime's clock.
 import type { ExchangeFailure, ExchangeOrderView } from '../../machines/domain.ts';
-import type { CreateOrderInput, OrderActorFunctions, QuoteRequest } from '../../machines/order-types.ts';
+import type {
+  CreateOrderInput,
+  FetchOrderInput,
+  FetchOrderOutput,
+  OrderActorFunctions,
+  QuoteRequest,
+} from '../../machines/order-types.ts';
 import { sameAddress } from '../exchange/address-match.ts';
 import { checkAddressPairing } from '../exchange/address-pairing.ts';
 import type { CurrencyCatalog } from '../exchange/currency-catalog.ts';
@@ -85,6 +91,12 @@ export interface ExchangeActors {
   settled: (orderId: string, timeoutMs: number) => Promise<void>;
   /** True while a call of this order is in progress (such an order is never passivated). */
   busy: (orderId: string) => boolean;
+  /**
+   * The routine poll of an order resting without an actor, made by the order host (a GET moves nothing: no lease,
+   * no durability wait): the machine's fetchOrder, with the same priority, clock and failures. `mayAsk` runs as the
+   * request leaves and throws when the order no longer rests; it is counted like any call of the order.
+   */
+  pollResting: (input: FetchOrderInput, mayAsk: () => void, signal: AbortSignal) => Promise<FetchOrderOutput>;
 }
 
 /** Does this exchange order look like the one this create asked for? */
@@ -142,11 +154,46 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
     clearTimeout(timer);
   };
 
+  /**
+   * Runs a call of the order, counted from the moment it is asked for (synchronously, as the machine takes the
+   * transition that invokes it, so the consumer sees the pressure before it takes the next command) until it ends;
+   * what it throws reaches the machine as an ExchangeFailure stamped with the clock.
+   */
+  const tracked = <T>(orderId: string, call: () => Promise<T>, mayHaveTakenEffect: boolean): Promise<T> => {
+    inflight++;
+    const run = call().catch((error: unknown) => {
+      throw stamped(error, now(), mayHaveTakenEffect);
+    });
+    let set = calls.get(orderId);
+    if (!set) calls.set(orderId, (set = new Set()));
+    const entry = run.finally(() => {
+      inflight--;
+      set.delete(entry);
+      if (set.size === 0 && calls.get(orderId) === set) calls.delete(orderId);
+    });
+    entry.catch(() => {});
+    set.add(entry);
+    return run;
+  };
+
   return {
     actors: (barrier) => fencedActors(barrier),
     inflight: () => inflight,
     settled,
     busy: (orderId) => (calls.get(orderId)?.size ?? 0) > 0,
+    pollResting: (input, mayAsk, signal) =>
+      tracked(
+        input.orderId,
+        async () => ({
+          order: await client.getOrder(
+            input.mode,
+            { uniqueReference: input.uniqueReference },
+            { priority: 'low', signal, beforeSend: mayAsk, fence: mayAsk },
+          ),
+          at: now(),
+        }),
+        false,
+      ),
   };
 
   function fencedActors(barrier: OrderBarrier): OrderActorFunctions {
@@ -157,33 +204,24 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
       call: (beforeSend: () => void) => Promise<T>,
       opts: { mayHaveTakenEffect?: boolean } = {},
     ): Promise<T> => {
-      inflight++;
       const beforeSend = (): void => {
         // Fencing: the lease is checked again after every wait (durability, budget), as the request leaves.
         if (!barrier.mayAct(orderId))
           throw failure('backoff', 'not_owner', `order ${orderId} is no longer driven by this replica`);
       };
-      const run = (async () => {
-        try {
-          await barrier.durable(orderId);
-        } catch (error) {
-          // Not ours any more, or its intent could not be written: no call is made.
-          throw failure('backoff', 'not_owner', (error as Error).message);
-        }
-        return await call(beforeSend);
-      })().catch((error: unknown) => {
-        throw stamped(error, now(), opts.mayHaveTakenEffect === true);
-      });
-      let set = calls.get(orderId);
-      if (!set) calls.set(orderId, (set = new Set()));
-      const entry = run.finally(() => {
-        inflight--;
-        set.delete(entry);
-        if (set.size === 0 && calls.get(orderId) === set) calls.delete(orderId);
-      });
-      entry.catch(() => {});
-      set.add(entry);
-      return run;
+      return tracked(
+        orderId,
+        async () => {
+          try {
+            await barrier.durable(orderId);
+          } catch (error) {
+            // Not ours any more, or its intent could not be written: no call is made.
+            throw failure('backoff', 'not_owner', (error as Error).message);
+          }
+          return await call(beforeSend);
+        },
+        opts.mayHaveTakenEffect === true,
+      );
     };
 
     /** Claims a reference for an order; false when another order owns it (durably or by claim). */

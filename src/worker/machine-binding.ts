@@ -1,5 +1,7 @@
 // The seam between the order host and the order machine: how to start, restore, drive and persist one order's
 // actor. The host knows nothing of XState; this interface is all it needs.
+import type { ExchangeOrderView } from '../../machines/domain.ts';
+import type { FetchOrderInput } from '../../machines/order-types.ts';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 
 /** A domain event as emitted by the machine: wire payload without the envelope fields. */
@@ -13,8 +15,22 @@ export type OrderActorEvent =
   | { type: 'CANCEL'; at: number }
   | { type: 'WEBHOOK_HINT'; status?: string; at: number }
   | { type: 'LISTED'; status: string; at: number }
+  | { type: 'POLLED'; output: PollAnswer }
+  | { type: 'POLL_FAILED'; error: unknown }
   | { type: 'SETTLE'; resolution: 'adopt'; uniqueReference: string; at: number }
   | { type: 'SETTLE'; resolution: 'abandon'; at: number };
+
+/** The answer to a routine poll the host made for a resting order (GET /orders/{unique_reference}/, at its clock). */
+export interface PollAnswer {
+  order: ExchangeOrderView;
+  at: number;
+}
+
+/** A resting order's routine poll that is due: the GET the host makes for it, and the order's next other deadline. */
+export interface RestingPoll {
+  request: FetchOrderInput;
+  nextDeadline: number | null;
+}
 
 export interface OrderActorStatus {
   /** The machine's state value, flattened (for logs and metrics). */
@@ -99,6 +115,17 @@ export interface MachineBinding {
    * until its next poll); a restart re-reads the written form and polls again.
    */
   confirmsOnly?(written: unknown, next: unknown): boolean;
+  /**
+   * For an order resting in this durable form: the routine poll it is due for at `now` when that poll is all it has
+   * to do, for the host to make without waking it (its answer goes to confirmedByPoll, or to the woken machine as
+   * POLLED / POLL_FAILED); null when it must be woken for its deadline.
+   */
+  pollDueAtRest?(durable: unknown, now: number): RestingPoll | null;
+  /**
+   * The durable form once the machine took this answer to that poll, and how the order rests then, when the answer
+   * only confirms the order (not written, like confirmsOnly); null when it has news for the machine (POLLED).
+   */
+  confirmedByPoll?(durable: unknown, answer: PollAnswer): { machine: unknown; resting: RestingOrder } | null;
 }
 
 /** An order stored only waiting: what a passivated slot keeps instead of its actor. */

@@ -44,8 +44,10 @@ import type {
   OrderActorEvent,
   OrderActorHandle,
   OrderBarrier,
+  PollAnswer,
   RestingOrder,
 } from './machine-binding.ts';
+import type { FetchOrderInput } from '../../machines/order-types.ts';
 import { decide, misrouted, type Rejection } from './command-intake.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
@@ -137,6 +139,11 @@ export interface OrderHostOptions {
    */
   pollsMayWait?: () => boolean;
   /**
+   * Makes the routine poll of a resting order (GET /orders/{unique_reference}/, lowest priority) without waking it:
+   * `mayAsk` throws once the order no longer rests there. Absent: a resting order is woken for its poll.
+   */
+  pollResting?: (request: FetchOrderInput, mayAsk: () => void, signal: AbortSignal) => Promise<PollAnswer>;
+  /**
    * Commands of one partition whose writes may be in flight at once (COMMAND_PIPELINE_DEPTH; default 1: each
    * command waits for its transaction before the next is handled). Above 1 the next command is handled while the
    * last one's transaction commits, so a partition is not bounded by one transaction's round trips. Commands of
@@ -165,13 +172,18 @@ export interface OrderHostMetrics {
   orderReactivated(reason: WakeReason): void;
   /** A resting order's routine poll was put off by one step because the replica was saturated. */
   pollDeferred?(): void;
+  /**
+   * A resting order's routine poll made without waking it: its answer only confirmed the order ('confirmed', it
+   * rests on), had news or failed (it was woken and handed the answer).
+   */
+  polledAtRest?(outcome: 'confirmed' | 'news' | 'failed'): void;
 }
 
 /** How long a routine poll waits at a time while the replica is saturated (until its deferral bound). */
 export const pollDeferralStepMs = 5_000;
 
 /** What brought a passivated order back to life (a metric label). */
-export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing';
+export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing' | 'poll';
 /** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
 export type ListingOutcome = 'confirmed' | 'differed' | 'ignored' | 'not_here';
 
@@ -241,6 +253,8 @@ interface OrderSlot {
          * moved for it): handed to the machine when it wakes, as the listing it would have seen.
          */
         listedAt: number | undefined;
+        /** Its routine poll, made without waking it (pollAtRest), while that GET is out: aborted if it wakes. */
+        polling: AbortController | undefined;
       }
     | undefined;
   /** The actor is being re-created from the record: its start is not a change to write. */
@@ -897,6 +911,7 @@ export class OrderHost {
     if (this.slots.get(slot.orderId) === slot) return;
     this.idleChecks.cancel(slot.orderId);
     this.wakes.cancel(slot.orderId);
+    slot.passive?.polling?.abort();
     slot.passive = undefined;
   }
 
@@ -947,6 +962,7 @@ export class OrderHost {
       confirmedAt,
       leaseRenewedAt,
       listedAt: undefined,
+      polling: undefined,
     };
     slot.origin = undefined;
     slot.lastWrite = settledWrite;
@@ -978,7 +994,113 @@ export class OrderHost {
       this.opts.metrics?.pollDeferred?.();
       return;
     }
+    if (!passive.polling && this.pollAtRest(slot, passive, now)) return;
     this.wake(slot, 'timer');
+  }
+
+  /**
+   * A resting order due for its routine poll and for nothing else is polled without waking it: the host makes the
+   * machine's GET (a read: no lease, nothing to make durable first) and hands the answer to the machine's own rules.
+   * An answer that only confirms the order (the same status and exchange order) moves its confirmation and next
+   * poll, as the machine would, and it rests on: no actor, no lease taken up from Redis, nothing written (as for a
+   * live order's confirming poll). Any other answer, or a failure, wakes it and is handed to it (POLLED,
+   * POLL_FAILED). While the GET is out the order wakes as before for anything else (an event, its next other
+   * deadline), and the GET is then aborted: the live machine polls for itself.
+   */
+  private pollAtRest(slot: OrderSlot, passive: NonNullable<OrderSlot['passive']>, now: number): boolean {
+    const pollResting = this.opts.pollResting;
+    if (!pollResting || !this.binding.pollDueAtRest || !this.binding.confirmedByPoll) return false;
+    if (slot.stopped || slot.halted || this.writerFailed || !this.assigned.has(slot.partition)) return false;
+    const due = this.binding.pollDueAtRest(slot.record.machine, now);
+    if (due === null) return false;
+    const polling = new AbortController();
+    passive.polling = polling;
+    if (due.nextDeadline !== null) {
+      passive.wakeAt = due.nextDeadline;
+      this.wakes.schedule(slot.orderId, due.nextDeadline);
+    }
+    const rev = slot.record.rev;
+    const current = (): boolean =>
+      slot.passive === passive &&
+      passive.polling === polling &&
+      this.slots.get(slot.orderId) === slot &&
+      slot.record.rev === rev &&
+      !slot.stopped &&
+      !slot.halted &&
+      !this.writerFailed;
+    const mayAsk = (): void => {
+      if (!current()) throw new Error(`order ${slot.orderId} no longer rests here`);
+    };
+    const origin = fromTraceparent(slot.record.trace_origin);
+    const span = tracer.startSpan(
+      'order poll at rest',
+      {
+        root: true,
+        kind: SpanKind.INTERNAL,
+        attributes: this.orderAttributes(slot),
+        ...(origin ? { links: [{ context: origin }] } : {}),
+      },
+      ROOT_CONTEXT,
+    );
+    const ctx = withOrderId(trace.setSpan(ROOT_CONTEXT, span), slot.orderId);
+    void context
+      .with(ctx, () => pollResting(due.request, mayAsk, polling.signal))
+      .then(
+        (answer) => {
+          if (!current()) return;
+          passive.polling = undefined;
+          context.with(ctx, () => this.takeRestingAnswer(slot, passive, answer));
+        },
+        (error: unknown) => {
+          if (!current()) return;
+          passive.polling = undefined;
+          span.recordException(error as Error);
+          this.opts.metrics?.polledAtRest?.('failed');
+          context.with(ctx, () => this.wakeWith(slot, 'poll', { type: 'POLL_FAILED', error }));
+        },
+      )
+      .finally(() => span.end());
+    return true;
+  }
+
+  /** The answer to a poll made at rest: the order rests on when it only confirms it, else it is woken with it. */
+  private takeRestingAnswer(
+    slot: OrderSlot,
+    passive: NonNullable<OrderSlot['passive']>,
+    answer: PollAnswer,
+  ): void {
+    const confirmed = this.binding.confirmedByPoll?.(slot.record.machine, answer) ?? null;
+    if (confirmed === null) {
+      this.opts.metrics?.polledAtRest?.('news');
+      this.wakeWith(slot, 'poll', { type: 'POLLED', output: answer });
+      return;
+    }
+    // Kept in memory as the order's record (the state store's record of this rev too), as a live order's
+    // confirming poll is (persist): not written.
+    slot.record.machine = confirmed.machine;
+    this.opts.state.amend?.(slot.orderId, slot.record.rev, confirmed.machine);
+    const { resting } = confirmed;
+    passive.confirmedAt = resting.confirmedAt;
+    passive.pollDeferrableUntil = resting.pollDeferrableUntil ?? null;
+    passive.wakeAt = resting.wakeAt;
+    this.wakes.schedule(slot.orderId, resting.wakeAt);
+    this.opts.metrics?.polledAtRest?.('confirmed');
+  }
+
+  /**
+   * Wakes a resting order and hands it an event once it is live (after its lease is taken up again, if need be), in
+   * the trace it is called in.
+   */
+  private wakeWith(slot: OrderSlot, reason: WakeReason, event: OrderActorEvent): void {
+    const ctx = context.active();
+    const deliver = (): void => {
+      const actor = slot.actor;
+      if (!actor || this.slots.get(slot.orderId) !== slot || slot.stopped || slot.halted) return;
+      if (!this.mayAct(slot.orderId) || !actor.can(event)) return;
+      context.with(ctx, () => actor.send(event));
+    };
+    if (this.wake(slot, reason)) deliver();
+    else if (this.resuming.has(slot.orderId)) void this.awake(slot.orderId).then(deliver);
   }
 
   /**
@@ -991,6 +1113,9 @@ export class OrderHost {
   private wake(slot: OrderSlot, reason: WakeReason): boolean {
     if (!slot.passive) return Boolean(slot.actor);
     if (slot.stopped || slot.halted || this.writerFailed) return false;
+    // A poll made at rest is not waited for: the live machine polls for itself.
+    slot.passive.polling?.abort();
+    slot.passive.polling = undefined;
     const orderId = slot.orderId;
     const renewedAt = slot.passive.leaseRenewedAt;
     if (
@@ -1062,8 +1187,9 @@ export class OrderHost {
   /** The wake itself, once the lease is held: the actor re-created from the record, synchronously. */
   private wakeNow(slot: OrderSlot, reason: WakeReason): boolean {
     if (!slot.passive) return Boolean(slot.actor);
-    const { listedAt } = slot.passive;
+    const { listedAt, polling } = slot.passive;
     this.wakes.cancel(slot.orderId);
+    polling?.abort();
     slot.passive = undefined;
     slot.origin = fromTraceparent(slot.record.trace_origin);
     slot.waking = true;

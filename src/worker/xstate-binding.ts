@@ -4,11 +4,13 @@ import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
 import {
   confirmedByListing,
+  confirmedByPoll,
   onlyConfirms,
   onlyStartsAPoll,
   onlyWaitsForHints,
   passiveUntil,
   pollDeferrableUntil,
+  pollDueAtRest,
 } from '../../machines/order-passivation.ts';
 import {
   isDurableOrder,
@@ -104,6 +106,12 @@ export function createXStateBinding(opts: {
       isDurableOrder(next) && (onlyStartsAPoll(written, next) || onlyWaitsForHints(written, next)),
     confirmsOnly: (written, next) => isDurableOrder(next) && onlyConfirms(written, next),
     resting: (durable) => (isDurableOrder(durable) ? restingOf(durable) : null),
+    pollDueAtRest: (durable, now) => (isDurableOrder(durable) ? pollDueAtRest(durable, now) : null),
+    confirmedByPoll: (durable, answer) => {
+      const confirmed = isDurableOrder(durable) ? confirmedByPoll(durable, answer) : null;
+      const resting = confirmed === null ? null : restingOf(confirmed);
+      return resting === null ? null : { machine: confirmed, resting };
+    },
     restingAfterListing: (durable, listing) => {
       const confirmed = isDurableOrder(durable) ? confirmedByListing(durable, listing) : null;
       return confirmed === null ? null : restingOf(confirmed);

@@ -81,6 +81,7 @@ export function hostOver(
       | 'passivateIdleMs'
       | 'callInFlight'
       | 'pollsMayWait'
+      | 'pollResting'
       | 'commandPipelineDepth'
       | 'rewind'
     >
@@ -105,6 +106,7 @@ export function hostOver(
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.homes ? { homes: options.homes } : {}),
     ...(options.passivateIdleMs === undefined ? {} : { passivateIdleMs: options.passivateIdleMs }),
+    ...(options.pollResting ? { pollResting: options.pollResting } : {}),
     ...(options.callInFlight ? { callInFlight: options.callInFlight } : {}),
     ...(options.pollsMayWait ? { pollsMayWait: options.pollsMayWait } : {}),
     ...(options.commandPipelineDepth === undefined

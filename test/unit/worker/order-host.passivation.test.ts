@@ -12,7 +12,7 @@ import type {
 } from '../../../src/worker/machine-binding.ts';
 import type { OrderHostMetrics, OrderLeases, WakeReason } from '../../../src/worker/order-host.ts';
 import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
-import { exchangeOrder } from '../machines/order-harness.ts';
+import { exchangeOrder, failure } from '../machines/order-harness.ts';
 import { createCommand, hostOver, memoryStore, noMetrics, openRecord, withSuspend } from './host-fixtures.ts';
 
 const T = 1_000_000;
@@ -190,8 +190,12 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
 async function realMachineHost(opts: {
   passivateIdleMs: number;
   fetchOrder?: () => Promise<void>;
-  /** The status each GET answers (the order as created, INITIAL, unless given). */
+  /** The status each GET answers (the order as created, INITIAL, unless given); 'fail': the GET fails. */
   answers?: () => string;
+  /** The host makes a resting order's routine poll without waking it (OrderHostOptions.pollResting). */
+  pollsAtRest?: boolean;
+  /** Awaited by each poll made at rest before it answers. */
+  restPoll?: () => Promise<void>;
 }) {
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
@@ -209,8 +213,25 @@ async function realMachineHost(opts: {
     release: () => Promise.resolve(),
     isValid: () => true,
   });
+  const counted: OrderLeases = {
+    ...leases,
+    keepAgain: (...args) => (leaseCalls.keepAgain++, leases.keepAgain(...args)),
+    resume: (...args) => (leaseCalls.resume++, leases.resume(...args)),
+  };
   const order = exchangeOrder({ uniqueReference: 'EXREF1', status: 'INITIAL' });
   const at = () => Date.now();
+  const answer = () => {
+    const status = opts.answers?.() ?? order.status;
+    // Thrown as the runtime's actors throw an exchange failure (a plain ExchangeFailure, stamped).
+    // eslint-disable-next-line @typescript-eslint/only-throw-error
+    if (status === 'fail') throw { ...failure('backoff', { code: 'http_503' }), at: at() };
+    return { order: status === order.status ? order : { ...order, status }, at: at() };
+  };
+  /** Polls made at rest: when, and whether the host aborted the GET (the order woke meanwhile). */
+  const restPolls: Array<{ at: number; signal: AbortSignal }> = [];
+  const leaseCalls = { keepAgain: 0, resume: 0 };
+  const reactivated: string[] = [];
+  const atRest: string[] = [];
   const binding = createXStateBinding({
     orderConfig: {},
     actors: {
@@ -225,18 +246,33 @@ async function realMachineHost(opts: {
       fetchOrder: async () => {
         polls.push(at());
         await opts.fetchOrder?.();
-        const status = opts.answers?.() ?? order.status;
-        return { order: status === order.status ? order : { ...order, status }, at: at() };
+        return answer();
       },
     },
   });
   let passivated = 0;
   const host = hostOver(
-    { store, writer, leases, binding },
+    { store, writer, leases: counted, binding },
     {
       now: () => Date.now(),
       passivateIdleMs: opts.passivateIdleMs,
-      metrics: { ...noMetrics, orderPassivated: () => void passivated++ },
+      metrics: {
+        ...noMetrics,
+        orderPassivated: () => void passivated++,
+        orderReactivated: (reason) => void reactivated.push(reason),
+        polledAtRest: (outcome) => void atRest.push(outcome),
+      },
+      ...(opts.pollsAtRest
+        ? {
+            pollResting: async (request, mayAsk, signal) => {
+              expect(request).toEqual({ orderId: 'o-1', mode: 'cefi', uniqueReference: 'EXREF1' });
+              restPolls.push({ at: at(), signal });
+              await opts.restPoll?.();
+              mayAsk();
+              return answer();
+            },
+          }
+        : {}),
     },
   );
   host.setAssignment([0]);
@@ -248,7 +284,17 @@ async function realMachineHost(opts: {
     value: Buffer.from(JSON.stringify(createCommand)),
   });
   await settle();
-  return { host, polls, stateRecords, records, passivated: () => passivated };
+  return {
+    host,
+    polls,
+    stateRecords,
+    records,
+    passivated: () => passivated,
+    restPolls,
+    leaseCalls,
+    reactivated,
+    atRest,
+  };
 }
 
 /** The harness's order, rested (passivated) and left until its suspended lease is no longer valid locally. */
@@ -738,6 +784,90 @@ describe('order host: passivation', () => {
     await settle();
     expect(host.passivatedOrders).toBe(0);
     expect(polls).toHaveLength(1);
+  });
+
+  it('with the real machine and polls at rest: a resting order due for its routine poll is polled without waking it; an answer that only confirms it moves its next poll, news wakes it with the answer, a failure wakes it to retry', async () => {
+    let status = 'INITIAL';
+    const h = await realMachineHost({ passivateIdleMs: idleMs, answers: () => status, pollsAtRest: true });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.passivated()).toBe(1);
+    const writes = h.stateRecords.length;
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
+    await settle();
+    // Polled at its deadline by the host: no actor, no lease taken up again, no GET of the machine's own, nothing
+    // written; the confirmation is held as the order's record, so it rests until 30 s after the answer.
+    expect(h.restPolls.map((p) => p.at)).toEqual([T + 30_000]);
+    expect(h.polls).toEqual([]);
+    expect(h.atRest).toEqual(['confirmed']);
+    expect(h.reactivated).toEqual([]);
+    expect(h.leaseCalls).toEqual({ keepAgain: 0, resume: 0 });
+    expect(h.host.passivatedOrders).toBe(1);
+    expect(h.stateRecords.length).toBe(writes);
+    const held = h.records.get('o-1')?.machine as { context: { confirmedAt: number; nextPollAt: number } };
+    expect(held.context).toMatchObject({ confirmedAt: T + 30_000, nextPollAt: T + 60_000 });
+    await vi.advanceTimersByTimeAsync(30_000 - 1);
+    expect(h.restPolls).toHaveLength(1);
+
+    // News: woken with the answer, which the machine takes as its own poll's (no second GET), written.
+    status = 'PAID';
+    await vi.advanceTimersByTimeAsync(1);
+    await settle();
+    expect(h.restPolls.map((p) => p.at)).toEqual([T + 30_000, T + 60_000]);
+    expect(h.polls).toEqual([]);
+    expect(h.atRest).toEqual(['confirmed', 'news']);
+    expect(h.reactivated).toEqual(['poll']);
+    expect(h.stateRecords.length).toBe(writes + 1);
+    expect(h.stateRecords.at(-1)?.machine).toMatchObject({
+      stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
+      context: { lastStatus: 'PAID', confirmedAt: T + 60_000, nextPollAt: T + 90_000, pollAttempt: 0 },
+    });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.host.passivatedOrders).toBe(1);
+
+    // A failure: woken with it, the machine schedules its retry (written), and makes that retry itself.
+    status = 'fail';
+    await vi.advanceTimersByTimeAsync(T + 90_000 - Date.now());
+    await settle();
+    expect(h.restPolls).toHaveLength(3);
+    expect(h.atRest).toEqual(['confirmed', 'news', 'failed']);
+    expect(h.reactivated).toEqual(['poll', 'poll']);
+    expect(h.stateRecords.length).toBe(writes + 2);
+    expect(h.stateRecords.at(-1)?.machine).toMatchObject({ context: { lastStatus: 'PAID', pollAttempt: 1 } });
+    expect(h.polls).toEqual([]);
+    status = 'PAID';
+    await vi.advanceTimersByTimeAsync(60_000);
+    await settle();
+    expect(h.restPolls).toHaveLength(3);
+    expect(h.polls).toHaveLength(1);
+  });
+
+  it('with the real machine and polls at rest: an order woken while its poll at rest is out aborts that GET and ignores its answer', async () => {
+    let release = (): void => {};
+    const h = await realMachineHost({
+      passivateIdleMs: idleMs,
+      pollsAtRest: true,
+      restPoll: () => new Promise<void>((resolve) => (release = resolve)),
+    });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
+    expect(h.restPolls).toHaveLength(1);
+    expect(h.restPolls[0]?.signal.aborted).toBe(false);
+    const writes = h.stateRecords.length;
+    // A webhook hint wakes it: the GET out for it is aborted, and the live order takes the hint.
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() })).toBe(
+      true,
+    );
+    await settle();
+    expect(h.reactivated).toEqual(['hint']);
+    expect(h.restPolls[0]?.signal.aborted).toBe(true);
+    release();
+    await settle();
+    // Its answer (had it come) is not taken: the live machine polls for itself.
+    expect(h.atRest).toEqual([]);
+    await vi.advanceTimersByTimeAsync(3_000);
+    await settle();
+    expect(h.polls).toHaveLength(1);
+    expect(h.stateRecords.length).toBeGreaterThanOrEqual(writes);
   });
 
   it('with the real machine: an open order rests between polls, at its next poll is re-created and polls; an answer that only confirms it is not written, one with news is', async () => {
