@@ -2,7 +2,8 @@
 // initial (or restored) context, and the inputs of the quote and create calls. Pure; times are epoch ms.
 
 import { defaultBackoffPolicy, seedFromString } from './backoff.ts';
-import type { ExchangeStatus } from './domain.ts';
+import type { ExchangeOrderView, ExchangeStatus } from './domain.ts';
+import { paymentDeadlineOf } from './order-event-builders.ts';
 import { orderRequestKeys } from './order-request.ts';
 import type {
   CheckAddressInput,
@@ -83,6 +84,45 @@ export function listingConfirmation(
     now: Math.max(context.now, at),
     confirmedAt: at,
     nextPollAt: Math.max(context.nextPollAt ?? 0, at + listedPollIntervalMs),
+  };
+}
+
+/**
+ * What a confirming GET's answer changes (not one behind the status already confirmed): the exchange order as seen,
+ * when it was confirmed, its next routine poll (the shorter interval again when the answer shows a change no webhook
+ * announced: webhooks are not keeping the order informed), and the poll's bookkeeping cleared. The machine's
+ * observeOrder, and the runtime's confirmation of a resting order (confirmedByPoll), both take it from here.
+ */
+export function observation(
+  context: OrderContext,
+  observed: { readonly order: ExchangeOrderView; readonly at: number },
+): Pick<
+  OrderContext,
+  | 'now'
+  | 'order'
+  | 'lastStatus'
+  | 'paymentDeadline'
+  | 'pollStartedAt'
+  | 'pollAttempt'
+  | 'hintPending'
+  | 'webhooksInformed'
+  | 'nextPollAt'
+  | 'confirmedAt'
+> {
+  const { order, at } = observed;
+  const unannounced = context.lastStatus !== order.status && context.hintedStatus !== order.status;
+  const webhooksInformed = unannounced ? false : context.webhooksInformed === true;
+  return {
+    now: at,
+    order,
+    lastStatus: order.status,
+    paymentDeadline: paymentDeadlineOf(order) ?? context.paymentDeadline,
+    pollStartedAt: null,
+    pollAttempt: 0,
+    hintPending: false,
+    webhooksInformed,
+    nextPollAt: at + pollIntervalOf({ config: context.config, webhooksInformed }),
+    confirmedAt: Math.max(at, context.confirmedAt ?? at),
   };
 }
 

@@ -36,6 +36,7 @@ import {
   isStaleListing,
   listingConfirmation,
   listingConfirms,
+  observation,
   pollIntervalOf,
   type ListingRow,
 } from './order-context.ts';
@@ -447,22 +448,8 @@ export const orderMachineSetup = setup({
         });
         return;
       }
-      // A change the GET found that no webhook announced: webhooks are not keeping this order informed (lost,
-      // disabled, late), so its routine poll goes back to the shorter interval.
-      const unannounced = previous !== params.order.status && context.hintedStatus !== params.order.status;
-      const webhooksInformed = unannounced ? false : context.webhooksInformed === true;
-      enqueue.assign({
-        now: params.at,
-        order: params.order,
-        lastStatus: params.order.status,
-        paymentDeadline: paymentDeadlineOf(params.order) ?? context.paymentDeadline,
-        pollStartedAt: null,
-        pollAttempt: 0,
-        hintPending: false,
-        webhooksInformed,
-        nextPollAt: params.at + pollIntervalOf({ config: context.config, webhooksInformed }),
-        confirmedAt: Math.max(params.at, context.confirmedAt ?? params.at),
-      });
+      // A change the GET found that no webhook announced sends the routine poll back to the shorter interval.
+      enqueue.assign(observation(context, params));
       if (previous !== params.order.status) {
         enqueue.emit({
           type: 'order.status_changed',

@@ -9,11 +9,10 @@ import {
   isStaleListing,
   listingConfirmation,
   listingConfirms,
+  observation,
   pollIntervalBounds,
-  pollIntervalOf,
   type ListingRow,
 } from './order-context.ts';
-import { paymentDeadlineOf } from './order-event-builders.ts';
 import type { FetchOrderInput, FetchOrderOutput } from './order-types.ts';
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
@@ -126,23 +125,11 @@ export function confirmedByPoll(durable: DurableOrder, answer: FetchOrderOutput)
     return null;
   if (isStaleListing(context, answer.at)) return null;
   if (answer.order.status !== context.lastStatus || !sameJson(answer.order, context.order)) return null;
-  const webhooksInformed = context.webhooksInformed === true;
   const next: DurableOrder = {
     ...durable,
     savedAt: answer.at,
-    context: {
-      ...context,
-      now: answer.at,
-      // The same exchange order as held (sameJson above): the object already held stays.
-      order: context.order,
-      paymentDeadline: paymentDeadlineOf(answer.order) ?? context.paymentDeadline,
-      pollStartedAt: null,
-      pollAttempt: 0,
-      hintPending: false,
-      webhooksInformed,
-      nextPollAt: answer.at + pollIntervalOf({ config: context.config, webhooksInformed }),
-      confirmedAt: Math.max(answer.at, context.confirmedAt ?? answer.at),
-    },
+    // The same exchange order as held (sameJson above): the object already held stays.
+    context: { ...context, ...observation(context, answer), order: context.order },
   };
   return onlyConfirms(durable, next) ? next : null;
 }
