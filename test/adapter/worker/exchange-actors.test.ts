@@ -12,6 +12,7 @@ import {
   type OrderBarrier,
 } from '../../../src/worker/exchange-actors.ts';
 import {
+  RecordingBudget,
   mockExchange,
   mockedClient,
   orderFixture,
@@ -399,5 +400,53 @@ describe('exchange actors: the actionable-quote cooldown, between requests as th
       code: 'quote_cooldown',
     });
     expect(first.exchange.requests).toHaveLength(0);
+  });
+});
+
+describe("exchange actors: a resting order's routine poll, made by the host", () => {
+  function resting() {
+    exchange = mockExchange();
+    const budget = new RecordingBudget();
+    const calls = createExchangeActors({
+      client: mockedClient(exchange, { budget }),
+      cooldown: {} as QuoteCooldown,
+      claims: new MemoryClaims(),
+      now: () => T + 60_000,
+    });
+    return { ex: exchange, budget, calls };
+  }
+  const input = { orderId: 'o-1', mode: 'cefi' as const, uniqueReference: 'REST1' };
+
+  it('GETs the order at the lowest priority with no lease or durability wait, counted as a call of the order', async () => {
+    const { ex, budget, calls } = resting();
+    ex.reply('GET', '/orders/REST1/', 200, order('REST1', 5), { delayMs: 50 });
+    const poll = calls.pollResting(input, () => {}, signal);
+    expect(calls.busy('o-1')).toBe(true);
+    expect(calls.inflight()).toBe(1);
+    await expect(poll).resolves.toMatchObject({ order: { uniqueReference: 'REST1' }, at: T + 60_000 });
+    expect(calls.busy('o-1')).toBe(false);
+    expect(calls.inflight()).toBe(0);
+    expect(budget.acquired.map((a) => a.priority)).toEqual(['low']);
+  });
+
+  it('sends nothing once the order no longer rests, and hands a failure over as the machine would get it', async () => {
+    const { ex, calls } = resting();
+    const woken = new Error('order o-1 no longer rests here');
+    await expect(
+      calls.pollResting(
+        input,
+        () => {
+          throw woken;
+        },
+        signal,
+      ),
+    ).rejects.toMatchObject({ kind: 'exchange_failure', at: T + 60_000 });
+    expect(ex.requests).toHaveLength(0);
+    ex.reply('GET', '/orders/REST1/', 503, { detail: 'Service Unavailable' }, { times: 3 });
+    await expect(calls.pollResting(input, () => {}, signal)).rejects.toMatchObject({
+      kind: 'exchange_failure',
+      action: 'backoff',
+      at: T + 60_000,
+    });
   });
 });
