@@ -566,11 +566,29 @@ export class OrderHost {
     const resting = this.binding.restingAfterListing(slot.record.machine, row);
     if (resting === null) return undefined;
     passive.listedAt = row.at;
+    this.restAgain(slot, passive, resting);
+    return 'confirmed';
+  }
+
+  /** A resting order confirmed without waking it: its confirmation and next wake move as the machine's would. */
+  private restAgain(
+    slot: OrderSlot,
+    passive: NonNullable<OrderSlot['passive']>,
+    resting: RestingOrder,
+  ): void {
     passive.confirmedAt = resting.confirmedAt;
     passive.pollDeferrableUntil = resting.pollDeferrableUntil ?? null;
     passive.wakeAt = resting.wakeAt;
     this.wakes.schedule(slot.orderId, resting.wakeAt);
-    return 'confirmed';
+  }
+
+  /**
+   * A change of the order's machine that only confirms what is written: not written, but kept in memory as the
+   * order's record, in the slot and in the state store's record of the same rev (the order is held once).
+   */
+  private holdUnwritten(slot: OrderSlot, machine: unknown): void {
+    slot.record.machine = machine;
+    this.opts.state.amend?.(slot.orderId, slot.record.rev, machine);
   }
 
   /**
@@ -1075,15 +1093,9 @@ export class OrderHost {
       this.wakeWith(slot, 'poll', { type: 'POLLED', output: answer });
       return;
     }
-    // Kept in memory as the order's record (the state store's record of this rev too), as a live order's
-    // confirming poll is (persist): not written.
-    slot.record.machine = confirmed.machine;
-    this.opts.state.amend?.(slot.orderId, slot.record.rev, confirmed.machine);
-    const { resting } = confirmed;
-    passive.confirmedAt = resting.confirmedAt;
-    passive.pollDeferrableUntil = resting.pollDeferrableUntil ?? null;
-    passive.wakeAt = resting.wakeAt;
-    this.wakes.schedule(slot.orderId, resting.wakeAt);
+    // As a live order's confirming poll (persist): not written.
+    this.holdUnwritten(slot, confirmed.machine);
+    this.restAgain(slot, passive, confirmed.resting);
     this.opts.metrics?.polledAtRest?.('confirmed');
   }
 
@@ -1364,8 +1376,7 @@ export class OrderHost {
         extra.command === undefined &&
         extra.terminal !== true;
       if (bare && this.binding.confirmsOnly?.(slot.record.machine, machine)) {
-        slot.record.machine = machine;
-        this.opts.state.amend?.(slot.orderId, slot.record.rev, machine);
+        this.holdUnwritten(slot, machine);
         if (slot.durableRev === slot.record.rev) this.noteQuiet(slot);
         return Promise.resolve(true);
       }
