@@ -319,10 +319,7 @@ export const orderMachineSetup = setup({
     })),
     noteAdoptReference: assign((_, params: { readonly event: SettleEvent }) => ({
       now: params.event.at,
-      adoptReference:
-        params.event.type === 'SETTLE' && params.event.resolution === 'adopt'
-          ? params.event.uniqueReference
-          : null,
+      adoptReference: params.event.resolution === 'adopt' ? params.event.uniqueReference : null,
     })),
     refuseSettle: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -686,6 +683,13 @@ const pollObserved = {
   target: 'monitoring',
   reenter: true,
   actions: { type: 'observeOrder', params: seenOf },
+} as const;
+
+/** A failed poll: the order monitors again and retries after its backoff (never faster than the poll interval). */
+const pollFailed = {
+  target: 'monitoring',
+  reenter: true,
+  actions: { type: 'schedulePollRetry', params: thrown },
 } as const;
 
 export const orderMachine = orderMachineSetup.createMachine({
@@ -1108,11 +1112,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                   ...pollEnds(),
                   pollObserved,
                 ],
-                POLL_FAILED: {
-                  target: 'monitoring',
-                  reenter: true,
-                  actions: { type: 'schedulePollRetry', params: thrown },
-                },
+                POLL_FAILED: pollFailed,
                 // A bulk listing (GET /orders/?status=<code>): the same status re-arms the routine poll from the
                 // listing's time; another status is a hint, confirmed (or not) by the GET; a stale one is ignored.
                 LISTED: [
@@ -1158,7 +1158,7 @@ export const orderMachine = orderMachineSetup.createMachine({
                     guard: and(['hintPending', not('queuedHintsMayWait')]),
                     target: 'polling',
                     reenter: true,
-                    actions: { type: 'observeOrder', params: ({ event }) => event.output },
+                    actions: { type: 'observeOrder', params: seenOf },
                   },
                   {
                     guard: {
@@ -1167,16 +1167,13 @@ export const orderMachine = orderMachineSetup.createMachine({
                     },
                     target: 'monitoring',
                     actions: [
-                      { type: 'observeOrder', params: ({ event }) => event.output },
+                      { type: 'observeOrder', params: seenOf },
                       { type: 'deferQueuedHints', params: ({ event }) => ({ at: event.output.at }) },
                     ],
                   },
                   pollObserved,
                 ],
-                onError: {
-                  target: 'monitoring',
-                  actions: { type: 'schedulePollRetry', params: thrown },
-                },
+                onError: pollFailed,
               },
             },
           },
