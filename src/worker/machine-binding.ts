@@ -104,9 +104,10 @@ export interface MachineBinding {
    */
   restingAfterListing?(durable: unknown, listing: { status: string; at: number }): RestingOrder | null;
   /**
-   * True when the change from the `written` durable form to `next` need not be written: it only starts a status
-   * poll (a GET), whose answer is written unless it only confirms (confirmsOnly); a restart re-enters the written
-   * state and polls again.
+   * True when the change from the `written` durable form to `next` need not be written: there is none (the form
+   * written already, as when a command's own write took the transition its actor's change also asked a write for),
+   * or it only starts a status poll (a GET), whose answer is written unless it only confirms (confirmsOnly); a
+   * restart re-enters the written state and polls again.
    */
   unwritten?(written: unknown, next: unknown): boolean;
   /**

@@ -11,6 +11,7 @@ import {
   passiveUntil,
   pollDeferrableUntil,
   pollDueAtRest,
+  sameJson,
 } from '../../machines/order-passivation.ts';
 import {
   isDurableOrder,
@@ -103,7 +104,8 @@ export function createXStateBinding(opts: {
       return start(restoreInput(durable, startOpts.now), startOpts);
     },
     unwritten: (written, next) =>
-      isDurableOrder(next) && (onlyStartsAPoll(written, next) || onlyWaitsForHints(written, next)),
+      isDurableOrder(next) &&
+      (sameJson(written, next) || onlyStartsAPoll(written, next) || onlyWaitsForHints(written, next)),
     confirmsOnly: (written, next) => isDurableOrder(next) && onlyConfirms(written, next),
     resting: (durable) => (isDurableOrder(durable) ? restingOf(durable) : null),
     pollDueAtRest: (durable, now) => (isDurableOrder(durable) ? pollDueAtRest(durable, now) : null),

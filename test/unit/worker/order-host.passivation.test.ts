@@ -196,6 +196,8 @@ async function realMachineHost(opts: {
   pollsAtRest?: boolean;
   /** Awaited by each poll made at rest before it answers. */
   restPoll?: () => Promise<void>;
+  /** Awaited by the address check before it answers (the runtime's waits for durability and the catalog). */
+  addressCheck?: () => Promise<void>;
 }) {
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
@@ -235,7 +237,10 @@ async function realMachineHost(opts: {
   const binding = createXStateBinding({
     orderConfig: {},
     actors: {
-      checkAddress: () => Promise.resolve({ ok: true, at: at() }),
+      checkAddress: async () => {
+        await opts.addressCheck?.();
+        return { ok: true, at: at() };
+      },
       preScreen: () => Promise.reject(new Error('not used')),
       acquireQuoteSlot: () => Promise.resolve({ granted: true, at: at() }),
       requestQuote: () => Promise.resolve({ rateId: 'r', rate: '0.05', expiresAt: at() + 60_000, at: at() }),
@@ -665,6 +670,39 @@ describe('order host: passivation', () => {
     h.host.reconcile(T + 30_000 + 60_001, 60_000);
     expect(h.log).toEqual(['restore', 'stop', 'restore']);
     expect(h.counts.reactivated).toEqual(['reconcile']);
+  });
+
+  it('with the real machine: a command handled writes its record once, not again for the same transition', async () => {
+    // The command's own write (its offset, its events) and the write each transition schedules both ran for one
+    // change: the second wrote a record identical to the first but for its rev.
+    const { host, stateRecords } = await realMachineHost({
+      passivateIdleMs: 0,
+      // As in the runtime, the check answers after the order's first write was asked for.
+      addressCheck: () => new Promise((resolve) => setImmediate(resolve)),
+    });
+    await host.handleMessage({
+      topic: 'commands',
+      partition: 0,
+      offset: '1',
+      key: 'o-1',
+      value: Buffer.from(
+        JSON.stringify({
+          type: 'order.submit_deposit',
+          command_id: 'c-2',
+          order_id: 'o-1',
+          tx_hash: '0xabcdef0123',
+        }),
+      ),
+    });
+    await settle();
+    const forms = stateRecords.map((r) => JSON.stringify(r.machine));
+    const repeated = forms.filter((form, i) => i > 0 && form === forms[i - 1]);
+    expect(repeated).toEqual([]);
+    const states = stateRecords.map((r) => (r.machine as { resumeFrom: string }).resumeFrom);
+    expect(states[0]).toBe('checkingAddress.calling');
+    // The deposit command was written (its offset and the deposit noted), and its call's answer after it.
+    expect(states.slice(-2)).toEqual(['open', 'open']);
+    expect(new Set(forms.slice(-3)).size).toBe(3);
   });
 
   it('with the real machine: the poll start of a live order writes nothing, its GET waits for no write, and its answer is written', async () => {
