@@ -358,6 +358,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
               host.restoring ||
               heldRoutes.length > 0 ||
               routeWrites.activeCount + routeWrites.pendingCount > 0,
+            onReduced: telemetry.metrics.heapReduced,
           })
         : undefined,
     inflightExchangeCalls: exchangeActors.inflight,

@@ -65,6 +65,7 @@ export class WorkerMetrics {
   readonly listingWalksFailed;
   readonly webhooks;
   readonly webhookToEvent;
+  readonly heapReductions;
 
   /** The exporter must be one of the meter provider's readers (see sdk.ts); `meter` comes from that provider. */
   constructor(meter: Meter, exporter: PrometheusExporter) {
@@ -161,6 +162,10 @@ export class WorkerMetrics {
     this.webhookToEvent = seconds(
       'worker_webhook_to_event_seconds',
       'from a webhook received to the committed event of the poll it triggered',
+    );
+    this.heapReductions = counter(
+      'worker_heap_reductions',
+      'memory-reducing collections run after restores and revokes (reason: start, restore, revoke): the replica at rest again',
     );
 
     const gauge = (name: string, description: string, read: (s: WorkerGaugeSources) => number, unit = '') =>
@@ -272,6 +277,9 @@ export class WorkerMetrics {
       polledAtRest: (outcome: string): void => this.pollsAtRest.add(1, { outcome }),
     };
   }
+
+  /** A memory-reducing collection done (src/worker/heap-reducer.ts HeapReducerOptions.onReduced). */
+  heapReduced = (reason: string): void => this.heapReductions.add(1, { reason });
 
   /** The CeFi listing reconciler's observer port (src/worker/cefi-listing.ts ListingMetrics). */
   listingObserver() {

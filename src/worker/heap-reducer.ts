@@ -63,6 +63,8 @@ export interface HeapReducerOptions {
   busy?: () => boolean;
   /** The collection itself (tests pass a fake). */
   reduce?: () => Promise<void>;
+  /** Told of every reduction done, with its reason (metrics: the replica is at rest again). */
+  onReduced?: (reason: string) => void;
 }
 
 /** Runs a memory-reducing collection after bursts (restores), debounced and at most once per interval. */
@@ -73,6 +75,7 @@ export class HeapReducer {
   private readonly now: () => number;
   private readonly reduce: () => Promise<void>;
   private readonly busy: () => boolean;
+  private readonly onReduced: ((reason: string) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lastRun = -Infinity;
   private running: Promise<void> | undefined;
@@ -85,6 +88,7 @@ export class HeapReducer {
     this.now = opts.now ?? Date.now;
     this.reduce = opts.reduce ?? reduceHeap;
     this.busy = opts.busy ?? (() => false);
+    this.onReduced = opts.onReduced;
   }
 
   /** Asks for a reduction after a burst: runs `delayMs` after the last request, no sooner than the interval allows. */
@@ -122,6 +126,7 @@ export class HeapReducer {
     this.running = this.reduce();
     try {
       await this.running;
+      this.onReduced?.(reason);
       const after = process.memoryUsage();
       const mib = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;
       this.logger.info(

@@ -14,8 +14,15 @@ function fakeReducer(opts: {
   vi.useFakeTimers();
   const { fails, ...options } = opts;
   const reduce = vi.fn(() => (fails ? Promise.reject(new Error('no')) : Promise.resolve()));
-  const reducer = new HeapReducer({ logger, ...options, reduce, now: () => Date.now() });
-  return { reduce, reducer };
+  const reduced: string[] = [];
+  const reducer = new HeapReducer({
+    logger,
+    ...options,
+    reduce,
+    now: () => Date.now(),
+    onReduced: (reason) => void reduced.push(reason),
+  });
+  return { reduce, reducer, reduced };
 }
 
 describe('HeapReducer', () => {
@@ -59,11 +66,22 @@ describe('HeapReducer', () => {
     expect(reduce).toHaveBeenCalledTimes(2);
   });
 
+  it('tells of each reduction done, with its reason (the replica at rest again)', async () => {
+    const { reducer, reduced } = fakeReducer({ delayMs: 1_000, minIntervalMs: 0, busy: () => false });
+    await reducer.reduceNow('start');
+    reducer.request('restore');
+    await vi.advanceTimersByTimeAsync(999);
+    expect(reduced).toEqual(['start']);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(reduced).toEqual(['start', 'restore']);
+  });
+
   it('does nothing once stopped, and a failed reduction is only logged', async () => {
-    const { reduce, reducer } = fakeReducer({ delayMs: 100, minIntervalMs: 0, fails: true });
+    const { reduce, reducer, reduced } = fakeReducer({ delayMs: 100, minIntervalMs: 0, fails: true });
     reducer.request('restore');
     await vi.advanceTimersByTimeAsync(100);
     expect(reduce).toHaveBeenCalledTimes(1);
+    expect(reduced).toEqual([]);
     reducer.request('restore');
     reducer.stop();
     await vi.advanceTimersByTimeAsync(1_000);
