@@ -155,7 +155,7 @@ if (wanted('restore')) {
         largest.rssKiBPerOrder,
         'KiB',
         { op: '<', bound: 5 },
-        `${at}; heap ${largest.heapKiBPerOrder} KiB; target at 100k`,
+        `${at}; heap ${largest.heapKiBPerOrder} KiB; at rest ${round(largest.atRestMs / 1000, 1)} s after ready${largest.notAtRest ? ' (NOT at rest within the cap)' : ''}; target at 100k`,
       ),
     );
     if (three && three.orders === largest.orders) {
@@ -168,7 +168,7 @@ if (wanted('restore')) {
           Math.max(...shares),
           'x one replica',
           { op: '<=', bound: 0.4 },
-          `${three.orders} open orders on 6 partitions; each replica's RSS over an empty one against one replica holding all: ${shares.join(' / ')}; summed ${three.rssKiBPerOrder} KiB per order (heap ${three.heapKiBPerOrder})`,
+          `${three.orders} open orders on 6 partitions; each replica's RSS over an empty one against one replica holding all: ${shares.join(' / ')}; summed ${three.rssKiBPerOrder} KiB per order (heap ${three.heapKiBPerOrder}); at rest ${round(three.atRestMs / 1000, 1)} s after ready${three.notAtRest ? ` (${three.notAtRest} replica(s) NOT at rest within the cap)` : ''}`,
         ),
       );
     }
