@@ -57,13 +57,6 @@ const benchEnv = { LEASE_TTL_MS: '15000', MAX_ACTIVE_ORDERS: '1000000' };
 const settleMs = Number(process.env['BENCH_RESTORE_SETTLE_MS'] ?? 15_000);
 const restCapMs = 120_000;
 
-/** Memory-reducing collections a replica ran after a restore (it runs one once the restore's follow-up is done). */
-async function reductionsAfterRestore(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('worker_heap_reductions_total{reason="restore"}'));
-  return line ? Number(line.split(' ').at(-1)) : 0;
-}
-
 async function gauge(port: number, name: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
@@ -191,13 +184,16 @@ export async function runRestore(opts: {
     // At rest: the replica gives the restore's garbage back with a memory-reducing collection once the restore's
     // follow-up (the routes it publishes to Redis) is done, seconds after ready on a loaded machine. Measured after it.
     const readyAt = Date.now();
+    // Memory-reducing collections each replica ran after a restore (NaN before its first: no series yet).
     let reduced: number[] = [];
     for (; Date.now() - readyAt < restCapMs; await sleep(250)) {
-      reduced = await Promise.all(fresh.map((w) => reductionsAfterRestore(w.metricsPort)));
+      reduced = await Promise.all(
+        fresh.map((w) => gauge(w.metricsPort, 'worker_heap_reductions_total{reason="restore"}')),
+      );
       if (reduced.every((n) => n >= 1)) break;
     }
     const atRestMs = Date.now() - readyAt;
-    const notAtRest = reduced.filter((n) => n < 1).length;
+    const notAtRest = reduced.filter((n) => !(n >= 1)).length;
     const heaps = await Promise.all(fresh.map((w) => restingHeap(w.metricsPort, settleMs)));
     const meter = new ProcessMeter(fresh.map((w) => w.child.pid ?? 0));
     const rss = meter.rss();
