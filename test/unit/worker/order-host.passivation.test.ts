@@ -196,8 +196,8 @@ async function realMachineHost(opts: {
   pollsAtRest?: boolean;
   /** Awaited by each poll made at rest before it answers. */
   restPoll?: () => Promise<void>;
-  /** Awaited by the address check before it answers (the runtime's waits for durability and the catalog). */
-  addressCheck?: () => Promise<void>;
+  /** Awaited by the address check and the deposit submission before they answer (the runtime's wait for durability). */
+  callWait?: () => Promise<void>;
 }) {
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
@@ -238,7 +238,7 @@ async function realMachineHost(opts: {
     orderConfig: {},
     actors: {
       checkAddress: async () => {
-        await opts.addressCheck?.();
+        await opts.callWait?.();
         return { ok: true, at: at() };
       },
       preScreen: () => Promise.reject(new Error('not used')),
@@ -247,7 +247,10 @@ async function realMachineHost(opts: {
       createOrder: () => Promise.resolve({ order, reused: false, at: at() }),
       findExistingOrder: () => Promise.reject(new Error('not used')),
       adoptOrder: () => Promise.reject(new Error('not used')),
-      submitDeposit: () => Promise.resolve({ alreadyRecorded: false, at: at() }),
+      submitDeposit: async () => {
+        await opts.callWait?.();
+        return { alreadyRecorded: false, at: at() };
+      },
       fetchOrder: async () => {
         polls.push(at());
         await opts.fetchOrder?.();
@@ -677,8 +680,8 @@ describe('order host: passivation', () => {
     // change: the second wrote a record identical to the first but for its rev.
     const { host, stateRecords } = await realMachineHost({
       passivateIdleMs: 0,
-      // As in the runtime, the check answers after the order's first write was asked for.
-      addressCheck: () => new Promise((resolve) => setImmediate(resolve)),
+      // As in the runtime, the calls answer after the write before them was asked for.
+      callWait: () => new Promise((resolve) => setImmediate(resolve)),
     });
     await host.handleMessage({
       topic: 'commands',
@@ -703,6 +706,26 @@ describe('order host: passivation', () => {
     // The deposit command was written (its offset and the deposit noted), and its call's answer after it.
     expect(states.slice(-2)).toEqual(['open', 'open']);
     expect(new Set(forms.slice(-3)).size).toBe(3);
+  });
+
+  it('with the real machine: a command delivered while a call waits writes its record once (a cancel during the address check)', async () => {
+    // The cancel's own write (its offset, the order.canceled event) and the write its transition scheduled: the
+    // terminal form was written twice.
+    let release = (): void => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { host, stateRecords } = await realMachineHost({ passivateIdleMs: 0, callWait: () => gate });
+    await host.handleMessage({
+      topic: 'commands',
+      partition: 0,
+      offset: '1',
+      key: 'o-1',
+      value: Buffer.from(JSON.stringify({ type: 'order.cancel', command_id: 'c-3', order_id: 'o-1' })),
+    });
+    await settle();
+    release();
+    await settle();
+    const states = stateRecords.map((r) => (r.machine as { resumeFrom: string }).resumeFrom);
+    expect(states).toEqual(['checkingAddress.calling', 'canceled']);
   });
 
   it('with the real machine: the poll start of a live order writes nothing, its GET waits for no write, and its answer is written', async () => {
