@@ -101,6 +101,48 @@ export class OrderLease {
     return { orderId, owner, fence: Number(fence), ttlMs, acquiredAt };
   }
 
+  /**
+   * Takes the leases of many orders in one round trip (a partition's restore), each exactly as `acquire` would:
+   * one result per request, in order, null where the lease is held. Throws WorkerError redis_unavailable
+   * (retryable) when Redis cannot be reached; then none was granted, or some were and run out on their ttl.
+   */
+  async acquireMany(
+    requests: ReadonlyArray<{ readonly orderId: string; readonly minFence: number }>,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Array<LeaseGrant | null>> {
+    requireNonEmpty('owner', owner);
+    requirePositiveInteger('ttlMs', ttlMs);
+    if (requests.length === 0) return [];
+    const keys: string[] = [];
+    const minFences: string[] = [];
+    for (const { orderId, minFence } of requests) {
+      requireNonEmpty('orderId', orderId);
+      if (!Number.isSafeInteger(minFence) || minFence < 0)
+        throw invalidArgument(`minFence must be a non-negative integer, got ${minFence}`);
+      keys.push(leaseKey(orderId), fenceKey(orderId));
+      minFences.push(String(minFence));
+    }
+    const acquiredAt = this.#now();
+    let fences: number[];
+    try {
+      fences = await this.#redis.leaseAcquireMany(
+        keys.length,
+        ...keys,
+        owner,
+        ttlMs,
+        this.#fenceRetentionMs,
+        ...minFences,
+      );
+    } catch (error) {
+      throw toRedisWorkerError(error, `acquire the leases of ${requests.length} orders`);
+    }
+    return requests.map(({ orderId }, i) => {
+      const fence = Number(fences[i]);
+      return fence > 0 ? { orderId, owner, fence, ttlMs, acquiredAt } : null;
+    });
+  }
+
   /** Extends the lease by its ttl. false: the lease expired or someone else holds it now (it is lost). */
   async renew(grant: LeaseGrant): Promise<boolean> {
     try {

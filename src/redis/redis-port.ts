@@ -14,6 +14,11 @@ export interface RedisScriptCommands {
     minFence: string,
     fenceRetentionMs: number,
   ): Promise<number | null>;
+  /**
+   * lease-acquire-many-n.lua: for orders i = 1..n, KEYS lease key and fence counter of each in turn, then ARGV owner,
+   * ttl, fence retention and the minFence of each: per order its fence when granted, 0 when its lease is held.
+   */
+  leaseAcquireMany(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number[]>;
   /** lease-renew-1.lua: 1 when extended, 0 when the lease is not held by `token`. */
   leaseRenew(leaseKey: string, token: string, ttlMs: number): Promise<number>;
   /** lease-release-1.lua: 1 when deleted, 0 when the lease is not held by `token`. */

@@ -1,5 +1,6 @@
 // Loads our Lua commands from the .lua files next to this module and registers them on an ioredis client.
-// File names end in "-<number of keys>.lua" (the BullMQ convention), so the KEYS count lives with the script.
+// File names end in "-<number of keys>.lua" (the BullMQ convention), so the KEYS count lives with the script; "-n.lua"
+// when each call says how many KEYS it passes (its first argument), as a script over many orders at once does.
 // ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT, so scripts survive a Redis that restarted empty.
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
@@ -7,6 +8,7 @@ import type { RedisScriptCommands } from './redis-port.ts';
 
 const scriptFiles: Record<keyof RedisScriptCommands, string> = {
   leaseAcquire: 'lease-acquire-2.lua',
+  leaseAcquireMany: 'lease-acquire-many-n.lua',
   leaseRenew: 'lease-renew-1.lua',
   leaseRelease: 'lease-release-1.lua',
   leaseHolder: 'lease-holder-1.lua',
@@ -17,16 +19,17 @@ const scriptFiles: Record<keyof RedisScriptCommands, string> = {
 
 export interface LuaScript {
   readonly name: keyof RedisScriptCommands;
-  readonly numberOfKeys: number;
+  /** undefined: given by each call, as its first argument. */
+  readonly numberOfKeys: number | undefined;
   readonly lua: string;
 }
 
 function load(name: keyof RedisScriptCommands, file: string): LuaScript {
-  const match = /-(\d+)\.lua$/.exec(file);
-  if (!match?.[1]) throw new Error(`Lua file ${file} must end in -<number of keys>.lua`);
+  const match = /-(\d+|n)\.lua$/.exec(file);
+  if (!match?.[1]) throw new Error(`Lua file ${file} must end in -<number of keys>.lua or -n.lua`);
   return {
     name,
-    numberOfKeys: Number(match[1]),
+    numberOfKeys: match[1] === 'n' ? undefined : Number(match[1]),
     lua: readFileSync(new URL(`./${file}`, import.meta.url), 'utf8'),
   };
 }
@@ -41,7 +44,10 @@ export function luaScripts(): readonly LuaScript[] {
 /** Registers every Lua command on the client; from then on it satisfies RedisScriptCommands. */
 export function defineRedisScripts(redis: Redis): Redis & RedisScriptCommands {
   for (const script of luaScripts()) {
-    redis.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+    redis.defineCommand(script.name, {
+      ...(script.numberOfKeys === undefined ? {} : { numberOfKeys: script.numberOfKeys }),
+      lua: script.lua,
+    });
   }
   return redis as Redis & RedisScriptCommands;
 }

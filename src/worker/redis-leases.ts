@@ -5,7 +5,7 @@
 import { LeaseKeeper, type LeaseLossReason } from '../redis/lease-keeper.ts';
 import type { LeaseGrant, OrderLease } from '../redis/order-lease.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { OrderLeases } from './order-host.ts';
+import type { LeaseRequest, OrderLeases } from './order-host.ts';
 
 export class RedisOrderLeases implements OrderLeases {
   private readonly lease: OrderLease;
@@ -45,6 +45,16 @@ export class RedisOrderLeases implements OrderLeases {
     this.keeper.keep(grant);
     this.log.debug({ orderId, fence: grant.fence, minFence }, 'order lease granted');
     return { fence: grant.fence };
+  }
+
+  async acquireMany(requests: readonly LeaseRequest[]): Promise<Array<{ fence: number } | null>> {
+    const grants = await this.lease.acquireMany(requests, this.owner, this.ttlMs);
+    return grants.map((grant, i) => {
+      if (!grant) return null;
+      this.onLost.set(grant.orderId, requests[i]!.onLost);
+      this.keeper.keep(grant);
+      return { fence: grant.fence };
+    });
   }
 
   suspend(orderId: string): number | undefined {

@@ -149,4 +149,72 @@ describe('OrderLease', () => {
     });
     await expect(lease.acquire('', 'replica-a', 1000)).rejects.toMatchObject({ code: 'invalid_argument' });
   });
+  describe('acquireMany (a restore: many orders in one round trip)', () => {
+    it('grants each free order as acquire would, refuses each held one, and answers in the order asked', async () => {
+      const client = await redis.client({ keyPrefix: redis.prefix() });
+      const lease = new OrderLease(client);
+      const held = await lease.acquire('order-2', 'replica-b', 10_000);
+      const earlier = await lease.acquire('order-3', 'replica-a', 10_000);
+      if (!held || !earlier) throw new Error('expected grants');
+      await lease.release(earlier);
+
+      const grants = await lease.acquireMany(
+        [
+          { orderId: 'order-1', minFence: 41 },
+          { orderId: 'order-2', minFence: 0 },
+          { orderId: 'order-3', minFence: 0 },
+          { orderId: 'order-4', minFence: 2 ** 50 + 7 },
+        ],
+        'replica-a',
+        10_000,
+      );
+      expect(grants.map((grant) => grant?.fence ?? null)).toEqual([42, null, earlier.fence + 1, 2 ** 50 + 8]);
+      expect(grants[0]).toMatchObject({ orderId: 'order-1', owner: 'replica-a', ttlMs: 10_000 });
+      expect(grants[3]?.orderId).toBe('order-4');
+      // Held as one acquire holds it: the holder, its ttl, renewable and releasable by its token only.
+      expect(await lease.holder('order-2')).toMatchObject({ owner: 'replica-b', fence: held.fence });
+      expect(await lease.holder('order-1')).toMatchObject({ owner: 'replica-a', fence: 42 });
+      expect((await lease.holder('order-3'))?.remainingMs).toBeGreaterThan(9_000);
+      expect(await lease.acquire('order-1', 'replica-b', 10_000)).toBeNull();
+      const first = grants[0];
+      if (!first) throw new Error('expected a grant');
+      expect(await lease.renew(first)).toBe(true);
+      expect(await lease.release(first)).toBe(true);
+      // The counter went on from the batch's fence: the next grant is above it.
+      expect((await lease.acquire('order-1', 'replica-b', 10_000))?.fence).toBe(43);
+      // Nothing asked, nothing sent.
+      expect(await lease.acquireMany([], 'replica-a', 10_000)).toEqual([]);
+    });
+
+    it('keeps the fence counters it touched for the retention, like acquire', async () => {
+      const client = await redis.client();
+      const lease = new OrderLease(client, { fenceRetentionMs: 60_000 });
+      await lease.acquireMany([{ orderId: 'order-1', minFence: 0 }], 'replica-a', 10_000);
+      const ttl = await client.pttl('lease:{order-1}:fence');
+      expect(ttl).toBeGreaterThan(50_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+      const forever = new OrderLease(client, { fenceRetentionMs: 0 });
+      await forever.acquireMany([{ orderId: 'order-2', minFence: 0 }], 'replica-a', 10_000);
+      expect(await client.pttl('lease:{order-2}:fence')).toBe(-1);
+    });
+
+    it('fails as a whole with a retryable redis_unavailable error while Redis is down, and rejects bad arguments', async () => {
+      const client = await redis.client();
+      const lease = new OrderLease(client);
+      await expect(
+        lease.acquireMany([{ orderId: 'order-1', minFence: -1 }], 'replica-a', 10_000),
+      ).rejects.toMatchObject({ code: 'invalid_argument' });
+      await expect(lease.acquireMany([{ orderId: '', minFence: 0 }], 'replica-a', 10_000)).rejects.toMatchObject({
+        code: 'invalid_argument',
+      });
+      await redis.server().stop();
+      const error: unknown = await lease
+        .acquireMany([{ orderId: 'order-1', minFence: 0 }], 'replica-a', 10_000)
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'redis_unavailable', retryable: true });
+      await redis.server().start();
+      await reconnected(client);
+      expect((await lease.acquireMany([{ orderId: 'order-1', minFence: 0 }], 'replica-a', 10_000))[0]?.fence).toBe(1);
+    });
+  });
 });

@@ -52,6 +52,15 @@ interface HarnessOptions {
   /** The fence each grant carries (default 1: nobody held the lease before). */
   grantFence?: number;
   homes?: OrderHomes;
+  /** Leases that also answer many orders at once (acquireMany), as the Redis ones do. */
+  batchLeases?: {
+    /** Orders a batch finds held (by the previous owner); their own acquire later is granted. */
+    held?: Set<string>;
+    /** Every batch fails (Redis unreachable for it). */
+    fail?: boolean;
+    /** Runs while a batch is in flight, before it answers. */
+    onBatch?: (orderIds: string[]) => void;
+  };
 }
 
 function harness(options: HarnessOptions = {}): Harness {
@@ -100,6 +109,17 @@ function harness(options: HarnessOptions = {}): Harness {
     },
     isValid: () => true,
   });
+  const batch = options.batchLeases;
+  if (batch)
+    leases.acquireMany = (requests) => {
+      const orderIds = requests.map((request) => request.orderId);
+      leaseCalls.push(['acquireMany', orderIds.join(',')]);
+      batch.onBatch?.(orderIds);
+      if (batch.fail) return Promise.reject(new Error('redis unreachable'));
+      return Promise.resolve(
+        orderIds.map((orderId) => (batch.held?.has(orderId) ? null : { fence: options.grantFence ?? 1 })),
+      );
+    };
 
   const handle: OrderActorHandle = {
     can: () => status.accepts,
@@ -339,6 +359,51 @@ describe('order host', () => {
     h.host.setAssignment([]);
     expect(await h.host.onAssignment([0], [])).toBe(2);
     expect(h.host.activeOrders).toBe(0);
+  });
+
+  describe('restore with leases asked for many orders at once', () => {
+    const openOrders = (h: Harness, count: number): string[] => {
+      const ids = Array.from({ length: count }, (_, i) => `o-${i}`);
+      for (const id of ids) h.records.set(id, openRecord(id, 0));
+      return ids;
+    };
+    const calls = (h: Harness, kind: string) => h.leaseCalls.filter(([call]) => call === kind);
+
+    it('asks in round trips of a hundred orders, then one at a time for those held elsewhere, and restores them all', async () => {
+      const h = harness({ batchLeases: { held: new Set(['o-7', 'o-212']) } });
+      const ids = openOrders(h, 250);
+      h.host.setAssignment([0]);
+      expect(await h.host.onAssignment([], [0])).toBe(250);
+      expect(calls(h, 'acquireMany').map(([, asked]) => asked.split(',').length)).toEqual([100, 100, 50]);
+      expect(calls(h, 'acquire').map(([, id]) => id)).toEqual(['o-7', 'o-212']);
+      expect(h.restored.sort()).toEqual([...ids].sort());
+      expect(ids.every((id) => h.host.mayAct(id))).toBe(true);
+    });
+
+    it('asks one order at a time when a batch fails', async () => {
+      const h = harness({ batchLeases: { fail: true } });
+      const ids = openOrders(h, 120);
+      h.host.setAssignment([0]);
+      expect(await h.host.onAssignment([], [0])).toBe(120);
+      expect(calls(h, 'acquireMany')).toHaveLength(2);
+      expect(calls(h, 'acquire')).toHaveLength(120);
+      expect(h.restored.sort()).toEqual([...ids].sort());
+    });
+
+    it('releases the grants of a batch that lands after its partition was revoked, and drives none of them', async () => {
+      const h = harness({ batchLeases: { onBatch: () => h.host.setAssignment([]) } });
+      openOrders(h, 3);
+      h.host.setAssignment([0]);
+      await h.host.onAssignment([], [0]);
+      expect(h.leaseCalls).toEqual([
+        ['acquireMany', 'o-0,o-1,o-2'],
+        ['release', 'o-0'],
+        ['release', 'o-1'],
+        ['release', 'o-2'],
+      ]);
+      expect(h.restored).toEqual([]);
+      expect(h.host.activeOrders).toBe(0);
+    });
   });
 
   it('drives an unfinished order of its partition that it does not drive yet instead of refusing its command', async () => {
