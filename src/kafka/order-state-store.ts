@@ -272,8 +272,10 @@ export class OrderStateStore {
       this.logger.error({ key, partition }, 'state record is not JSON; ignored');
       return;
     }
-    const barrier = barrierSchema.safeParse(json);
-    if (barrier.success) {
+    // Only a record with a `barrier` key can be one (asked first: a failed parse builds its issues, for every record).
+    const barrier =
+      typeof json === 'object' && json !== null && 'barrier' in json ? barrierSchema.safeParse(json) : undefined;
+    if (barrier?.success) {
       this.waiters.get(barrier.data.barrier)?.resolve();
       return;
     }
