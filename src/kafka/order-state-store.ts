@@ -274,7 +274,9 @@ export class OrderStateStore {
     }
     // Only a record with a `barrier` key can be one (asked first: a failed parse builds its issues, for every record).
     const barrier =
-      typeof json === 'object' && json !== null && 'barrier' in json ? barrierSchema.safeParse(json) : undefined;
+      typeof json === 'object' && json !== null && 'barrier' in json
+        ? barrierSchema.safeParse(json)
+        : undefined;
     if (barrier?.success) {
       this.waiters.get(barrier.data.barrier)?.resolve();
       return;

@@ -109,6 +109,37 @@ describe('LeaseKeeper', () => {
     await mine.stop();
   });
 
+  it('RedisOrderLeases.acquireMany: keeps each batch grant renewed as one acquire does, and tells each one lost', async () => {
+    const client = await redis.client();
+    const lease = new OrderLease(client);
+    const logger = createLogger({ level: 'silent' });
+    const mine = new RedisOrderLeases({ lease, owner: 'replica-a', ttlMs: 600, logger });
+    const other = new RedisOrderLeases({ lease, owner: 'replica-b', ttlMs: 600, logger });
+    expect(await other.acquire('order-2', 0, () => {})).toEqual({ fence: 1 });
+    const lost: string[] = [];
+    const grants = await mine.acquireMany(
+      ['order-1', 'order-2', 'order-3'].map((orderId) => ({
+        orderId,
+        minFence: 4,
+        onLost: () => lost.push(orderId),
+      })),
+    );
+    expect(grants).toEqual([{ fence: 5 }, null, { fence: 5 }]);
+    // Renewed past their ttl, as a kept lease is.
+    await sleep(1_000);
+    expect(mine.isValid('order-1')).toBe(true);
+    expect(mine.isValid('order-3')).toBe(true);
+    expect(mine.isValid('order-2')).toBe(false);
+    expect(await lease.holder('order-3')).toMatchObject({ owner: 'replica-a', fence: 5 });
+    // Taken from under it: the loss handler given with that order's request runs, and only that one.
+    await client.del(leaseKey('order-3'));
+    await eventually('the loss of order-3 told', () => lost.length > 0);
+    expect(lost).toEqual(['order-3']);
+    expect(mine.isValid('order-1')).toBe(true);
+    await other.stop();
+    await mine.stop();
+  });
+
   it('keeps a lease alive well past its ttl by renewing it', async () => {
     const h = await harness();
     const grant = await h.acquire('order-1', 300);

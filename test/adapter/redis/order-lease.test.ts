@@ -204,7 +204,9 @@ describe('OrderLease', () => {
       await expect(
         lease.acquireMany([{ orderId: 'order-1', minFence: -1 }], 'replica-a', 10_000),
       ).rejects.toMatchObject({ code: 'invalid_argument' });
-      await expect(lease.acquireMany([{ orderId: '', minFence: 0 }], 'replica-a', 10_000)).rejects.toMatchObject({
+      await expect(
+        lease.acquireMany([{ orderId: '', minFence: 0 }], 'replica-a', 10_000),
+      ).rejects.toMatchObject({
         code: 'invalid_argument',
       });
       await redis.server().stop();
@@ -214,7 +216,9 @@ describe('OrderLease', () => {
       expect(error).toMatchObject({ code: 'redis_unavailable', retryable: true });
       await redis.server().start();
       await reconnected(client);
-      expect((await lease.acquireMany([{ orderId: 'order-1', minFence: 0 }], 'replica-a', 10_000))[0]?.fence).toBe(1);
+      expect(
+        (await lease.acquireMany([{ orderId: 'order-1', minFence: 0 }], 'replica-a', 10_000))[0]?.fence,
+      ).toBe(1);
     });
   });
 });

@@ -28,7 +28,9 @@ describe('Lua scripts', () => {
   });
 
   it('include the batch acquire of a restore, its KEYS counted per call', () => {
-    expect(luaScripts().find((s) => s.name === 'leaseAcquireMany')).toMatchObject({ numberOfKeys: undefined });
+    expect(luaScripts().find((s) => s.name === 'leaseAcquireMany')).toMatchObject({
+      numberOfKeys: undefined,
+    });
   });
 
   it('include the shared request budget (two keys: TAT and penalty)', () => {
