@@ -62,6 +62,12 @@ interface Pending {
  */
 export const DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION = 512 * 1024;
 
+/**
+ * Below this many bytes of compressed topics' records, a transaction that also carries other records sends them all
+ * in one uncompressed produce call (see `compressFromBytes`).
+ */
+export const DEFAULT_COMPRESS_FROM_BYTES = 16 * 1024;
+
 /** Approximate size of a record on the wire (key, value, headers and a fixed per-record overhead). */
 export function recordBytes(record: WritableRecord): number {
   let bytes = 70 + Buffer.byteLength(record.key) + Buffer.byteLength(record.value ?? '');
@@ -143,6 +149,15 @@ function kafkaErrorNames(error: unknown): string[] {
   return names;
 }
 
+/** The bytes of the records' values (UTF-16 length: their UTF-8 size for the ASCII JSON written here). */
+function bytesOf(
+  entries: ReadonlyArray<{ messages: ReadonlyArray<{ value: string | Buffer | null }> }>,
+): number {
+  let bytes = 0;
+  for (const { messages } of entries) for (const { value } of messages) bytes += value?.length ?? 0;
+  return bytes;
+}
+
 /** The broker refused records for their size: retrying the same transaction can never succeed. */
 export function isRecordSizeError(error: unknown): boolean {
   return kafkaErrorNames(error).some(
@@ -170,6 +185,15 @@ export interface TransactionalWriterOptions {
    * client. The cap below counts uncompressed bytes, which can only overestimate.
    */
   compressedTopics?: readonly string[];
+  /**
+   * Compressed topics' records are sent compressed from this many bytes in one transaction (default
+   * DEFAULT_COMPRESS_FROM_BYTES, 16 KiB: about six state records). Below it, a transaction that also carries records
+   * of other topics sends everything in one uncompressed produce call: one AddPartitionsToTxn and one Produce round
+   * trip fewer (kafkajs takes one compression per call), which is what a lone transaction's latency is made of (an
+   * order's change that a webhook announced), for a few KiB more on the wire. Under load transactions are large and
+   * compressed as before. Readers take either: a record batch says its own compression.
+   */
+  compressFromBytes?: number;
   /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
   maxTransactionBytesPerPartition?: number;
   /** Told of every transaction that ended (metrics). */
@@ -216,10 +240,12 @@ export class TransactionalWriter {
 
   private readonly opts: TransactionalWriterOptions;
   private readonly compressedTopics: ReadonlySet<string>;
+  private readonly compressFromBytes: number;
 
   constructor(opts: TransactionalWriterOptions) {
     this.opts = opts;
     this.compressedTopics = new Set(opts.compressedTopics ?? []);
+    this.compressFromBytes = opts.compressFromBytes ?? DEFAULT_COMPRESS_FROM_BYTES;
     this.producer = this.newProducer();
   }
 
@@ -534,8 +560,12 @@ export class TransactionalWriter {
           ...(r.headers ? { headers: r.headers } : {}),
         })),
       }));
-      const zstd = topicMessages.filter((entry) => this.compressedTopics.has(entry.topic));
-      const plain = topicMessages.filter((entry) => !this.compressedTopics.has(entry.topic));
+      let zstd = topicMessages.filter((entry) => this.compressedTopics.has(entry.topic));
+      let plain = topicMessages.filter((entry) => !this.compressedTopics.has(entry.topic));
+      if (plain.length && zstd.length && bytesOf(zstd) < this.compressFromBytes) {
+        plain = topicMessages;
+        zstd = [];
+      }
       if (plain.length) await transaction.sendBatch({ topicMessages: plain });
       if (zstd.length)
         await transaction.sendBatch({ topicMessages: zstd, compression: CompressionTypes.ZSTD });

@@ -3,7 +3,7 @@
 // everything queued with it carry on (a size refusal must never stop the process).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { Kafka, logLevel } from 'kafkajs';
+import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
 import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { TransactionalWriter } from '../../src/kafka/transactional-writer.ts';
 import { zstdTotals } from '../../src/kafka/zstd-codec.ts';
@@ -147,6 +147,77 @@ describe('transactional writer', () => {
     while (seen.size < 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(seen.size).toBe(50);
     expect(seen.get('order-7')).toBe(record(7));
+    expect(fatal).toEqual([]);
+  });
+
+  it('sends a small transaction of state records and events in one uncompressed produce call, a large one in two', async () => {
+    const { kafka, topic: state, fatal } = await setup(1_048_588);
+    const { topic: events } = await setup(1_048_588);
+    // What the writer's transactions send, call by call (the topics of each sendBatch and its compression).
+    const calls: Array<{ topics: string[]; compression: number | undefined }> = [];
+    const producer = kafka.producer.bind(kafka);
+    kafka.producer = (config) => {
+      const real = producer(config);
+      const transaction = real.transaction.bind(real);
+      real.transaction = async () => {
+        const tx = await transaction();
+        const sendBatch = tx.sendBatch.bind(tx);
+        tx.sendBatch = (batch) => {
+          calls.push({
+            topics: batch.topicMessages?.map((m) => m.topic) ?? [],
+            compression: batch.compression,
+          });
+          return sendBatch(batch);
+        };
+        return tx;
+      };
+      return real;
+    };
+    const w = writer(kafka, fatal, uniqueName('tx'), [state]);
+    await w.connect();
+    const stateRecord = (i: number, padding: number): string =>
+      JSON.stringify({ order_id: `order-${i}`, machine: { pad: 'x'.repeat(padding) } });
+    const before = { ...zstdTotals };
+    // One order's change: its state record (2.5 KB) and its event.
+    expect(
+      await w.write([
+        {
+          topic: events,
+          key: 'order-1',
+          partition: 0,
+          value: JSON.stringify({ type: 'e', order_id: 'order-1' }),
+        },
+        { topic: state, key: 'order-1', partition: 0, value: stateRecord(1, 2_500) },
+      ]),
+    ).toBe(true);
+    expect(calls).toEqual([{ topics: [events, state], compression: undefined }]);
+    expect(zstdTotals.batches).toBe(before.batches);
+    // Many orders' changes in one transaction (20 KB of state records): compressed apart, as under load.
+    calls.length = 0;
+    expect(
+      await w.write([
+        {
+          topic: events,
+          key: 'order-2',
+          partition: 0,
+          value: JSON.stringify({ type: 'e', order_id: 'order-2' }),
+        },
+        ...Array.from({ length: 8 }, (_, i) => ({
+          topic: state,
+          key: `order-${i + 2}`,
+          partition: i % 2,
+          value: stateRecord(i + 2, 2_500),
+        })),
+      ]),
+    ).toBe(true);
+    expect(calls).toEqual([
+      { topics: [events], compression: undefined },
+      { topics: [state], compression: CompressionTypes.ZSTD },
+    ]);
+    expect(zstdTotals.batches).toBeGreaterThan(before.batches);
+    // Both kinds read back whole by a read_committed consumer.
+    expect(await countCommitted(kafka, state, 9)).toBe(9);
+    expect(await countCommitted(kafka, events, 2)).toBe(2);
     expect(fatal).toEqual([]);
   });
 
