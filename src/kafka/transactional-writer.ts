@@ -66,7 +66,7 @@ export const DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION = 512 * 1024;
  * Below this many bytes of compressed topics' records, a transaction that also carries other records sends them all
  * in one uncompressed produce call (see `compressFromBytes`).
  */
-export const DEFAULT_COMPRESS_FROM_BYTES = 16 * 1024;
+export const DEFAULT_COMPRESS_FROM_BYTES = 6 * 1024;
 
 /** Approximate size of a record on the wire (key, value, headers and a fixed per-record overhead). */
 export function recordBytes(record: WritableRecord): number {
@@ -187,11 +187,12 @@ export interface TransactionalWriterOptions {
   compressedTopics?: readonly string[];
   /**
    * Compressed topics' records are sent compressed from this many bytes in one transaction (default
-   * DEFAULT_COMPRESS_FROM_BYTES, 16 KiB: about six state records). Below it, a transaction that also carries records
+   * DEFAULT_COMPRESS_FROM_BYTES, 6 KiB: about two state records). Below it, a transaction that also carries records
    * of other topics sends everything in one uncompressed produce call: one AddPartitionsToTxn and one Produce round
    * trip fewer (kafkajs takes one compression per call), which is what a lone transaction's latency is made of (an
-   * order's change that a webhook announced), for a few KiB more on the wire. Under load transactions are large and
-   * compressed as before. Readers take either: a record batch says its own compression.
+   * order's change that a webhook announced), for a few KiB more on the wire. Under load transactions are larger and
+   * compressed as before (at 16 KiB, a 50k-order creation spent 2.44 ms of CPU per order against 2.26 without the
+   * rule, one pair of runs). Readers take either: a record batch says its own compression.
    */
   compressFromBytes?: number;
   /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
