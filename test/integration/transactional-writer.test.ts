@@ -177,18 +177,16 @@ describe('transactional writer', () => {
     await w.connect();
     const stateRecord = (i: number, padding: number): string =>
       JSON.stringify({ order_id: `order-${i}`, machine: { pad: 'x'.repeat(padding) } });
+    const event = (i: number) => ({
+      topic: events,
+      key: `order-${i}`,
+      partition: 0,
+      value: JSON.stringify({ type: 'e', order_id: `order-${i}` }),
+    });
     const before = { ...zstdTotals };
     // One order's change: its state record (2.5 KB) and its event.
     expect(
-      await w.write([
-        {
-          topic: events,
-          key: 'order-1',
-          partition: 0,
-          value: JSON.stringify({ type: 'e', order_id: 'order-1' }),
-        },
-        { topic: state, key: 'order-1', partition: 0, value: stateRecord(1, 2_500) },
-      ]),
+      await w.write([event(1), { topic: state, key: 'order-1', partition: 0, value: stateRecord(1, 2_500) }]),
     ).toBe(true);
     expect(calls).toEqual([{ topics: [events, state], compression: undefined }]);
     expect(zstdTotals.batches).toBe(before.batches);
@@ -196,12 +194,7 @@ describe('transactional writer', () => {
     calls.length = 0;
     expect(
       await w.write([
-        {
-          topic: events,
-          key: 'order-2',
-          partition: 0,
-          value: JSON.stringify({ type: 'e', order_id: 'order-2' }),
-        },
+        event(2),
         ...Array.from({ length: 8 }, (_, i) => ({
           topic: state,
           key: `order-${i + 2}`,
