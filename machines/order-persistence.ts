@@ -69,7 +69,18 @@ function plainCopy(value: unknown): unknown {
   const prototype = Object.getPrototypeOf(value) as unknown;
   if (prototype !== Object.prototype && prototype !== null) throw notPlain;
   const copy: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) if (item !== undefined) copy[key] = plainCopy(item);
+  for (const [key, item] of Object.entries(value)) {
+    if (item === undefined) continue;
+    // An own "__proto__" (JSON.parse makes one) stays an own property: assigning it would set the copy's prototype.
+    if (key === '__proto__')
+      Object.defineProperty(copy, key, {
+        value: plainCopy(item),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else copy[key] = plainCopy(item);
+  }
   return copy;
 }
 

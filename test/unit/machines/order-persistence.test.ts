@@ -557,6 +557,16 @@ describe('jsonCopy', () => {
     });
   });
 
+  it('keeps an own "__proto__" key as JSON does, instead of setting the copy\'s prototype', () => {
+    // fast-check found it (seed -979753598): JSON.parse makes "__proto__" an own property; an assignment does not.
+    const value = JSON.parse('{"a":{"__proto__":{"b":1}},"c":{"__proto__":0}}') as Record<string, unknown>;
+    const copy = jsonCopy(value);
+    expect(copy).toStrictEqual(roundTrip(value));
+    expect(Object.keys(copy['a'] as object)).toEqual(['__proto__']);
+    expect(Object.getPrototypeOf(copy['a'])).toBe(Object.prototype);
+    expect((copy['a'] as { b?: number }).b).toBeUndefined();
+  });
+
   it('shares nothing with its source', () => {
     const source = { order: { status: 'PAID', amounts: [1, 2] } };
     const copy = jsonCopy(source);
