@@ -149,15 +149,6 @@ function kafkaErrorNames(error: unknown): string[] {
   return names;
 }
 
-/** The bytes of the records' values (UTF-16 length: their UTF-8 size for the ASCII JSON written here). */
-function bytesOf(
-  entries: ReadonlyArray<{ messages: ReadonlyArray<{ value: string | Buffer | null }> }>,
-): number {
-  let bytes = 0;
-  for (const { messages } of entries) for (const { value } of messages) bytes += value?.length ?? 0;
-  return bytes;
-}
-
 /** The broker refused records for their size: retrying the same transaction can never succeed. */
 export function isRecordSizeError(error: unknown): boolean {
   return kafkaErrorNames(error).some(
@@ -186,7 +177,7 @@ export interface TransactionalWriterOptions {
    */
   compressedTopics?: readonly string[];
   /**
-   * Compressed topics' records are sent compressed from this many bytes in one transaction (default
+   * Compressed topics' records are sent compressed from this many bytes (recordBytes) in one transaction (default
    * DEFAULT_COMPRESS_FROM_BYTES, 6 KiB: about two state records). Below it, a transaction that also carries records
    * of other topics sends everything in one uncompressed produce call: one AddPartitionsToTxn and one Produce round
    * trip fewer (kafkajs takes one compression per call), which is what a lone transaction's latency is made of (an
@@ -563,7 +554,10 @@ export class TransactionalWriter {
       }));
       let zstd = topicMessages.filter((entry) => this.compressedTopics.has(entry.topic));
       let plain = topicMessages.filter((entry) => !this.compressedTopics.has(entry.topic));
-      if (plain.length && zstd.length && bytesOf(zstd) < this.compressFromBytes) {
+      let compressedBytes = 0;
+      for (const [topic, records] of byTopic)
+        if (this.compressedTopics.has(topic)) for (const r of records) compressedBytes += recordBytes(r);
+      if (plain.length && zstd.length && compressedBytes < this.compressFromBytes) {
         plain = topicMessages;
         zstd = [];
       }
