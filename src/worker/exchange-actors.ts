@@ -233,25 +233,31 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
     };
 
     return {
+      // Local (the catalog is shared and read-only): it neither reaches the exchange for this order nor needs the
+      // order's record durable first, so a new order's first record can be written past it (createOrder).
       checkAddress: (input, signal) =>
-        guarded(input.orderId, async () => {
-          if (!deps.catalog) return { ok: true, at: now() };
-          const snapshot = await deps.catalog.snapshot({ signal });
-          const result = checkAddressPairing(
-            {
-              deposit_currency: input.depositCurrency,
-              withdraw_currency: input.withdrawCurrency,
-              withdraw_address: input.withdrawAddress,
-              ...(input.withdrawNetwork !== null ? { withdraw_network: input.withdrawNetwork } : {}),
-              ...(input.refundAddress !== null ? { refund_address: input.refundAddress } : {}),
-              ...(input.refundNetwork !== null ? { refund_network: input.refundNetwork } : {}),
-            },
-            snapshot,
-          );
-          if (!result.ok) return { ok: false, code: result.reason, message: result.message, at: now() };
-          if (result.unchecked.length > 0) deps.onUnchecked?.(input.orderId, result.unchecked);
-          return { ok: true, at: now() };
-        }),
+        tracked(
+          input.orderId,
+          async () => {
+            if (!deps.catalog) return { ok: true, at: now() };
+            const snapshot = await deps.catalog.snapshot({ signal });
+            const result = checkAddressPairing(
+              {
+                deposit_currency: input.depositCurrency,
+                withdraw_currency: input.withdrawCurrency,
+                withdraw_address: input.withdrawAddress,
+                ...(input.withdrawNetwork !== null ? { withdraw_network: input.withdrawNetwork } : {}),
+                ...(input.refundAddress !== null ? { refund_address: input.refundAddress } : {}),
+                ...(input.refundNetwork !== null ? { refund_network: input.refundNetwork } : {}),
+              },
+              snapshot,
+            );
+            if (!result.ok) return { ok: false, code: result.reason, message: result.message, at: now() };
+            if (result.unchecked.length > 0) deps.onUnchecked?.(input.orderId, result.unchecked);
+            return { ok: true, at: now() };
+          },
+          false,
+        ),
       acquireQuoteSlot: async (input) => {
         // The ~15 s cooldown concerns identical *actionable* quote requests; other quotes need no slot. The slot is
         // held (not yet counted) until the request leaves; see requestQuote.

@@ -271,6 +271,11 @@ interface OrderSlot {
     | undefined;
   /** The actor is being re-created from the record: its start is not a change to write. */
   waking: boolean;
+  /**
+   * A new order's first record is not written yet (createOrder writes it once the order's local first steps have
+   * run): its changes meanwhile schedule no write of their own.
+   */
+  creating: boolean;
 }
 
 /** Hint spans a waiting GET links at most (a webhook storm for one order must not grow a slot). */
@@ -1348,6 +1353,7 @@ export class OrderHost {
       durableRev: -1,
       passive: undefined,
       waking: false,
+      creating: false,
     };
   }
 
@@ -1430,7 +1436,7 @@ export class OrderHost {
   }
 
   private schedulePersist(slot: OrderSlot): void {
-    if (slot.persistScheduled) return;
+    if (slot.persistScheduled || slot.creating) return;
     slot.persistScheduled = true;
     queueMicrotask(() => {
       slot.persistScheduled = false;
@@ -1908,8 +1914,23 @@ export class OrderHost {
     if (origin) record.trace_origin = origin;
     const slot = this.newSlot(record, fence);
     this.slots.set(command.order_id, slot);
-    slot.actor = this.binding.create(command, this.startOptions(slot));
-    await this.settleCommand(offset, this.persist(slot, { offset }), slot);
+    // The first record is written once the order's local first steps have run (the address check, and whatever
+    // follows at once: a quote slot that needs none, the intent of a CeFi order's create), not at the state it
+    // starts in: one record fewer per order, and one commit less to wait for before its first call. Its calls to
+    // the exchange wait for it (durable() waits for lastWrite, which is this write until it is made), and it is
+    // queued before this partition's next command is taken, so its offset commits in order.
+    const first = Promise.withResolvers<void>();
+    slot.lastWrite = first.promise;
+    slot.creating = true;
+    try {
+      slot.actor = this.binding.create(command, this.startOptions(slot));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      slot.creating = false;
+    }
+    const written = this.persist(slot, { offset });
+    first.resolve(slot.lastWrite === first.promise ? undefined : slot.lastWrite);
+    await this.settleCommand(offset, written, slot);
     this.finishIfTerminal(slot);
   }
 

@@ -1,7 +1,7 @@
 // The host's share of money safety, with its Kafka and Redis collaborators replaced by recording stand-ins:
 // no exchange call on an unwritten intent, a writer that failed for good stops every actor, a conflicting
 // create that differs only in a nested field is not a duplicate, an actor that breaks parks its order visibly.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
 import type {
@@ -25,7 +25,15 @@ const create = {
   withdraw_address: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
 } as const;
 
-function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
+function harness(
+  opts: {
+    writeResult?: () => Promise<boolean>;
+    /** Writes as the writer is asked for them: records, and the offsets committed with them. */
+    writes?: Array<{ records: OutboundRecord[]; offsets: unknown[] }>;
+    /** Called as an order's actor starts (before the host writes anything of it). */
+    onCreate?: (start: StartOrderOptions) => void;
+  } = {},
+) {
   const records = new Map<string, OrderRecord>();
   const written: OutboundRecord[] = [];
   const starts: StartOrderOptions[] = [];
@@ -38,8 +46,9 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
     orderIdByReference: () => undefined,
   } as unknown as OrderStateStore;
   const writer = {
-    write: (out: OutboundRecord[]) => {
+    write: (out: OutboundRecord[], offsets: unknown[] = []) => {
       written.push(...out);
+      opts.writes?.push({ records: out, offsets });
       return opts.writeResult ? opts.writeResult() : Promise.resolve(true);
     },
   } as unknown as TransactionalWriter;
@@ -59,6 +68,7 @@ function harness(opts: { writeResult?: () => Promise<boolean> } = {}) {
   const binding: MachineBinding = {
     create: (_command, start) => {
       starts.push(start);
+      opts.onCreate?.(start);
       return handle;
     },
     restore: () => handle,
@@ -118,6 +128,33 @@ describe('order host: money safety', () => {
     result = false;
     h.starts[0]?.onChange([{ type: 'order.quoted' }]);
     await expect(h.host.durable('o-1')).rejects.toThrow(/refused|no longer/);
+  });
+
+  it("writes a new order's first record once its first local steps ran, and a call meanwhile waits for that write", async () => {
+    const writes: Array<{ records: OutboundRecord[]; offsets: unknown[] }> = [];
+    let commit: (ok: boolean) => void = () => {};
+    let durableAt: number | undefined;
+    const h = harness({
+      writes,
+      writeResult: () => new Promise<boolean>((resolve) => (commit = resolve)),
+      // The machine's first steps, as the real one takes them: a local check answers at once (a change with an
+      // event), and the next state's call asks for durability before it leaves.
+      onCreate: (start) =>
+        queueMicrotask(() => {
+          start.onChange([{ type: 'order.quoted' }]);
+          void h.host.durable('o-1').then(() => (durableAt = writes.length));
+        }),
+    });
+    const handled = h.send(create);
+    await vi.waitFor(() => expect(writes).toHaveLength(1));
+    // One write: the command's offset, the state record of the order as it is after those steps, their event.
+    expect(writes[0]?.offsets).toEqual([{ topic: 'commands', partition: 0, offset: '0' }]);
+    expect(writes[0]?.records.map((r) => r.topic)).toEqual(['events', 'state']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(durableAt).toBeUndefined();
+    commit(true);
+    await handled;
+    await vi.waitFor(() => expect(durableAt).toBe(1));
   });
 
   it('durable() rejects when the write failed, and halt() stops every actor and refuses to act', async () => {
