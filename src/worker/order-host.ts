@@ -1918,13 +1918,16 @@ export class OrderHost {
     // follows at once: a quote slot that needs none, the intent of a CeFi order's create), not at the state it
     // starts in: one record fewer per order, and one commit less to wait for before its first call. Its calls to
     // the exchange wait for it (durable() waits for lastWrite, which is this write until it is made), and it is
-    // queued before this partition's next command is taken, so its offset commits in order.
+    // queued before this partition's next command is taken, so its offset commits in order. Those steps are
+    // promise continuations (the currency catalog is cached): a nextTick queued from here runs once the microtask
+    // queue has drained, without waiting for a turn of the event loop (setImmediate: a turn behind every I/O
+    // callback ready at that moment, on a path each of a partition's creates takes one after the other).
     const first = Promise.withResolvers<void>();
     slot.lastWrite = first.promise;
     slot.creating = true;
     try {
       slot.actor = this.binding.create(command, this.startOptions(slot));
-      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => process.nextTick(resolve));
     } finally {
       slot.creating = false;
     }

@@ -157,6 +157,19 @@ describe('order host: money safety', () => {
     await vi.waitFor(() => expect(durableAt).toBe(1));
   });
 
+  it("queues a new order's first write without waiting for a turn of the event loop", async () => {
+    // Each of a partition's creates waits for its own first write to be queued before the next is taken: a turn of
+    // the event loop per create (behind every I/O callback ready then) would stretch that path under load.
+    const writes: Array<{ records: OutboundRecord[]; offsets: unknown[] }> = [];
+    const h = harness({ writes });
+    const handled = h.send(create);
+    const queuedByNextTurn = await new Promise<number>((resolve) =>
+      setImmediate(() => resolve(writes.length)),
+    );
+    expect(queuedByNextTurn).toBe(1);
+    await handled;
+  });
+
   it('durable() rejects when the write failed, and halt() stops every actor and refuses to act', async () => {
     let fail = false;
     const h = harness({

@@ -198,6 +198,8 @@ async function realMachineHost(opts: {
   restPoll?: () => Promise<void>;
   /** Awaited by the address check and the deposit submission before they answer (the runtime's wait for durability). */
   callWait?: () => Promise<void>;
+  /** Awaited by the address check instead of callWait (the runtime's answers at once once the catalog is cached). */
+  addressCheck?: () => Promise<void>;
 }) {
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
@@ -240,7 +242,7 @@ async function realMachineHost(opts: {
     orderConfig: {},
     actors: {
       checkAddress: async () => {
-        await opts.callWait?.();
+        await (opts.addressCheck ?? opts.callWait)?.();
         return { ok: true, at: at() };
       },
       preScreen: () => Promise.reject(new Error('not used')),
@@ -686,8 +688,10 @@ describe('order host: passivation', () => {
     // change: the second wrote a record identical to the first but for its rev.
     const { host, stateRecords } = await realMachineHost({
       passivateIdleMs: 0,
-      // As in the runtime, the calls answer after the write before them was asked for.
+      // As in the runtime, the calls answer after the write before them was asked for; the address check (local,
+      // the catalog cached) at once.
       callWait: () => new Promise((resolve) => setImmediate(resolve)),
+      addressCheck: () => Promise.resolve(),
     });
     await host.handleMessage({
       topic: 'commands',
