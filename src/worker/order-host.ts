@@ -1928,6 +1928,10 @@ export class OrderHost {
     try {
       slot.actor = this.binding.create(command, this.startOptions(slot));
       await new Promise((resolve) => process.nextTick(resolve));
+    } catch (error) {
+      // Nothing to write: whoever waits for this order's writes (its next command) must not wait for ever.
+      first.resolve();
+      throw error;
     } finally {
       slot.creating = false;
     }

@@ -30,7 +30,7 @@ function harness(
     writeResult?: () => Promise<boolean>;
     /** Writes as the writer is asked for them: records, and the offsets committed with them. */
     writes?: Array<{ records: OutboundRecord[]; offsets: unknown[] }>;
-    /** Called as an order's actor starts (before the host writes anything of it). */
+    /** Called as an order's actor starts (before the host writes anything of it); may throw, as a start could. */
     onCreate?: (start: StartOrderOptions) => void;
   } = {},
 ) {
@@ -168,6 +168,24 @@ describe('order host: money safety', () => {
     );
     expect(queuedByNextTurn).toBe(1);
     await handled;
+  });
+
+  it("does not leave a new order's writes pending for ever when its actor fails to start", async () => {
+    const h = harness({
+      onCreate: () => {
+        throw new Error('the machine refused its input');
+      },
+    });
+    await expect(h.send(create)).rejects.toThrow('the machine refused its input');
+    const settled = h.host.durable('o-1').then(
+      () => 'settled',
+      () => 'settled',
+    );
+    const outcome = await Promise.race([
+      settled,
+      new Promise((resolve) => setTimeout(() => resolve('pending'), 200)),
+    ]);
+    expect(outcome).toBe('settled');
   });
 
   it('durable() rejects when the write failed, and halt() stops every actor and refuses to act', async () => {
