@@ -1923,6 +1923,7 @@ export class OrderHost {
     // queue has drained, without waiting for a turn of the event loop (setImmediate: a turn behind every I/O
     // callback ready at that moment, on a path each of a partition's creates takes one after the other).
     const first = Promise.withResolvers<void>();
+    first.promise.catch(() => {}); // observed through durable(), as every lastWrite; never an unhandled rejection
     slot.lastWrite = first.promise;
     slot.creating = true;
     try {
