@@ -499,6 +499,14 @@ export class TransactionalWriter {
     }
   }
 
+  /** The size (recordBytes) of a transaction's records of compressed topics. */
+  private compressedBytes(byTopic: ReadonlyMap<string, readonly WritableRecord[]>): number {
+    let bytes = 0;
+    for (const [topic, records] of byTopic)
+      if (this.compressedTopics.has(topic)) for (const record of records) bytes += recordBytes(record);
+    return bytes;
+  }
+
   private async commitOnceUnwatched(batch: Pending[]): Promise<Set<Pending>> {
     const byTopic = new Map<string, WritableRecord[]>();
     const offsets = new Map<string, OffsetToCommit>();
@@ -554,10 +562,7 @@ export class TransactionalWriter {
       }));
       let zstd = topicMessages.filter((entry) => this.compressedTopics.has(entry.topic));
       let plain = topicMessages.filter((entry) => !this.compressedTopics.has(entry.topic));
-      let compressedBytes = 0;
-      for (const [topic, records] of byTopic)
-        if (this.compressedTopics.has(topic)) for (const r of records) compressedBytes += recordBytes(r);
-      if (plain.length && zstd.length && compressedBytes < this.compressFromBytes) {
+      if (plain.length && zstd.length && this.compressedBytes(byTopic) < this.compressFromBytes) {
         plain = topicMessages;
         zstd = [];
       }
