@@ -5,7 +5,12 @@
 export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 class SlidingWindow {
-  readonly #hits = new Map<string, number[]>();
+  /**
+   * Per identity, the times of its admitted requests, oldest first, from `head` on (the ones before it have left
+   * the window): a request drops what left and counts the rest, without copying them (filtering the whole window
+   * per request cost the simulator about 5 % of its CPU at a few thousand requests a minute).
+   */
+  readonly #hits = new Map<string, { times: number[]; head: number }>();
   readonly #limit: number;
   readonly #windowMs: number;
 
@@ -15,17 +20,23 @@ class SlidingWindow {
   }
 
   hit(identity: string, now: number): Verdict {
-    const hits = (this.#hits.get(identity) ?? []).filter((at) => at > now - this.#windowMs);
-    if (hits.length >= this.#limit) {
-      this.#hits.set(identity, hits);
-      const oldest = hits[0] ?? now;
+    let hits = this.#hits.get(identity);
+    if (!hits) this.#hits.set(identity, (hits = { times: [], head: 0 }));
+    const { times } = hits;
+    // Sandbox time only moves forward, so the times are in order and what left the window is a prefix.
+    while (hits.head < times.length && times[hits.head]! <= now - this.#windowMs) hits.head++;
+    if (hits.head > 1024 && hits.head * 2 > times.length) {
+      hits.times = times.slice(hits.head);
+      hits.head = 0;
+    }
+    if (hits.times.length - hits.head >= this.#limit) {
+      const oldest = hits.times[hits.head] ?? now;
       return {
         allowed: false,
         retryAfterSeconds: Math.max(1, Math.ceil((oldest + this.#windowMs - now) / 1000)),
       };
     }
-    hits.push(now);
-    this.#hits.set(identity, hits);
+    hits.times.push(now);
     return { allowed: true };
   }
 }

@@ -86,4 +86,74 @@ describe('sandbox order store', () => {
     expect(other.history.length).toBeGreaterThan(1);
     expect(order.history.length).toBeGreaterThanOrEqual(moved);
   });
+
+  it('applies the same time-driven moves as looking at every order on every sweep', () => {
+    const schedules: AutoSchedule[] = [
+      off,
+      { enabled: true, stepMs: 1_000, outcome: 'completed' },
+      { enabled: true, stepMs: 250, outcome: 'refunded' },
+      { enabled: true, stepMs: 4_000, outcome: 'canceled' },
+    ];
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('create' as const), window: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({ kind: fc.constant('sweep' as const), ms: fc.nat({ max: 5_000 }) }),
+      fc.record({ kind: fc.constant('tick' as const), ms: fc.nat({ max: 300_000 }) }),
+      fc.record({
+        kind: fc.constant('orderSchedule' as const),
+        index: fc.nat(),
+        schedule: fc.integer({ min: -1, max: 3 }),
+      }),
+      fc.record({ kind: fc.constant('defaultSchedule' as const), schedule: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({ kind: fc.constant('peek' as const), index: fc.nat() }),
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3 }), fc.array(op, { maxLength: 60 }), (initial, ops) => {
+        const store = new OrderStore(schedules[initial]!);
+        const reference = new OrderStore(schedules[initial]!);
+        const orders: Order[] = [];
+        const twins: Order[] = [];
+        let now = 0;
+        for (const step of ops) {
+          switch (step.kind) {
+            case 'create': {
+              const input = {
+                ...newOrder(now, 'cefi'),
+                paymentWindowMinutes: [1, 5, 60, 0.01][step.window]!,
+              };
+              orders.push(store.create(input));
+              twins.push(reference.create(input));
+              break;
+            }
+            case 'sweep':
+            case 'tick':
+              now += step.ms;
+              store.sweep(now);
+              for (const twin of twins) reference.sweepOrder(twin, now);
+              break;
+            case 'orderSchedule': {
+              if (orders.length === 0) break;
+              const i = step.index % orders.length;
+              const schedule = step.schedule < 0 ? undefined : schedules[step.schedule];
+              store.setOrderSchedule(orders[i]!, schedule);
+              reference.setOrderSchedule(twins[i]!, schedule);
+              break;
+            }
+            case 'defaultSchedule':
+              store.setDefaultSchedule(schedules[step.schedule]!);
+              reference.setDefaultSchedule(schedules[step.schedule]!);
+              break;
+            case 'peek': {
+              // A GET of one order sweeps that order alone (the routes do): its heap entry goes stale.
+              if (orders.length === 0) break;
+              const i = step.index % orders.length;
+              store.sweepOrder(orders[i]!, now);
+              reference.sweepOrder(twins[i]!, now);
+              break;
+            }
+          }
+          expect(orders.map((o) => o.history)).toEqual(twins.map((o) => o.history));
+        }
+      }),
+    );
+  });
 });
