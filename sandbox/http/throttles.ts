@@ -22,11 +22,10 @@ class SlidingWindow {
   hit(identity: string, now: number): Verdict {
     let hits = this.#hits.get(identity);
     if (!hits) this.#hits.set(identity, (hits = { times: [], head: 0 }));
-    const { times } = hits;
     // Sandbox time only moves forward, so the times are in order and what left the window is a prefix.
-    while (hits.head < times.length && times[hits.head]! <= now - this.#windowMs) hits.head++;
-    if (hits.head > 1024 && hits.head * 2 > times.length) {
-      hits.times = times.slice(hits.head);
+    while (hits.head < hits.times.length && hits.times[hits.head]! <= now - this.#windowMs) hits.head++;
+    if (hits.head > 1024 && hits.head * 2 > hits.times.length) {
+      hits.times = hits.times.slice(hits.head);
       hits.head = 0;
     }
     if (hits.times.length - hits.head >= this.#limit) {
