@@ -160,7 +160,7 @@ export class TimedCollector {
     await consumer.run({
       // A reader of its own, always from the beginning: it commits no offsets. Committing after every batch (kafkajs'
       // default) cost the broker an OffsetCommit per batch of events, about 3,200 during a 10k creation on the
-      // worker (whose events arrive in more, smaller batches than the floor's), a third of the broker's requests.
+      // worker (whose events arrive in more, smaller batches than the floor's), 29 % of the broker's requests.
       autoCommit: false,
       eachMessage: ({ partition, message }) => {
         // A starved benchmark process that misses its group's session timeout rejoins with nothing committed, so it
