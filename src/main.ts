@@ -318,7 +318,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       state: store,
       routes: orderRoutes,
       producer: hints,
-      deliverLocally: (hint) => host.deliverHint(hint),
+      deliverLocally: (hint, options) => host.deliverHint(hint, options),
       topics: config.topics,
       now: () => Date.now(),
     }),

@@ -502,13 +502,20 @@ export class OrderHost {
    * topic: the hint reaches the actor at once, not behind its partition's queue. True when handled here (delivered,
    * or not wanted in the order's state); false when the order is not driven here (route it through Kafka). A hint is
    * best effort either way: if this replica loses the order meanwhile, the next owner's poll confirms the status.
+   * `wake: false` hands it only to a live actor: false for an order at rest, which is left at rest.
    */
-  deliverHint(hint: { orderId: string; status: string; receivedAt: string }, again = true): boolean {
+  deliverHint(
+    hint: { orderId: string; status: string; receivedAt: string },
+    { wake = true, again = true }: { wake?: boolean; again?: boolean } = {},
+  ): boolean {
     const slot = this.slots.get(hint.orderId);
-    if (slot?.passive && !this.wake(slot, 'hint') && this.resuming.has(hint.orderId)) {
-      // Its lease is being taken up again from Redis: the hint follows once the order is live (once only).
-      if (again) void this.awake(hint.orderId).then(() => this.deliverHint(hint, false));
-      return true;
+    if (slot?.passive) {
+      if (!wake) return false;
+      if (!this.wake(slot, 'hint') && this.resuming.has(hint.orderId)) {
+        // Its lease is being taken up again from Redis: the hint follows once the order is live (once only).
+        if (again) void this.awake(hint.orderId).then(() => this.deliverHint(hint, { again: false }));
+        return true;
+      }
     }
     if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(hint.orderId)) return false;
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.opts.now() };

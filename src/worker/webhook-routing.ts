@@ -28,17 +28,22 @@ export interface WebhookRoutingDeps {
   producer: { send(record: OutboundRecord): Promise<void> };
   /**
    * Hands a hint to an order this replica drives, in-process; false when it drives no such order (the hint then
-   * goes through the commands topic to the order's partition, wherever that is).
+   * goes through the commands topic to the order's partition, wherever that is). `wake: false`: only to a live
+   * actor (false for an order at rest).
    */
-  deliverLocally?: (hint: { orderId: string; status: string; receivedAt: string }) => boolean;
+  deliverLocally?: (
+    hint: { orderId: string; status: string; receivedAt: string },
+    options?: { wake?: boolean },
+  ) => boolean;
   topics: { commands: string; events: string };
   now: () => number;
 }
 
 export function webhookRouting(
   deps: WebhookRoutingDeps,
-): Pick<WebhookReceiverDeps, 'locate' | 'routeHint' | 'publishKyc'> {
+): Pick<WebhookReceiverDeps, 'locate' | 'deliverLive' | 'routeHint' | 'publishKyc'> {
   const { state, routes, producer, topics } = deps;
+  const { deliverLocally } = deps;
   return {
     locate: (uniqueReference) => {
       const orderId = state.orderIdByReference(uniqueReference);
@@ -46,6 +51,7 @@ export function webhookRouting(
       if (record) return { orderId: record.order_id, partition: record.partition };
       return routes?.locate(uniqueReference);
     },
+    ...(deliverLocally ? { deliverLive: (hint) => deliverLocally(hint, { wake: false }) } : {}),
     routeHint: async (hint) => {
       // The order is driven here: straight to its actor (a throw is a failed hint, answered 202 and polled anyway).
       if (deps.deliverLocally?.(hint)) return;

@@ -142,6 +142,52 @@ describe('webhook receiver', () => {
     expect(receiver.counters.routed).toBe(1);
   });
 
+  it('hands a hint to a live actor here before the dedupe answers, and routes nothing through Kafka', async () => {
+    let answerDedupe: (first: boolean) => void = () => {};
+    const live: string[] = [];
+    const { post, receiver, routed } = harness({
+      firstSeen: () => new Promise<boolean>((resolve) => (answerDedupe = resolve)),
+      deliverLive: (hint) => {
+        live.push(`${hint.orderId}:${hint.status}`);
+        return true;
+      },
+    });
+    const answer = post(order);
+    await sleep(0);
+    // The GET it leads to does not wait for the Redis round trip.
+    expect(live).toEqual(['order-1:PAID']);
+    answerDedupe(true);
+    expect(await answer).toMatchObject({ status: 200, body: { accepted: true } });
+    expect(routed).toEqual([]);
+    expect(receiver.counters).toMatchObject({ routed: 1, duplicates: 0 });
+    // A redelivery reaches the actor too (its machine drops a status it knows) and is answered as a duplicate.
+    const again = post(order);
+    await sleep(0);
+    answerDedupe(false);
+    expect(await again).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(live).toHaveLength(2);
+    expect(routed).toEqual([]);
+    expect(receiver.counters).toMatchObject({ routed: 1, duplicates: 1 });
+  });
+
+  it('routes a hint no live actor here takes once the dedupe lets it through, and records a throwing one', async () => {
+    const { post, receiver, routed, forgotten } = harness({ deliverLive: () => false });
+    expect(await post(order)).toMatchObject({ status: 200, body: { accepted: true } });
+    expect(routed).toEqual(['REF1']);
+    const broken = harness({
+      deliverLive: () => {
+        throw new Error('bug');
+      },
+    });
+    expect(await broken.post(order)).toMatchObject({ status: 202, body: { accepted: false } });
+    await sleep(0);
+    expect(broken.routed).toEqual([]);
+    expect(broken.forgotten).toEqual(['REF1:PAID']);
+    expect(broken.receiver.counters).toMatchObject({ hintFailed: 1, routed: 0 });
+    expect(receiver.counters.hintFailed).toBe(0);
+    expect(forgotten).toEqual([]);
+  });
+
   it('lets a delivery through when the dedupe store hangs, still within the bound', async () => {
     const { post, routed } = harness({ firstSeen: never, answerWithinMs: 100 });
     const answer = await post(order);

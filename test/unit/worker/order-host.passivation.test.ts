@@ -449,6 +449,21 @@ describe('order host: passivation', () => {
     expect(h.records.get('o-1')?.fence).toBe(2);
   });
 
+  it('leaves a passivated order at rest for a hint offered to live actors only (wake: false)', async () => {
+    const h = harness();
+    await h.start();
+    await vi.advanceTimersByTimeAsync(idleMs);
+    const logged = h.log.length;
+    const hint = { orderId: 'o-1', status: 'PAID', receivedAt: new Date().toISOString() };
+    expect(h.host.deliverHint(hint, { wake: false })).toBe(false);
+    expect(h.log.slice(logged)).toEqual([]);
+    expect(h.counts.reactivated).toEqual([]);
+    expect(h.host.passivatedOrders).toBe(1);
+    // Offered again as a routed hint, it wakes the order as before.
+    expect(h.host.deliverHint(hint)).toBe(true);
+    expect(h.log.slice(logged)).toEqual(['restore', 'send:WEBHOOK_HINT']);
+  });
+
   it('wakes a passivated order for a webhook hint and hands it the hint after the restore', async () => {
     const h = harness();
     await h.start();

@@ -461,10 +461,15 @@ describe('order host', () => {
     const receivedAt = new Date().toISOString();
     expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt })).toBe(true);
     expect(h.sent).toMatchObject([{ type: 'WEBHOOK_HINT', status: 'PAID' }]);
+    // Offered to live actors only: this one is live, so it takes it too.
+    expect(h.host.deliverHint({ orderId: 'o-1', status: 'PRE-RELEASE', receivedAt }, { wake: false })).toBe(
+      true,
+    );
+    expect(h.sent).toHaveLength(2);
     // Not wanted in the order's state: handled (nothing to route), nothing sent.
     h.status.accepts = false;
     expect(h.host.deliverHint({ orderId: 'o-1', status: 'RELEASED', receivedAt })).toBe(true);
-    expect(h.sent).toHaveLength(1);
+    expect(h.sent).toHaveLength(2);
     // Not driven here: the caller routes it through the commands topic.
     expect(h.host.deliverHint({ orderId: 'o-2', status: 'PAID', receivedAt })).toBe(false);
     h.host.setAssignment([]);

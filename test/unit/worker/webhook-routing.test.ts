@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
 import { webhookRouting } from '../../../src/worker/webhook-routing.ts';
 
-function routing(local: (orderId: string) => boolean | Error) {
+function routing(local: (orderId: string, wake: boolean) => boolean | Error) {
   const sent: OutboundRecord[] = [];
   const delivered: string[] = [];
   const route = webhookRouting({
@@ -13,8 +13,8 @@ function routing(local: (orderId: string) => boolean | Error) {
         return Promise.resolve();
       },
     },
-    deliverLocally: (hint) => {
-      const answer = local(hint.orderId);
+    deliverLocally: (hint, options) => {
+      const answer = local(hint.orderId, options?.wake ?? true);
       if (answer instanceof Error) throw answer;
       if (answer) delivered.push(hint.orderId);
       return answer;
@@ -39,6 +39,15 @@ describe('webhook routing', () => {
     const r = routing((orderId) => orderId === 'here');
     await r.route.routeHint(hint('here'));
     expect(r.delivered).toEqual(['here']);
+    expect(r.sent).toEqual([]);
+  });
+
+  it('offers a hint to live actors only without waking one at rest (deliverLive)', () => {
+    // 'resting' is driven here but at rest: only a routed hint (with wake) reaches it.
+    const r = routing((orderId, wake) => orderId === 'live' || (orderId === 'resting' && wake));
+    expect(r.route.deliverLive?.(hint('live'))).toBe(true);
+    expect(r.route.deliverLive?.(hint('resting'))).toBe(false);
+    expect(r.delivered).toEqual(['live']);
     expect(r.sent).toEqual([]);
   });
 
