@@ -1,7 +1,8 @@
 // Turns an exchange webhook into at most one immediate poll of the order it names. The signature is checked on
 // the raw bytes before parsing; deliveries are deduplicated on (unique_reference, status) as the exchange asks
 // (docs/exchange-api.md, "Webhooks");
-// the hint is routed through the commands topic to the partition - and so the replica - that owns the order.
+// the hint is routed through the commands topic to the partition - and so the replica - that owns the order. A live
+// actor of this replica takes it at once, while the mark is being set (deliverLive).
 // A webhook is never believed: the owner confirms with GET /orders/{unique_reference}/.
 // The exchange gives a delivery 5 s and disables an endpoint whose error rate reaches 50%, so every correctly
 // signed delivery is answered 2xx, within `answerWithinMs`, whatever happens behind it: a body we cannot read is
