@@ -92,13 +92,14 @@ export class OrderStore {
   /** Every order by its seq (index seq - 1): the v2 list walks it from a cursor instead of sorting every order. */
   readonly #bySeq: Order[] = [];
   /**
-   * When each order's next time-driven move is due, as worked out after its last change (no entry: none due), and
-   * the same moves by time, soonest first: the ticker sweeps every 100 ms and a list request sweeps first, so a
-   * sweep takes only what is due from the heap, rather than looking at every order (at 45k orders working out every
-   * schedule kept a core busy; looking at every order still cost a list page of 50k orders as much as the page).
-   * An order's heap entry stands only while `#dueAt` still names its time; one that changed since is skipped.
+   * Each order's next time-driven move (when, and to which status), as worked out after its last change (no entry:
+   * none due), and the same moves by time, soonest first: the ticker sweeps every 100 ms and a list request sweeps
+   * first, so a sweep takes only what is due from the heap, rather than looking at every order (at 45k orders working
+   * out every schedule kept a core busy; looking at every order still cost a list page of 50k orders as much as the
+   * page). An order's heap entry stands only while `#dueAt` still holds that very move; one re-planned since is
+   * skipped. Every change to what a move depends on (status, history, schedule) goes through `#plan`.
    */
-  #dueAt = new Map<string, number>();
+  #dueAt = new Map<string, DueMove>();
   readonly #due = new DueHeap();
   readonly #depositHashes = new Map<string, string>();
   readonly #listeners: StatusListener[] = [];
@@ -188,22 +189,22 @@ export class OrderStore {
 
   /** Applies every time-driven move due at `now`, in time order per order. */
   sweep(now: number): void {
-    for (let next = this.#due.peek(); next !== undefined && next.at <= now; next = this.#due.peek()) {
+    for (let next = this.#due.peek(); next !== undefined && next.move.at <= now; next = this.#due.peek()) {
       this.#due.pop();
       // An entry of an order whose schedule was worked out again since (it moved, its schedule changed): stale.
-      if (this.#dueAt.get(next.order.uniqueReference) === next.at) this.sweepOrder(next.order, now);
+      if (this.#dueAt.get(next.order.uniqueReference) === next.move) this.sweepOrder(next.order, now);
     }
   }
 
   /** Works out the order's next time-driven move after a change, and files it by its time. */
   #plan(order: Order): void {
-    const at = this.#nextDue(order)?.at;
-    if (at === undefined) {
+    const move = this.#nextDue(order);
+    if (move === undefined) {
       this.#dueAt.delete(order.uniqueReference);
       return;
     }
-    this.#dueAt.set(order.uniqueReference, at);
-    this.#due.push({ at, seq: order.seq, order });
+    this.#dueAt.set(order.uniqueReference, move);
+    this.#due.push({ move, seq: order.seq, order });
   }
 
   /**
@@ -231,20 +232,21 @@ export class OrderStore {
 
   sweepOrder(order: Order, now: number): void {
     for (let guard = 0; guard < 16; guard++) {
-      const due = this.#nextDue(order);
+      // Planned after the order's last change (each move below plans the next).
+      const due = this.#dueAt.get(order.uniqueReference);
       if (!due || due.at > now) return;
       this.#moveTo(order, due.status, due.at);
     }
   }
 
-  #nextDue(order: Order): { at: number; status: OrderStatus } | undefined {
+  #nextDue(order: Order): DueMove | undefined {
     if (terminalStatuses.includes(order.status)) return undefined;
     const lastChange = order.history[order.history.length - 1]?.at ?? order.createdAt;
     const lapse = cancelableStatuses.includes(order.status)
       ? { at: order.createdAt + order.paymentWindowMinutes * 60_000, status: 'CANCELED' as const }
       : undefined;
     const schedule = order.schedule ?? this.#schedule;
-    let step: { at: number; status: OrderStatus } | undefined;
+    let step: DueMove | undefined;
     if (schedule.enabled) {
       const target =
         schedule.outcome === 'completed'
@@ -279,8 +281,13 @@ export class OrderStore {
   }
 }
 
-interface DueEntry {
+interface DueMove {
   at: number;
+  status: OrderStatus;
+}
+
+interface DueEntry {
+  move: DueMove;
   /** Ties go by creation, so moves due at one time are applied in the order the orders were created. */
   seq: number;
   order: Order;
@@ -331,5 +338,5 @@ class DueHeap {
 }
 
 function before(a: DueEntry, b: DueEntry): boolean {
-  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+  return a.move.at < b.move.at || (a.move.at === b.move.at && a.seq < b.seq);
 }
