@@ -1,8 +1,9 @@
 // The runtime's implementations of the order machine's actors, on the exchange client and Redis. They are built
 // from the client, the cooldown, the claims and a clock; the order host hands them its barrier (through the machine
 // binding it owns). Before every call with a side effect, an actor waits until the order's latest state (which
-// names the intent) is durable in Kafka and checks that this replica still holds the order's lease; failures reach
-// the machine as plain ExchangeFailure objects stamped with the runtime's clock.
+// names the intent) is durable in Kafka; the machine's status GET, a read, waits for no write. Every request checks
+// that this replica still holds the order's lease as it leaves; failures reach the machine as plain ExchangeFailure
+// objects stamped with the runtime's clock.
 import type { ExchangeFailure, ExchangeOrderView } from '../../machines/domain.ts';
 import type {
   CreateOrderInput,
@@ -197,6 +198,12 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   };
 
   function fencedActors(barrier: OrderBarrier): OrderActorFunctions {
+    /** Throws unless this replica still holds the order's lease: run as each request of the order leaves. */
+    const leaseCheck = (orderId: string) => (): void => {
+      if (!barrier.mayAct(orderId))
+        throw failure('backoff', 'not_owner', `order ${orderId} is no longer driven by this replica`);
+    };
+
     // Counted from the moment the machine invokes the call (synchronously, as the transition is taken), so the
     // consumer sees the pressure before it takes the next command.
     const guarded = <T>(
@@ -204,11 +211,8 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
       call: (beforeSend: () => void) => Promise<T>,
       opts: { mayHaveTakenEffect?: boolean } = {},
     ): Promise<T> => {
-      const beforeSend = (): void => {
-        // Fencing: the lease is checked again after every wait (durability, budget), as the request leaves.
-        if (!barrier.mayAct(orderId))
-          throw failure('backoff', 'not_owner', `order ${orderId} is no longer driven by this replica`);
-      };
+      // Fencing: the lease is checked again after every wait (durability, budget), as the request leaves.
+      const beforeSend = leaseCheck(orderId);
       return tracked(
         orderId,
         async () => {
@@ -223,6 +227,15 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
         opts.mayHaveTakenEffect === true,
       );
     };
+
+    /**
+     * A read of the order's exchange state (the machine's status GET): it moves nothing, so it waits for none of the
+     * order's writes (a hint's GET leaves at once, not after the commit of the order's last change); the lease is
+     * still checked as the request leaves. Its answer is written after everything before it (the journal keeps
+     * an order's writes in order).
+     */
+    const read = <T>(orderId: string, call: (beforeSend: () => void) => Promise<T>): Promise<T> =>
+      tracked(orderId, () => call(leaseCheck(orderId)), false);
 
     /** Claims a reference for an order; false when another order owns it (durably or by claim). */
     const claim = async (uniqueReference: string, orderId: string): Promise<boolean> => {
@@ -516,7 +529,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
         }),
 
       fetchOrder: (input, signal) =>
-        guarded(input.orderId, async (beforeSend) => ({
+        read(input.orderId, async (beforeSend) => ({
           order: await client.getOrder(
             input.mode,
             { uniqueReference: input.uniqueReference },

@@ -293,6 +293,50 @@ describe('exchange actors: fencing money-moving calls', () => {
   });
 });
 
+describe("exchange actors: the machine's status GET", () => {
+  const fetchInput = { orderId: 'o-1', mode: 'cefi' as const, uniqueReference: 'LIVE1' };
+
+  it("leaves without waiting for the order's writes (a read moves nothing), while a POST waits for them", async () => {
+    // The order's last change is still being committed (its durability never settles here).
+    let durableAsked = 0;
+    const { exchange: ex, actors: a } = actors({
+      durable: () => {
+        durableAsked++;
+        return new Promise<void>(() => {});
+      },
+    });
+    ex.reply('GET', '/orders/LIVE1/', 200, order('LIVE1', 5));
+    const waited = new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1_000));
+    await expect(Promise.race([a.fetchOrder(fetchInput, signal), waited])).resolves.toMatchObject({
+      order: { uniqueReference: 'LIVE1' },
+      at: T + 60_000,
+    });
+    expect(durableAsked).toBe(0);
+    ex.reply('POST', '/orders/', 201, order('NEW', 0));
+    void a.createOrder(create, signal);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(durableAsked).toBe(1);
+    expect(ex.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /orders/LIVE1/']);
+  });
+
+  it('sends nothing once the lease is no longer ours, and counts as a call of the order until it ends', async () => {
+    let ours = false;
+    const { exchange: ex, actors: a } = actors({ mayAct: () => ours });
+    await expect(a.fetchOrder(fetchInput, signal)).rejects.toMatchObject({
+      code: 'not_owner',
+      action: 'backoff',
+      at: T + 60_000,
+    });
+    expect(ex.requests).toHaveLength(0);
+    ours = true;
+    ex.reply('GET', '/orders/LIVE1/', 200, order('LIVE1', 5), { delayMs: 50 });
+    const call = a.fetchOrder(fetchInput, signal);
+    expect(a.inflight()).toBe(1);
+    await call;
+    expect(a.inflight()).toBe(0);
+  });
+});
+
 describe('exchange actors: a deposit hash the exchange already knows', () => {
   const deposit = { orderId: 'o-1', mode: 'cefi' as const, uniqueReference: 'R1', txHash: '0xABCDEF01' };
   const known = { detail: 'External deposit notification with tx_id 0xABCDEF01already exists' };
