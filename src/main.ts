@@ -22,6 +22,7 @@ import { ensureTopics } from './kafka/topics.ts';
 import { TransactionalWriter } from './kafka/transactional-writer.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
 import { OrderHomes } from './redis/order-homes.ts';
+import { ListingShare } from './redis/listing-share.ts';
 import { OrderIndex } from './redis/order-index.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
@@ -273,6 +274,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     now: () => Date.now(),
     logger,
     metrics: telemetry.metrics.listingObserver(),
+    // One walk per interval between all replicas of the deployment (the listing names every order of the key).
+    ...(config.listReconcileIntervalMs > 0
+      ? { share: new ListingShare(redis, { intervalMs: config.listReconcileIntervalMs }) }
+      : {}),
   });
   const retention = new StateRetention({
     store,

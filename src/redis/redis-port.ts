@@ -45,5 +45,17 @@ export interface RedisPort extends RedisScriptCommands {
   get(key: string): Promise<string | null>;
   set(key: string, value: string, secondsToken: 'EX', seconds: number): Promise<'OK'>;
   set(key: string, value: string, secondsToken: 'EX', seconds: number, nx: 'NX'): Promise<'OK' | null>;
+  set(key: string, value: string, millisecondsToken: 'PX', milliseconds: number): Promise<'OK'>;
+  set(
+    key: string,
+    value: string,
+    millisecondsToken: 'PX',
+    milliseconds: number,
+    nx: 'NX',
+  ): Promise<'OK' | null>;
   del(key: string): Promise<number>;
+  pexpire(key: string, milliseconds: number): Promise<number>;
+  /** HSET key field value [field value ...]. */
+  hset(key: string, ...fieldsAndValues: string[]): Promise<number>;
+  hmget(key: string, ...fields: string[]): Promise<Array<string | null>>;
 }

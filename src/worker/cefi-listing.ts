@@ -4,7 +4,11 @@
 // as the one confirmed stands for the routine poll, another status makes the order GET itself. Terminal statuses are
 // not listed (only a GET of the order confirms an end). Walks run one page at a time at the budget's normal priority
 // (ahead of per-order polls, behind creates and deposits); a walk that fails stops there and the next round starts it
-// again.
+// again. With a share (src/redis/listing-share.ts) the replicas of a deployment make one walk per interval between
+// them: the listing names every order of the key, whichever replica drives it, so each replica walking it for its
+// own orders multiplied its cost by the replicas. The replica that finds the last walk older than the interval
+// claims and makes the next one, recording its rows; the others take their own orders' rows from it. Without Redis,
+// each replica walks on its own as before.
 import {
   exchangeStatusCodes,
   terminalExchangeStatuses,
@@ -14,6 +18,7 @@ import {
 import type { ExchangeClient } from '../exchange/client.ts';
 import type { RequestPriority } from '../exchange/request-budget.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { ListingShare, SharedRow } from '../redis/listing-share.ts';
 import type { ListingOutcome } from './order-host.ts';
 
 /** GET /orders/ lists CeFi orders only: DeFi orders keep their per-order polls. */
@@ -35,7 +40,15 @@ export interface ListingTarget {
   }): ListingOutcome | Promise<ListingOutcome>;
   /** True when this replica drives an open exchange order of `mode` (else its walks are skipped). */
   drivesOpenOrders(mode: TradingMode): boolean;
+  /** The unique references of the open exchange orders of `mode` this replica drives (rows of a shared walk). */
+  openReferences(mode: TradingMode): string[];
 }
+
+/** What the listing needs of a share of walks between replicas (ListingShare). */
+export type WalkShare = Pick<
+  ListingShare,
+  'latest' | 'claim' | 'keep' | 'record' | 'complete' | 'release' | 'rowsOf'
+>;
 
 /** What a round reports for metrics; label values are modes and outcomes only. */
 export interface ListingMetrics {
@@ -56,6 +69,13 @@ export interface CefiListingOptions {
   metrics?: ListingMetrics;
   /** A walk longer than this stops (and is counted failed): a cursor that never ends must not hold the loop. */
   maxPagesPerWalk?: number;
+  /**
+   * One walk per interval between the replicas sharing it (src/redis/listing-share.ts); without it this replica
+   * walks every round. Rounds then come every `shareCheckMs` (default 2 s, at most the interval): a look at the
+   * latest walk, a walk when it is due, the rows of a walk another replica made once it has ended.
+   */
+  share?: WalkShare;
+  shareCheckMs?: number;
 }
 
 export interface ListingRoundSummary {
@@ -64,6 +84,9 @@ export interface ListingRoundSummary {
   outcomes: Record<ListingOutcome, number>;
   failedWalks: number;
   skippedModes: ListedMode[];
+  /** Rows taken from a walk another replica made (shared), and modes whose walk another replica is making. */
+  sharedRows: number;
+  walkedElsewhere: ListedMode[];
   durationMs: number;
 }
 
@@ -78,6 +101,20 @@ const listingPriority: RequestPriority = 'normal';
 const firstRoundDelayMs = 5_000;
 /** After a round that found no open CeFi order to walk: the next look (a look with nothing to walk costs nothing). */
 const idleRecheckMs = 2_000;
+/** With a share: between two looks at the latest walk (one GET per mode). */
+const defaultShareCheckMs = 2_000;
+
+/** A walk this replica makes for the replicas sharing it. */
+interface Sharing {
+  share: WalkShare;
+  walk: string;
+  token: string;
+  startedAt: number;
+  /** When the claim was last renewed. */
+  keptAt: number;
+  /** False once recording failed or the claim was lost: the walk goes on for this replica alone. */
+  recording: boolean;
+}
 
 export class CefiListing {
   readonly #opts: CefiListingOptions;
@@ -85,6 +122,11 @@ export class CefiListing {
   readonly #stop = new AbortController();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
+  /** Per mode, the shared walk whose rows this replica has taken (or made). */
+  readonly #taken = new Map<ListedMode, string>();
+  /** Per mode, when this replica last walked on its own because the share failed. */
+  readonly #walkedAlone = new Map<ListedMode, number>();
+  #shareFailedAt = 0;
 
   constructor(opts: CefiListingOptions) {
     this.#opts = opts;
@@ -121,10 +163,11 @@ export class CefiListing {
         // over) is followed by another soon, not after a whole interval: orders a restore brings are confirmed by the
         // listing before their fallback polls come due, each with its own GET.
         const idle = summary !== undefined && summary.skippedModes.length === this.#opts.modes.length;
+        const every = this.#opts.share
+          ? Math.min(this.#opts.intervalMs, this.#opts.shareCheckMs ?? defaultShareCheckMs)
+          : this.#opts.intervalMs;
         this.#schedule(
-          idle
-            ? Math.min(this.#opts.intervalMs, idleRecheckMs)
-            : Math.max(0, startedAt + this.#opts.intervalMs - this.#opts.now()),
+          idle ? Math.min(every, idleRecheckMs) : Math.max(0, startedAt + every - this.#opts.now()),
         );
       });
     }, delayMs);
@@ -140,6 +183,8 @@ export class CefiListing {
       outcomes: { confirmed: 0, differed: 0, ignored: 0, not_here: 0 },
       failedWalks: 0,
       skippedModes: [],
+      sharedRows: 0,
+      walkedElsewhere: [],
       durationMs: 0,
     };
     for (const mode of this.#opts.modes) {
@@ -147,10 +192,14 @@ export class CefiListing {
         summary.skippedModes.push(mode);
         continue;
       }
-      for (const status of openStatuses) {
-        if (this.#stop.signal.aborted) break;
-        await this.#walk(mode, status, summary);
+      if (this.#opts.share) {
+        if (await this.#shared(this.#opts.share, mode, summary)) continue;
+        // Redis failed: this replica walks on its own, once an interval as without a share (rounds come more often).
+        const last = this.#walkedAlone.get(mode);
+        if (last !== undefined && this.#opts.now() - last < this.#opts.intervalMs) continue;
+        this.#walkedAlone.set(mode, this.#opts.now());
       }
+      await this.#walkAll(mode, summary);
     }
     for (const [outcome, count] of Object.entries(summary.outcomes))
       if (count > 0) this.#opts.metrics?.rowsListed(outcome as ListingOutcome, count);
@@ -159,9 +208,101 @@ export class CefiListing {
     return summary;
   }
 
+  /** Every open status of the mode, walked to its end; each page's rows recorded to `sharing` when given. */
+  async #walkAll(mode: ListedMode, summary: ListingRoundSummary, sharing?: Sharing): Promise<void> {
+    for (const status of openStatuses) {
+      if (this.#stop.signal.aborted) break;
+      await this.#walk(mode, status, summary, sharing);
+    }
+  }
+
+  /**
+   * The mode's round with the share: the rows of a walk another replica made since this replica last looked, or a
+   * walk of its own when the last one is older than the interval and no replica is making one, or nothing (a walk
+   * is under way elsewhere, or this interval's rows are taken). False when Redis failed before any walk was made
+   * here: the caller walks on its own.
+   */
+  async #shared(share: WalkShare, mode: ListedMode, summary: ListingRoundSummary): Promise<boolean> {
+    const { now, target, intervalMs } = this.#opts;
+    let sharing: Sharing;
+    try {
+      const latest = await share.latest(mode);
+      if (latest !== null && now() - latest.startedAt < intervalMs) {
+        if (this.#taken.get(mode) !== latest.walk) {
+          const rows = await share.rowsOf(mode, latest.walk, target.openReferences(mode));
+          this.#taken.set(mode, latest.walk);
+          summary.sharedRows += rows.length;
+          await this.#deliver(rows, summary);
+        }
+        return true;
+      }
+      const claim = await share.claim(mode);
+      if (claim === null) {
+        summary.walkedElsewhere.push(mode);
+        return true;
+      }
+      sharing = { share, ...claim, startedAt: now(), keptAt: now(), recording: true };
+    } catch (error) {
+      this.#shareFailed(error);
+      return false;
+    }
+    await this.#walkAll(mode, summary, sharing);
+    this.#taken.set(mode, sharing.walk);
+    try {
+      // A walk stopped by this replica's shutdown is not offered as this interval's: another replica makes one.
+      if (sharing.recording && !this.#stop.signal.aborted)
+        await share.complete(mode, sharing.walk, sharing.startedAt, sharing.token);
+      else await share.release(mode, sharing.token);
+    } catch (error) {
+      this.#shareFailed(error);
+    }
+    return true;
+  }
+
+  #shareFailed(error: unknown): void {
+    // Once a minute at most: while Redis is down, every round says it.
+    if (this.#opts.now() - this.#shareFailedAt < 60_000) return;
+    this.#shareFailedAt = this.#opts.now();
+    this.#logger.warn(
+      { err: { message: (error as Error).message, code: (error as { code?: string }).code } },
+      'listing walks are not shared (Redis); this replica walks on its own meanwhile',
+    );
+  }
+
+  /** Hands a page's rows to their orders (those this replica drives), together, and counts the outcomes. */
+  async #deliver(rows: readonly SharedRow[], summary: ListingRoundSummary): Promise<void> {
+    // A page's rows together: a resting order's wake waits for Redis, and the page's wakes share the wait.
+    const outcomes = await Promise.all(rows.map(async (row) => this.#opts.target.deliverListing(row)));
+    for (const outcome of outcomes) {
+      summary.rows++;
+      summary.outcomes[outcome]++;
+    }
+  }
+
+  /** Records a page's rows for the other replicas; a failure ends the recording, not the walk. */
+  async #record(sharing: Sharing, mode: ListedMode, rows: SharedRow[]): Promise<void> {
+    if (!sharing.recording) return;
+    try {
+      await sharing.share.record(mode, sharing.walk, rows);
+      // The claim lasts an interval: renewed well before, so a long walk is not taken for an abandoned one.
+      if (this.#opts.now() - sharing.keptAt > this.#opts.intervalMs / 3) {
+        sharing.keptAt = this.#opts.now();
+        if (!(await sharing.share.keep(mode, sharing.token))) sharing.recording = false;
+      }
+    } catch (error) {
+      sharing.recording = false;
+      this.#shareFailed(error);
+    }
+  }
+
   /** GET /orders/?status=<code>, following pagination.next to the end; stops at the first failure. */
-  async #walk(mode: ListedMode, status: ExchangeStatus, summary: ListingRoundSummary): Promise<void> {
-    const { source, target, now, metrics } = this.#opts;
+  async #walk(
+    mode: ListedMode,
+    status: ExchangeStatus,
+    summary: ListingRoundSummary,
+    sharing?: Sharing,
+  ): Promise<void> {
+    const { source, now, metrics } = this.#opts;
     const maxPages = this.#opts.maxPagesPerWalk ?? defaultMaxPagesPerWalk;
     const code = exchangeStatusCodes[status];
     let cursor: string | undefined;
@@ -200,16 +341,12 @@ export class CefiListing {
       }
       summary.pages++;
       metrics?.pageFetched(mode);
-      // A page's rows together: a resting order's wake waits for Redis, and the page's wakes share the wait.
-      const outcomes = await Promise.all(
-        result.results.map(async (order) =>
-          target.deliverListing({ uniqueReference: order.uniqueReference, status: order.status, at }),
-        ),
-      );
-      for (const outcome of outcomes) {
-        summary.rows++;
-        summary.outcomes[outcome]++;
-      }
+      const rows = result.results.map((order) => ({
+        uniqueReference: order.uniqueReference,
+        status: order.status,
+        at,
+      }));
+      await Promise.all([this.#deliver(rows, summary), sharing && this.#record(sharing, mode, rows)]);
       if (!result.next) return;
       cursor = result.next;
     }

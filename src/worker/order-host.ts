@@ -642,14 +642,27 @@ export class OrderHost {
 
   /** True when this replica drives an unfinished order of `mode` that exists at the exchange. */
   drivesOpenOrders(mode: string): boolean {
-    for (const slot of this.slots.values()) {
-      if (slot.record.mode !== mode || slot.stopped || slot.halted) continue;
-      // A passivated order rests only while monitoring its exchange order: it is one (and the listing wakes it).
-      if (slot.passive) return true;
-      const status = slot.actor?.status();
-      if (status && status.uniqueReference !== null && !status.terminal) return true;
-    }
+    for (const slot of this.slots.values()) if (this.openReferenceOf(slot, mode) !== null) return true;
     return false;
+  }
+
+  /** The unique references of the open exchange orders of `mode` driven here (live or at rest). */
+  openReferences(mode: string): string[] {
+    const references: string[] = [];
+    for (const slot of this.slots.values()) {
+      const reference = this.openReferenceOf(slot, mode);
+      if (reference !== null) references.push(reference);
+    }
+    return references;
+  }
+
+  /** The order's exchange order when it is of `mode` and open; null otherwise. */
+  private openReferenceOf(slot: OrderSlot, mode: string): string | null {
+    if (slot.record.mode !== mode || slot.stopped || slot.halted) return null;
+    // A passivated order rests only while monitoring its exchange order: it is one (and the listing wakes it).
+    if (slot.passive) return slot.record.unique_reference;
+    const status = slot.actor?.status();
+    return status && status.uniqueReference !== null && !status.terminal ? status.uniqueReference : null;
   }
 
   /** True while this replica may act for the order: checked as each exchange request leaves the process. */

@@ -2,72 +2,17 @@
 // with a key, every page to the end, the filter on every page, a walk stopped at its first error (the others go on),
 // rows handed to the host, which alone knows which orders are this replica's.
 import { describe, expect, it, vi } from 'vitest';
-import { exchangeStatusCodes, type TradingMode } from '../../../machines/domain.ts';
-import type { ExchangeClient, ListOrdersParams, OrderPage } from '../../../src/exchange/client.ts';
+import { exchangeStatusCodes } from '../../../machines/domain.ts';
 import { ExchangeError } from '../../../src/exchange/errors.ts';
-import type { CallOptions } from '../../../src/exchange/transport.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 import {
   CefiListing,
   openStatuses,
   type ListedMode,
   type ListingMetrics,
-  type ListingTarget,
 } from '../../../src/worker/cefi-listing.ts';
 import type { ListingOutcome } from '../../../src/worker/order-host.ts';
-import { exchangeOrder } from '../machines/order-harness.ts';
-
-type Row = { reference: string; status: string };
-interface Request {
-  mode: TradingMode;
-  params: ListOrdersParams;
-  priority: CallOptions['priority'];
-}
-
-/** The exchange's listing: rows per mode and status code, `pageSize` a page, cursors "<code>:<index>". */
-function fakeExchange(rows: Partial<Record<TradingMode, Row[]>>, pageSize = 2) {
-  const requests: Request[] = [];
-  const failAt = new Map<string, Error>();
-  let clock = 1_000;
-  const source: Pick<ExchangeClient, 'listOrders'> = {
-    listOrders: async (mode, params = {}, options = {}) => {
-      requests.push({ mode, params, priority: options.priority });
-      await options.beforeSend?.();
-      const code = typeof params.status === 'number' ? params.status : undefined;
-      const start = params.cursor === undefined ? 0 : Number(params.cursor.split(':')[1]);
-      const failure = failAt.get(`${mode}:${code}:${start}`);
-      if (failure !== undefined) throw failure;
-      clock += 10;
-      const matching = (rows[mode] ?? []).filter(
-        (row) => exchangeStatusCodes[row.status as keyof typeof exchangeStatusCodes] === code,
-      );
-      const page = matching.slice(start, start + pageSize);
-      const next = start + pageSize < matching.length ? `${code}:${start + pageSize}` : null;
-      const result: OrderPage = {
-        results: page.map((row) => exchangeOrder({ uniqueReference: row.reference, status: row.status })),
-        next,
-        previous: null,
-      };
-      return result;
-    },
-  };
-  return { source, requests, failAt, now: () => clock };
-}
-
-/** The host: which references this replica drives, and what the machine does with each row. */
-function fakeHost(local: Record<string, string>, drives: ListedMode[] = ['cefi', 'cefi_fixed']) {
-  const delivered: Array<{ uniqueReference: string; status: string; at: number }> = [];
-  const target: ListingTarget = {
-    deliverListing: (row) => {
-      delivered.push(row);
-      const confirmed = local[row.uniqueReference];
-      if (confirmed === undefined) return 'not_here';
-      return confirmed === row.status ? 'confirmed' : 'differed';
-    },
-    drivesOpenOrders: (mode) => (drives as string[]).includes(mode),
-  };
-  return { target, delivered };
-}
+import { fakeExchange, fakeHost } from '../../support/listing-fakes.ts';
 
 function recordingMetrics() {
   const pages: string[] = [];
