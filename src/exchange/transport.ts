@@ -202,6 +202,8 @@ interface Secret {
 export class ExchangeTransport {
   readonly #base: URL;
   readonly #basePath: string;
+  /** server.address and server.port of every request's span: each request goes to the base URL's origin (#url). */
+  readonly #server: { address: string; port: number };
   readonly #keys = new Map<TradingMode, Secret>();
   readonly #referrals = new Map<TradingMode, Secret>();
   readonly #budget: RequestBudget;
@@ -217,6 +219,10 @@ export class ExchangeTransport {
   constructor(options: ExchangeTransportOptions) {
     this.#base = new URL(options.baseUrl);
     this.#basePath = this.#base.pathname.replace(/\/+$/, '');
+    this.#server = {
+      address: this.#base.hostname,
+      port: Number(this.#base.port || (this.#base.protocol === 'https:' ? 443 : 80)),
+    };
     for (const [mode, secret] of Object.entries(options.credentials) as [TradingMode, string | undefined][]) {
       if (secret !== undefined && secret !== '')
         this.#keys.set(mode, { secret, fingerprint: apiKeyFingerprint(secret) });
@@ -399,17 +405,17 @@ export class ExchangeTransport {
     attempt: number,
     parent: Context,
   ): Span {
-    const target = new URL(url);
     return this.#tracer.startSpan(
       spec.endpoint,
       {
         kind: SpanKind.CLIENT,
         attributes: {
           [ATTR_HTTP_REQUEST_METHOD]: method,
-          [ATTR_URL_FULL]: urlWithoutSecrets(target),
+          // Built from the base's origin (#url): no credentials; only a query can hold something to mask.
+          [ATTR_URL_FULL]: url.includes('?') ? urlWithoutSecrets(new URL(url)) : url,
           [ATTR_URL_TEMPLATE]: spec.endpoint.slice(spec.endpoint.indexOf(' ') + 1),
-          [ATTR_SERVER_ADDRESS]: target.hostname,
-          [ATTR_SERVER_PORT]: Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+          [ATTR_SERVER_ADDRESS]: this.#server.address,
+          [ATTR_SERVER_PORT]: this.#server.port,
           ...(attempt > 1 ? { [ATTR_HTTP_REQUEST_RESEND_COUNT]: attempt - 1 } : {}),
           'exchange.endpoint': spec.endpoint,
           'exchange.attempt': attempt,

@@ -714,6 +714,25 @@ describe('secrets and telemetry', () => {
     await provider.shutdown();
   });
 
+  it("masks a credential-like query parameter of a request in its span's url.full (a cursor link may carry one)", async () => {
+    const ex = fresh();
+    ex.reply('GET', '/orders/?access_token=s3cret&cursor=c1&status=13', 200, {
+      results: [],
+      pagination: { next: null, previous: null },
+    });
+    const { exporter, provider } = spanRecorder();
+    await mockedClient(ex, { tracer: provider.getTracer('test') }).listOrders('cefi', {
+      cursor: 'http://exchange.test/en/api/v2/orders/?cursor=c1&access_token=s3cret&status=13',
+    });
+    const attempt = exporter.getFinishedSpans().find((s) => s.name === 'GET /orders/');
+    expect(attempt?.attributes['url.full']).toBe(
+      'http://exchange.test/en/api/v2/orders/?cursor=c1&access_token=REDACTED&status=13',
+    );
+    expect(attempt?.attributes).toMatchObject({ 'server.address': 'exchange.test', 'server.port': 80 });
+    expect(JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes))).not.toContain('s3cret');
+    await provider.shutdown();
+  });
+
   it("keeps keys and tokens out of errors, logs, spans, the budget and the client's own rendering", async () => {
     const ex = fresh();
     ex.reply('GET', '/pair/', 500, { detail: 'boom' }, { times: 3 });
