@@ -103,6 +103,11 @@ const firstRoundDelayMs = 5_000;
 const idleRecheckMs = 2_000;
 /** With a share: between two looks at the latest walk (one GET per mode). */
 const defaultShareCheckMs = 2_000;
+/**
+ * A shared walk's rows are handed over this many at a time, as a page's are (together, so the wakes of resting
+ * orders that a row concerns share their wait for Redis), not a replica's whole share of the listing at once.
+ */
+const sharedRowsAtOnce = 100;
 
 /** A walk this replica makes for the replicas sharing it. */
 interface Sharing {
@@ -217,25 +222,26 @@ export class CefiListing {
   }
 
   /**
-   * The mode's round with the share: the rows of a walk another replica made since this replica last looked, or a
-   * walk of its own when the last one is older than the interval and no replica is making one, or nothing (a walk
-   * is under way elsewhere, or this interval's rows are taken). False when Redis failed before any walk was made
-   * here: the caller walks on its own.
+   * The mode's round with the share: the rows of a walk another replica ended since this replica last looked, and a
+   * walk of its own when the last one started an interval ago or more and no replica is making one (else nothing: a
+   * walk is under way elsewhere, or the last one is recent). False when Redis failed before any walk was made here:
+   * the caller walks on its own.
    */
   async #shared(share: WalkShare, mode: ListedMode, summary: ListingRoundSummary): Promise<boolean> {
     const { now, target, intervalMs } = this.#opts;
     let sharing: Sharing;
     try {
       const latest = await share.latest(mode);
-      if (latest !== null && now() - latest.startedAt < intervalMs) {
-        if (this.#taken.get(mode) !== latest.walk) {
-          const rows = await share.rowsOf(mode, latest.walk, target.openReferences(mode));
-          this.#taken.set(mode, latest.walk);
-          summary.sharedRows += rows.length;
-          await this.#deliver(rows, summary);
-        }
-        return true;
+      // Any walk ended since: its rows are true as of their `at` (a walk longer than the interval included), and the
+      // machine ignores a row older than what it confirmed since.
+      if (latest !== null && this.#taken.get(mode) !== latest.walk) {
+        const rows = await share.rowsOf(mode, latest.walk, target.openReferences(mode));
+        this.#taken.set(mode, latest.walk);
+        summary.sharedRows += rows.length;
+        for (let i = 0; i < rows.length; i += sharedRowsAtOnce)
+          await this.#deliver(rows.slice(i, i + sharedRowsAtOnce), summary);
       }
+      if (latest !== null && now() - latest.startedAt < intervalMs) return true;
       const claim = await share.claim(mode);
       if (claim === null) {
         summary.walkedElsewhere.push(mode);

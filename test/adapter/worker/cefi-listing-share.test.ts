@@ -113,6 +113,21 @@ describe('CeFi listing shared between replicas', () => {
     expect(setup.exchange.requests).toHaveLength(0);
   });
 
+  it('takes the rows of a walk that lasted longer than the interval, and walks next as it is due', async () => {
+    const prefix = redis.prefix();
+    const setup = twoReplicas(prefix);
+    const b = await setup.replica({ B1: 'INITIAL' });
+    const elsewhere = new ListingShare(await redis.client({ keyPrefix: prefix }), { intervalMs });
+    const claim = await elsewhere.claim('cefi');
+    await elsewhere.record('cefi', claim?.walk ?? '', [{ uniqueReference: 'B1', status: 'INITIAL', at: 5 }]);
+    // Started 40 s ago (the budget was tight), ended now.
+    await elsewhere.complete('cefi', claim?.walk ?? '', setup.now() - 40_000, claim?.token ?? '');
+    const round = await b.listing.round();
+    expect(round.sharedRows).toBe(1);
+    expect(b.host.delivered[0]).toEqual({ uniqueReference: 'B1', status: 'INITIAL', at: 5 });
+    expect(setup.exchange.requests.length).toBeGreaterThan(0);
+  });
+
   it('walks again once a walker that stopped answering let its claim lapse', async () => {
     const prefix = redis.prefix();
     const setup = twoReplicas(prefix);
