@@ -10,6 +10,7 @@ import {
   machine,
   printVerdicts,
   profile,
+  reported,
   round,
   saveResult,
   verdict,
@@ -96,23 +97,23 @@ if (wanted('throughput')) {
         { op: '>=', bound: 0.5 },
         `floor ${largest.floor.createdPerSecond}/s`,
       ),
-      verdict(
-        'RSS per open order',
+      // Measured 2 s after a creation burst, not at rest: what the burst left behind counts. The target (< 5 KB per
+      // open order at 100k) is judged on the restore's orders at rest, in the rows below.
+      reported(
+        'RSS per open order, after the burst',
         one.openOrders?.rssKiBPerOrder ?? null,
         'KiB',
-        { op: '<', bound: 5 },
-        `${one.openOrders?.count} open, 1 replica; target at 10k`,
+        `${one.openOrders?.count} open, 1 replica, 2 s after the last created; the target is judged at 100k at rest below`,
       ),
     );
     const three = largest.workers.find((w) => w.workers === 3);
     if (three?.openOrders)
       verdicts.push(
-        verdict(
-          'RSS per open order, 3 replicas',
+        reported(
+          'RSS per open order, 3 replicas, after the burst',
           three.openOrders.rssKiBPerOrder,
           'KiB',
-          { op: '<', bound: 5 },
-          `${three.openOrders.count} open, summed over replicas`,
+          `${three.openOrders.count} open, summed over replicas, 2 s after the last created; judged at 100k at rest below`,
         ),
       );
   }

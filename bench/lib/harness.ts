@@ -372,8 +372,21 @@ export interface Verdict {
   value: number | null;
   unit: string;
   target: string;
-  verdict: 'met' | 'missed' | 'not measured';
+  verdict: 'met' | 'missed' | 'not measured' | 'reported';
   note?: string;
+}
+
+/** A figure the summary shows beside the targets without judging it: no target applies to it as measured. */
+export function reported(figure: string, value: number | null, unit: string, note: string): Verdict {
+  const measured = value !== null && Number.isFinite(value);
+  return {
+    figure,
+    value: measured ? round(value, 2) : null,
+    unit,
+    target: 'none',
+    verdict: 'reported',
+    note,
+  };
 }
 
 export function verdict(
