@@ -256,6 +256,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     // or commands wait for it: a backlog of creations on two shared cores need not keep the thread busy to be one.
     pollsMayWait: () => eventLoopLoad.saturated() || consumer.commandsWaiting(),
     pollResting: exchangeActors.pollResting,
+    // The other half of the calls in flight stays for commands: polls at rest alone never pause consumption.
+    maxPollsAtRest: Math.max(1, Math.floor(config.maxInflightExchangeCalls / 2)),
     commandPipelineDepth: config.commandPipelineDepth,
     // The consumer is built below; a rewind is asked for only once commands flow.
     rewind: (partition, offset) => consumer.rewind(partition, offset),

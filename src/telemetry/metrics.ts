@@ -137,7 +137,7 @@ export class WorkerMetrics {
     );
     this.pollsDeferred = counter(
       'worker_polls_deferred',
-      'routine polls of resting orders put off by one step (5 s) while the replica was saturated, within 60 s of their last confirmation',
+      'routine polls of resting orders put off by one step (5 s) at rest (reason: saturated, the replica was, within 60 s of their last confirmation; calls_at_capacity, the polls at rest already out were at their maximum)',
     );
     this.pollsAtRest = counter(
       'worker_polls_at_rest',
@@ -273,7 +273,7 @@ export class WorkerMetrics {
       orphanAdopted: (): void => this.orphansAdopted.add(1),
       orderPassivated: (): void => this.ordersPassivated.add(1),
       orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
-      pollDeferred: (): void => this.pollsDeferred.add(1),
+      pollDeferred: (reason: string): void => this.pollsDeferred.add(1, { reason }),
       polledAtRest: (outcome: string): void => this.pollsAtRest.add(1, { outcome }),
     };
   }

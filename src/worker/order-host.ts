@@ -156,6 +156,14 @@ export interface OrderHostOptions {
    */
   pollResting?: (request: FetchOrderInput, mayAsk: () => void, signal: AbortSignal) => Promise<PollAnswer>;
   /**
+   * Polls made at rest that may be out at once (default 100; main.ts: half of MAX_INFLIGHT_EXCHANGE_CALLS). A
+   * resting order due for its routine poll while this many are out waits a step (pollDeferralStepMs) at rest, never
+   * past its next other deadline: past it, the polls would only wait in memory for the request budget or a slow
+   * exchange (each with its promise chain, span and abort controller), and they count against the calls that pause
+   * command consumption.
+   */
+  maxPollsAtRest?: number;
+  /**
    * Commands of one partition whose writes may be in flight at once (COMMAND_PIPELINE_DEPTH; default 1: each
    * command waits for its transaction before the next is handled). Above 1 the next command is handled while the
    * last one's transaction commits, so a partition is not bounded by one transaction's round trips. Commands of
@@ -182,8 +190,11 @@ export interface OrderHostMetrics {
   orderPassivated(): void;
   /** A passivated order's actor was re-created: its deadline came, or a hint, a command or a sweep woke it. */
   orderReactivated(reason: WakeReason): void;
-  /** A resting order's routine poll was put off by one step because the replica was saturated. */
-  pollDeferred?(): void;
+  /**
+   * A resting order's routine poll was put off by one step: the replica was saturated ('saturated', within 60 s of
+   * its last confirmation), or maxPollsAtRest polls at rest were out ('calls_at_capacity').
+   */
+  pollDeferred?(reason: PollDeferralReason): void;
   /**
    * A resting order's routine poll made without waking it: its answer only confirmed the order ('confirmed', it
    * rests on), had news or failed (it was woken and handed the answer).
@@ -193,6 +204,12 @@ export interface OrderHostMetrics {
 
 /** How long a routine poll waits at a time while the replica is saturated (until its deferral bound). */
 export const pollDeferralStepMs = 5_000;
+
+/** Why a resting order's routine poll was put off (a metric label). */
+export type PollDeferralReason = 'saturated' | 'calls_at_capacity';
+
+/** How often, at most, the host says that routine polls wait for the calls at rest already out. */
+const pollsAtCapacityLogMs = 60_000;
 
 /** What brought a passivated order back to life (a metric label). */
 export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing' | 'poll';
@@ -327,6 +344,10 @@ export class OrderHost {
   private readonly binding: MachineBinding;
   private readonly logger: Logger;
   private writerFailed = false;
+  /** Polls made at rest that are out now (pollAtRest), and how many may be. */
+  private pollsAtRestOut = 0;
+  private readonly maxPollsAtRest: number;
+  private pollsAtCapacityLoggedAt = Number.NEGATIVE_INFINITY;
   private readonly maxCommandBytes: number | undefined;
   private readonly passivateIdleMs: number;
   /** Live orders that may be idle: checked for passivation at their deadline. */
@@ -349,6 +370,7 @@ export class OrderHost {
     this.logger = opts.logger.child({ component: 'order-host' });
     this.maxCommandBytes = opts.maxCommandBytes;
     this.passivateIdleMs = opts.passivateIdleMs ?? 0;
+    this.maxPollsAtRest = Math.max(1, Math.floor(opts.maxPollsAtRest ?? 100));
     this.pipelineDepth = opts.rewind ? Math.max(1, opts.commandPipelineDepth ?? 1) : 1;
     this.idleChecks = new DeadlineQueue((orderId) => this.passivateIfIdle(orderId), opts.now);
     this.wakes = new DeadlineQueue((orderId) => this.wakeDue(orderId), opts.now);
@@ -1133,7 +1155,7 @@ export class OrderHost {
       const late = now - passive.wakeAt;
       passive.wakeAt = Math.min(until, now + pollDeferralStepMs - (late % pollDeferralStepMs));
       this.wakes.schedule(orderId, passive.wakeAt);
-      this.opts.metrics?.pollDeferred?.();
+      this.opts.metrics?.pollDeferred?.('saturated');
       return;
     }
     if (!passive.polling && this.pollAtRest(slot, passive, now)) return;
@@ -1155,8 +1177,13 @@ export class OrderHost {
     if (slot.stopped || slot.halted || this.writerFailed || !this.assigned.has(slot.partition)) return false;
     const due = this.binding.pollDueAtRest(slot.record.machine, now);
     if (due === null) return false;
+    if (this.pollsAtRestOut >= this.maxPollsAtRest) {
+      this.deferPollAtCapacity(slot, passive, now, due.nextDeadline);
+      return true;
+    }
     const polling = new AbortController();
     passive.polling = polling;
+    this.pollsAtRestOut++;
     if (due.nextDeadline !== null) {
       passive.wakeAt = due.nextDeadline;
       this.wakes.schedule(slot.orderId, due.nextDeadline);
@@ -1201,8 +1228,40 @@ export class OrderHost {
           context.with(ctx, () => this.wakeWith(slot, 'poll', { type: 'POLL_FAILED', error }));
         },
       )
-      .finally(() => span.end());
+      .finally(() => {
+        this.pollsAtRestOut--;
+        span.end();
+      });
     return true;
+  }
+
+  /**
+   * The routine poll of a resting order while maxPollsAtRest polls at rest are out: it waits a step at rest (a
+   * deadline in the timer heap, nothing else held), at its own phase within the step, and never past the order's
+   * next other deadline (pollDueAtRest says none is due yet). Unlike a saturated replica's deferral this one may run
+   * past 60 s after the last confirmation: the calls already out are what the budget and the exchange can take, and
+   * a poll made now would only queue behind them, in memory.
+   */
+  private deferPollAtCapacity(
+    slot: OrderSlot,
+    passive: NonNullable<OrderSlot['passive']>,
+    now: number,
+    nextDeadline: number | null,
+  ): void {
+    const late = Math.max(0, now - passive.wakeAt);
+    passive.wakeAt = Math.min(
+      nextDeadline ?? Number.POSITIVE_INFINITY,
+      now + pollDeferralStepMs - (late % pollDeferralStepMs),
+    );
+    this.wakes.schedule(slot.orderId, passive.wakeAt);
+    this.opts.metrics?.pollDeferred?.('calls_at_capacity');
+    if (now - this.pollsAtCapacityLoggedAt >= pollsAtCapacityLogMs) {
+      this.pollsAtCapacityLoggedAt = now;
+      this.logger.warn(
+        { pollsAtRestOut: this.pollsAtRestOut, maxPollsAtRest: this.maxPollsAtRest },
+        'routine polls of resting orders wait: the polls already out are all the request budget and the exchange take; open orders are confirmed less often than the poll interval (worker_polls_deferred_total{reason="calls_at_capacity"})',
+      );
+    }
   }
 
   /** The answer to a poll made at rest: the order rests on when it only confirms it, else it is woken with it. */

@@ -82,6 +82,7 @@ export function hostOver(
       | 'callInFlight'
       | 'pollsMayWait'
       | 'pollResting'
+      | 'maxPollsAtRest'
       | 'commandPipelineDepth'
       | 'rewind'
     >
@@ -107,6 +108,7 @@ export function hostOver(
     ...(options.homes ? { homes: options.homes } : {}),
     ...(options.passivateIdleMs === undefined ? {} : { passivateIdleMs: options.passivateIdleMs }),
     ...(options.pollResting ? { pollResting: options.pollResting } : {}),
+    ...(options.maxPollsAtRest === undefined ? {} : { maxPollsAtRest: options.maxPollsAtRest }),
     ...(options.callInFlight ? { callInFlight: options.callInFlight } : {}),
     ...(options.pollsMayWait ? { pollsMayWait: options.pollsMayWait } : {}),
     ...(options.commandPipelineDepth === undefined

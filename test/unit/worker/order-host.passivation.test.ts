@@ -200,6 +200,12 @@ async function realMachineHost(opts: {
   callWait?: () => Promise<void>;
   /** Awaited by the address check instead of callWait (the runtime's answers at once once the catalog is cached). */
   addressCheck?: () => Promise<void>;
+  /** Orders created, o-1 to o-<orders> (default 1), each with its own exchange order EXREF<n>. */
+  orders?: number;
+  /** The exchange order of o-<n> as created, beyond its reference (say, a payment deadline of its own). */
+  exchangeOrderOf?: (n: number) => Partial<ReturnType<typeof exchangeOrder>>;
+  /** OrderHostOptions.maxPollsAtRest. */
+  maxPollsAtRest?: number;
 }) {
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
@@ -222,19 +228,24 @@ async function realMachineHost(opts: {
     keepAgain: (...args) => (leaseCalls.keepAgain++, leases.keepAgain(...args)),
     resume: (...args) => (leaseCalls.resume++, leases.resume(...args)),
   };
-  const order = exchangeOrder({ uniqueReference: 'EXREF1', status: 'INITIAL' });
+  const orderOf = (orderId: string) => {
+    const n = Number(orderId.slice('o-'.length));
+    return exchangeOrder({ uniqueReference: `EXREF${n}`, status: 'INITIAL', ...opts.exchangeOrderOf?.(n) });
+  };
   const at = () => Date.now();
   /** The runtime's wait for the order's record before a call that may change the order (exchange-actors). */
   let durable = (orderId: string): Promise<void> => Promise.reject(new Error(`${orderId}: no host yet`));
-  const answer = () => {
+  const answer = (orderId: string) => {
+    const order = orderOf(orderId);
     const status = opts.answers?.() ?? order.status;
     // Thrown as the runtime's actors throw an exchange failure (a plain ExchangeFailure, stamped).
     // eslint-disable-next-line @typescript-eslint/only-throw-error
     if (status === 'fail') throw { ...failure('backoff', { code: 'http_503' }), at: at() };
     return { order: status === order.status ? order : { ...order, status }, at: at() };
   };
-  /** Polls made at rest: when, and whether the host aborted the GET (the order woke meanwhile). */
-  const restPolls: Array<{ at: number; signal: AbortSignal }> = [];
+  /** Polls made at rest: of which order, when, and whether the host aborted the GET (the order woke meanwhile). */
+  const restPolls: Array<{ orderId: string; at: number; signal: AbortSignal }> = [];
+  const deferred: string[] = [];
   const leaseCalls = { keepAgain: 0, resume: 0 };
   const reactivated: string[] = [];
   const atRest: string[] = [];
@@ -250,7 +261,7 @@ async function realMachineHost(opts: {
       requestQuote: () => Promise.resolve({ rateId: 'r', rate: '0.05', expiresAt: at() + 60_000, at: at() }),
       createOrder: async (input) => {
         await durable(input.orderId);
-        return { order, reused: false, at: at() };
+        return { order: orderOf(input.orderId), reused: false, at: at() };
       },
       findExistingOrder: () => Promise.reject(new Error('not used')),
       adoptOrder: () => Promise.reject(new Error('not used')),
@@ -258,10 +269,10 @@ async function realMachineHost(opts: {
         await opts.callWait?.();
         return { alreadyRecorded: false, at: at() };
       },
-      fetchOrder: async () => {
+      fetchOrder: async (input) => {
         polls.push(at());
         await opts.fetchOrder?.();
-        return answer();
+        return answer(input.orderId);
       },
     },
   });
@@ -276,15 +287,18 @@ async function realMachineHost(opts: {
         orderPassivated: () => void passivated++,
         orderReactivated: (reason) => void reactivated.push(reason),
         polledAtRest: (outcome) => void atRest.push(outcome),
+        pollDeferred: (reason) => void deferred.push(reason),
       },
+      ...(opts.maxPollsAtRest === undefined ? {} : { maxPollsAtRest: opts.maxPollsAtRest }),
       ...(opts.pollsAtRest
         ? {
             pollResting: async (request, mayAsk, signal) => {
-              expect(request).toEqual({ orderId: 'o-1', mode: 'cefi', uniqueReference: 'EXREF1' });
-              restPolls.push({ at: at(), signal });
+              const { uniqueReference } = orderOf(request.orderId);
+              expect(request).toEqual({ orderId: request.orderId, mode: 'cefi', uniqueReference });
+              restPolls.push({ orderId: request.orderId, at: at(), signal });
               await opts.restPoll?.();
               mayAsk();
-              return answer();
+              return answer(request.orderId);
             },
           }
         : {}),
@@ -292,13 +306,14 @@ async function realMachineHost(opts: {
   );
   durable = (orderId) => host.durable(orderId);
   host.setAssignment([0]);
-  await host.handleMessage({
-    topic: 'commands',
-    partition: 0,
-    offset: '0',
-    key: 'o-1',
-    value: Buffer.from(JSON.stringify(createCommand)),
-  });
+  for (let n = 1; n <= (opts.orders ?? 1); n++)
+    await host.handleMessage({
+      topic: 'commands',
+      partition: 0,
+      offset: String(n - 1),
+      key: `o-${n}`,
+      value: Buffer.from(JSON.stringify({ ...createCommand, command_id: `c-${n}`, order_id: `o-${n}` })),
+    });
   await settle();
   return {
     host,
@@ -310,6 +325,7 @@ async function realMachineHost(opts: {
     leaseCalls,
     reactivated,
     atRest,
+    deferred,
   };
 }
 
@@ -955,6 +971,73 @@ describe('order host: passivation', () => {
     await settle();
     expect(h.polls).toHaveLength(1);
     expect(h.stateRecords.length).toBeGreaterThanOrEqual(writes);
+  });
+
+  it('with the real machine and polls at rest: no more polls at rest are out at once than maxPollsAtRest; an order due meanwhile waits at rest in 5 s steps, past 60 s after its last confirmation, and is polled once one is back', async () => {
+    let release = (): void => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const h = await realMachineHost({
+      passivateIdleMs: idleMs,
+      pollsAtRest: true,
+      orders: 3,
+      maxPollsAtRest: 2,
+      restPoll: () => gate,
+    });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.passivated()).toBe(3);
+    // All three are due at T + 30 s (created at T): two GETs go out, the third waits a step at rest.
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
+    await settle();
+    expect(h.restPolls.map((p) => p.at)).toEqual([T + 30_000, T + 30_000]);
+    const waiting = ['o-1', 'o-2', 'o-3'].find((id) => !h.restPolls.some((p) => p.orderId === id));
+    expect(h.deferred).toEqual(['calls_at_capacity']);
+    // Still out at T + 95 s, 95 s after the orders were last confirmed: it keeps waiting, at rest, every 5 s.
+    await vi.advanceTimersByTimeAsync(65_000);
+    await settle();
+    expect(h.restPolls).toHaveLength(2);
+    expect(h.deferred).toEqual(Array<string>(14).fill('calls_at_capacity'));
+    expect(h.reactivated).toEqual([]);
+    expect(h.polls).toEqual([]);
+    expect(h.host.passivatedOrders).toBe(3);
+    // The two answers come back: the order that waited is polled at its next step, at rest.
+    release();
+    await settle();
+    expect(h.atRest).toEqual(['confirmed', 'confirmed']);
+    await vi.advanceTimersByTimeAsync(5_000);
+    await settle();
+    expect(h.restPolls.slice(2).map((p) => [p.orderId, p.at])).toEqual([[waiting, T + 100_000]]);
+    expect(h.atRest).toEqual(['confirmed', 'confirmed', 'confirmed']);
+    expect(h.reactivated).toEqual([]);
+    expect(h.polls).toEqual([]);
+  });
+
+  it("with the real machine and polls at rest: a routine poll waiting for the polls out never waits past the order's next other deadline", async () => {
+    const h = await realMachineHost({
+      passivateIdleMs: idleMs,
+      pollsAtRest: true,
+      orders: 2,
+      maxPollsAtRest: 1,
+      restPoll: () => new Promise<void>(() => {}),
+      // o-2's payment deadline comes 7 s after its routine poll was due.
+      exchangeOrderOf: (n) => (n === 2 ? { fixedRateDeadline: new Date(T + 37_000).toISOString() } : {}),
+    });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.passivated()).toBe(2);
+    await vi.advanceTimersByTimeAsync(T + 35_000 - Date.now());
+    await settle();
+    expect(h.restPolls.map((p) => p.orderId)).toEqual(['o-1']);
+    expect(h.deferred).toEqual(['calls_at_capacity', 'calls_at_capacity']);
+    expect(h.reactivated).toEqual([]);
+    // At its payment deadline it is woken, as for any deadline of its own, and its machine polls for itself.
+    await vi.advanceTimersByTimeAsync(2_000);
+    await settle();
+    expect(h.reactivated).toEqual(['timer']);
+    expect(h.polls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await settle();
+    expect(h.polls.length).toBeGreaterThan(0);
+    expect(h.polls.every((at) => at >= T + 37_000 && at < T + 38_000)).toBe(true);
+    expect(h.deferred).toHaveLength(2);
   });
 
   it('with the real machine: an open order rests between polls, at its next poll is re-created and polls; an answer that only confirms it is not written, one with news is', async () => {
