@@ -232,7 +232,12 @@ export interface ThroughputResult {
   /** Exchange orders beyond one per deposit amount (every order has its own amount): duplicates, should be 0. */
   duplicateExchangeOrders: number;
   capped: string[];
+  /** Why nothing was moved to COMPLETED although the phase was asked for (completeWithinMs left too little time). */
+  completionSkipped?: string;
 }
+
+/** The least time a completion phase is started with (completeWithinMs). */
+const minCompleteMs = 60_000;
 
 export interface PhaseCosts {
   kafkaTransactionsPerOrder: number;
@@ -272,6 +277,12 @@ export async function runThroughput(opts: {
   restore?: boolean;
   /** Only the creation phase (and the open orders' memory): no restore, nothing moved to COMPLETED. */
   createOnly?: boolean;
+  /**
+   * Asked once every order is created: how long the completion phase may take from then (ms). Below
+   * `minCompleteMs` nothing is moved to COMPLETED (the result says why in `completionSkipped`), else the phase's
+   * cap is the smaller of this and its own. Lets a run bounded in time measure completion only when it fits.
+   */
+  completeWithinMs?: () => number;
   /** Partitions of the commands, state and events topics (default 6). */
   partitions?: number;
 }): Promise<ThroughputResult> {
@@ -387,8 +398,16 @@ export async function runThroughput(opts: {
     // this process beside the event reader; they have a process of their own since.) Orders advanced are timed from
     // their own advance (the request that moved them leaving), so the wait is not counted against anyone's latency.
     const maxPendingDeliveries = 1_000;
-    const toComplete = opts.createOnly ? [] : createdEvents;
-    const completeCapMs = opts.createOnly ? 0 : (opts.completeCapMs ?? opts.capMs);
+    const within = opts.createOnly ? undefined : opts.completeWithinMs?.();
+    const completionSkipped =
+      within !== undefined && within < minCompleteMs
+        ? `${Math.max(0, Math.round(within / 1000))} s left for it, at least ${minCompleteMs / 1000} s needed`
+        : undefined;
+    const createOnly = opts.createOnly === true || completionSkipped !== undefined;
+    const toComplete = createOnly ? [] : createdEvents;
+    const completeCapMs = createOnly
+      ? 0
+      : Math.min(opts.completeCapMs ?? opts.capMs, within ?? Number.POSITIVE_INFINITY);
     const deadline = t1 + completeCapMs;
     let advanced = 0;
     const advancedAt = new Map<string, number>();
@@ -410,7 +429,7 @@ export async function runThroughput(opts: {
       advanced,
       Math.max(0, deadline - Date.now()),
     );
-    if (completed < created && !opts.createOnly)
+    if (completed < created && !createOnly)
       capped.push(`completed: ${completed} of ${created} within ${completeCapMs} ms (${advanced} advanced)`);
     const completedEvents = collector.events.filter((e) => e.type === 'order.completed');
     const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
@@ -421,9 +440,7 @@ export async function runThroughput(opts: {
     const completeCosts = await costPerOrder(completeMark, completed);
 
     // ---- N finished orders: memory (against the idle figures before the first command)
-    const { perOrder: finishedOrders } = opts.createOnly
-      ? { perOrder: null }
-      : await memoryPerOrder(completed);
+    const { perOrder: finishedOrders } = createOnly ? { perOrder: null } : await memoryPerOrder(completed);
     peakRss = peakRss.map((v, i) => Math.max(v, meter.peakRss()[i] ?? 0));
     meter.stop();
     await producer.close();
@@ -474,6 +491,7 @@ export async function runThroughput(opts: {
         exchangeOrders.length -
         new Set(exchangeOrders.map((o) => `${o.mode} ${String(o.order['deposit_amount'])}`)).size,
       capped,
+      ...(completionSkipped ? { completionSkipped } : {}),
     };
   } finally {
     await system.stop();
@@ -491,9 +509,11 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
   console.log(
     `    CPU per created order           ${r.createCpuMsPerOrder} ms${ratio(r.createCpuMsPerOrder, floor?.createCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.create} per order`,
   );
-  console.log(
-    `    COMPLETED -> order.completed    ${r.completed} in ${r.completedMs} ms = ${r.completedPerSecond} orders/s${ratio(r.completedPerSecond, floor?.completedPerSecond)}; CPU ${r.completeCpuMsPerOrder} ms per order${ratio(r.completeCpuMsPerOrder, floor?.completeCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.complete} per order; latency p50 ${r.completeLatencyMs.p50} ms p99 ${r.completeLatencyMs.p99} ms max ${r.completeLatencyMs.max} ms`,
-  );
+  if (r.completionSkipped) console.log(`    COMPLETED -> order.completed    skipped: ${r.completionSkipped}`);
+  else
+    console.log(
+      `    COMPLETED -> order.completed    ${r.completed} in ${r.completedMs} ms = ${r.completedPerSecond} orders/s${ratio(r.completedPerSecond, floor?.completedPerSecond)}; CPU ${r.completeCpuMsPerOrder} ms per order${ratio(r.completeCpuMsPerOrder, floor?.completeCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.complete} per order; latency p50 ${r.completeLatencyMs.p50} ms p99 ${r.completeLatencyMs.p99} ms max ${r.completeLatencyMs.max} ms`,
+    );
   console.log(
     `    Kafka transactions per order    create ${r.costs.create.kafkaTransactionsPerOrder}, complete ${r.costs.complete.kafkaTransactionsPerOrder}; Redis commands per order create ${r.costs.create.redisCommandsPerOrder}, complete ${r.costs.complete.redisCommandsPerOrder}`,
   );
