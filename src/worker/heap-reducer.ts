@@ -77,6 +77,8 @@ export class HeapReducer {
   private readonly busy: () => boolean;
   private readonly onReduced: ((reason: string) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The reason of the first request the pending reduction stands for. */
+  private pendingReason: string | undefined;
   private lastRun = -Infinity;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -91,12 +93,21 @@ export class HeapReducer {
     this.onReduced = opts.onReduced;
   }
 
-  /** Asks for a reduction after a burst: runs `delayMs` after the last request, no sooner than the interval allows. */
+  /**
+   * Asks for a reduction after a burst: runs `delayMs` after the last request, no sooner than the interval allows.
+   * Requests that come before it runs share it, under the first one's reason: partitions taken away while a restore's
+   * reduction waits (replicas starting together rebalance) make it no less the restore's.
+   */
   request(reason: string): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
+    this.pendingReason ??= reason;
     const wait = Math.max(this.delayMs, this.lastRun + this.minIntervalMs - this.now());
-    this.timer = setTimeout(() => void this.run(reason), wait);
+    this.timer = setTimeout(() => {
+      const pending = this.pendingReason ?? reason;
+      this.pendingReason = undefined;
+      void this.run(pending);
+    }, wait);
     this.timer.unref();
   }
 
@@ -104,6 +115,7 @@ export class HeapReducer {
   async reduceNow(reason: string): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.pendingReason = undefined;
     if (this.running) await this.running.catch(() => {});
     await this.run(reason, false);
   }

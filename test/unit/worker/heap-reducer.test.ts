@@ -76,6 +76,20 @@ describe('HeapReducer', () => {
     expect(reduced).toEqual(['start', 'restore']);
   });
 
+  it("runs requests made before it as one, under the first one's reason: a restore's reduction stays the restore's when partitions are taken away meanwhile", async () => {
+    const { reduce, reducer, reduced } = fakeReducer({ delayMs: 1_000, minIntervalMs: 0, busy: () => false });
+    reducer.request('restore');
+    await vi.advanceTimersByTimeAsync(500);
+    reducer.request('revoke');
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(reduce).toHaveBeenCalledTimes(1);
+    expect(reduced).toEqual(['restore']);
+    // A later request is a reduction of its own, under its own reason.
+    reducer.request('revoke');
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(reduced).toEqual(['restore', 'revoke']);
+  });
+
   it('does nothing once stopped, and a failed reduction is only logged', async () => {
     const { reduce, reducer, reduced } = fakeReducer({ delayMs: 100, minIntervalMs: 0, fails: true });
     reducer.request('restore');
