@@ -1152,10 +1152,7 @@ export class OrderHost {
     // leases lost and Redis answers taken for timeouts).
     const until = passive.pollDeferrableUntil;
     if (until !== null && until > now && this.opts.pollsMayWait?.()) {
-      const late = now - passive.wakeAt;
-      passive.wakeAt = Math.min(until, now + pollDeferralStepMs - (late % pollDeferralStepMs));
-      this.wakes.schedule(orderId, passive.wakeAt);
-      this.opts.metrics?.pollDeferred?.('saturated');
+      this.putPollOff(orderId, passive, now, until, 'saturated');
       return;
     }
     if (!passive.polling && this.pollAtRest(slot, passive, now)) return;
@@ -1236,6 +1233,23 @@ export class OrderHost {
   }
 
   /**
+   * A resting order's routine poll, due now (its wake came), put off by one step, never past `bound`: its wake moves
+   * by a whole step from where it was due, so each order keeps its phase within the step.
+   */
+  private putPollOff(
+    orderId: string,
+    passive: NonNullable<OrderSlot['passive']>,
+    now: number,
+    bound: number,
+    reason: PollDeferralReason,
+  ): void {
+    const late = now - passive.wakeAt;
+    passive.wakeAt = Math.min(bound, now + pollDeferralStepMs - (late % pollDeferralStepMs));
+    this.wakes.schedule(orderId, passive.wakeAt);
+    this.opts.metrics?.pollDeferred?.(reason);
+  }
+
+  /**
    * The routine poll of a resting order while maxPollsAtRest polls at rest are out: it waits a step at rest (a
    * deadline in the timer heap, nothing else held), at its own phase within the step, and never past the order's
    * next other deadline (pollDueAtRest says none is due yet). Unlike a saturated replica's deferral this one may run
@@ -1248,13 +1262,13 @@ export class OrderHost {
     now: number,
     nextDeadline: number | null,
   ): void {
-    const late = Math.max(0, now - passive.wakeAt);
-    passive.wakeAt = Math.min(
+    this.putPollOff(
+      slot.orderId,
+      passive,
+      now,
       nextDeadline ?? Number.POSITIVE_INFINITY,
-      now + pollDeferralStepMs - (late % pollDeferralStepMs),
+      'calls_at_capacity',
     );
-    this.wakes.schedule(slot.orderId, passive.wakeAt);
-    this.opts.metrics?.pollDeferred?.('calls_at_capacity');
     if (now - this.pollsAtCapacityLoggedAt >= pollsAtCapacityLogMs) {
       this.pollsAtCapacityLoggedAt = now;
       this.logger.warn(
