@@ -186,6 +186,14 @@ export interface TransactionalWriterOptions {
    * rule, one pair of runs). Readers take either: a record batch says its own compression.
    */
   compressFromBytes?: number;
+  /**
+   * Compacted topics whose readers keep only each key's latest record (the state topic): of several records of one
+   * key (and partition) in one transaction only the last is sent. The transaction is atomic, so no reader could
+   * have seen the earlier ones anyway; they are already superseded when the transaction commits. Every write still
+   * resolves as committed (its record is in the transaction's outcome, as its successor). Records of other topics
+   * (events) are all sent.
+   */
+  latestOnlyTopics?: readonly string[];
   /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
   maxTransactionBytesPerPartition?: number;
   /** Told of every transaction that ended (metrics). */
@@ -233,10 +241,14 @@ export class TransactionalWriter {
   private readonly opts: TransactionalWriterOptions;
   private readonly compressedTopics: ReadonlySet<string>;
   private readonly compressFromBytes: number;
+  private readonly latestOnlyTopics: ReadonlySet<string>;
+  /** Records of latestOnlyTopics left out of a transaction because a later one of the same key was in it. */
+  supersededRecords = 0;
 
   constructor(opts: TransactionalWriterOptions) {
     this.opts = opts;
     this.compressedTopics = new Set(opts.compressedTopics ?? []);
+    this.latestOnlyTopics = new Set(opts.latestOnlyTopics ?? []);
     this.compressFromBytes = opts.compressFromBytes ?? DEFAULT_COMPRESS_FROM_BYTES;
     this.producer = this.newProducer();
   }
@@ -537,6 +549,9 @@ export class TransactionalWriter {
         if (!current || at > BigInt(current.offset)) offsets.set(id, offset);
       }
     }
+    for (const [topic, records] of byTopic)
+      if (this.latestOnlyTopics.has(topic) && records.length > 1)
+        byTopic.set(topic, this.latestOnly(records));
     if (byTopic.size === 0 && offsets.size === 0) {
       this.offsetHolds = holds;
       return refused;
@@ -597,6 +612,18 @@ export class TransactionalWriter {
       ended('aborted');
       throw error;
     }
+  }
+
+  /** Each key's (and partition's) last record, in the order of those last records. */
+  private latestOnly(records: WritableRecord[]): WritableRecord[] {
+    const last = new Map<string, number>();
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i] as WritableRecord;
+      last.set(`${record.partition ?? '*'}\u0000${record.key}`, i);
+    }
+    if (last.size === records.length) return records;
+    this.supersededRecords += records.length - last.size;
+    return records.filter((record, i) => last.get(`${record.partition ?? '*'}\u0000${record.key}`) === i);
   }
 
   async close(): Promise<void> {

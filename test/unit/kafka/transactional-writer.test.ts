@@ -120,3 +120,107 @@ describe('a transaction that never settles', () => {
     expect(lines.join('')).toContain('KafkaTransactionStuck');
   });
 });
+
+describe('records superseded in their own transaction', () => {
+  /** A kafkajs stand-in that records what each committed transaction sent, by topic. */
+  function recordingKafka(): {
+    kafka: KafkaClient;
+    transactions: Array<Array<{ topic: string; key: string; value: string }>>;
+  } {
+    const transactions: Array<Array<{ topic: string; key: string; value: string }>> = [];
+    const kafkajs = {
+      producer: () => ({
+        connect: () => Promise.resolve(),
+        disconnect: () => Promise.resolve(),
+        transaction: () => {
+          const sent: Array<{ topic: string; key: string; value: string }> = [];
+          return Promise.resolve({
+            sendBatch: ({
+              topicMessages,
+            }: {
+              topicMessages: Array<{ topic: string; messages: Array<{ key: string; value: string }> }>;
+            }) => {
+              for (const entry of topicMessages)
+                for (const m of entry.messages) sent.push({ topic: entry.topic, key: m.key, value: m.value });
+              return Promise.resolve([]);
+            },
+            sendOffsets: () => Promise.resolve(),
+            commit: () => {
+              transactions.push(sent);
+              return Promise.resolve();
+            },
+            abort: () => Promise.resolve(),
+          });
+        },
+      }),
+    } as unknown as Kafka;
+    return { kafka: KafkaClient.wrap(kafkajs), transactions };
+  }
+
+  function newWriter(kafka: KafkaClient, latestOnlyTopics?: string[]): TransactionalWriter {
+    return new TransactionalWriter({
+      kafka,
+      transactionalId: 'tx-1',
+      consumerGroupId: 'group',
+      transactionTimeoutMs: 10_000,
+      logger: createLogger({ level: 'silent' }),
+      onFatal: () => {},
+      ...(latestOnlyTopics ? { latestOnlyTopics } : {}),
+    });
+  }
+
+  it("sends only each key's last record of a latest-only topic, every event, and resolves every write", async () => {
+    const { kafka, transactions } = recordingKafka();
+    const writer = newWriter(kafka, ['state']);
+    await writer.connect();
+    const writes = [
+      writer.write([
+        { topic: 'events', key: 'a', value: 'a:1' },
+        { topic: 'state', key: 'a', partition: 0, value: 'a rev 1' },
+      ]),
+      writer.write([{ topic: 'state', key: 'b', partition: 1, value: 'b rev 1' }]),
+      writer.write([
+        { topic: 'events', key: 'a', value: 'a:2' },
+        { topic: 'state', key: 'a', partition: 0, value: 'a rev 2' },
+      ]),
+      // The same key on another partition is another record.
+      writer.write([{ topic: 'state', key: 'b', partition: 2, value: 'b elsewhere' }]),
+    ];
+    expect(await Promise.all(writes)).toEqual([true, true, true, true]);
+    expect(transactions).toHaveLength(1);
+    const sent = transactions[0] ?? [];
+    expect(sent.filter((r) => r.topic === 'events').map((r) => r.value)).toEqual(['a:1', 'a:2']);
+    expect(sent.filter((r) => r.topic === 'state').map((r) => r.value)).toEqual([
+      'b rev 1',
+      'a rev 2',
+      'b elsewhere',
+    ]);
+    expect(writer.supersededRecords).toBe(1);
+  });
+
+  it('keeps a record whose successor was refused by its guard, and every record of other topics', async () => {
+    const { kafka, transactions } = recordingKafka();
+    const writer = newWriter(kafka, ['state']);
+    await writer.connect();
+    const writes = [
+      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 1' }], [], () => true),
+      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 2' }], [], () => false),
+      writer.write([{ topic: 'other', key: 'x', value: 'x1' }]),
+      writer.write([{ topic: 'other', key: 'x', value: 'x2' }]),
+    ];
+    expect(await Promise.all(writes)).toEqual([true, false, true, true]);
+    expect(transactions.flat().map((r) => r.value)).toEqual(['a rev 1', 'x1', 'x2']);
+    expect(writer.supersededRecords).toBe(0);
+  });
+
+  it('sends every record when no topic is latest-only', async () => {
+    const { kafka, transactions } = recordingKafka();
+    const writer = newWriter(kafka);
+    await writer.connect();
+    await Promise.all([
+      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 1' }]),
+      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 2' }]),
+    ]);
+    expect(transactions.flat().map((r) => r.value)).toEqual(['a rev 1', 'a rev 2']);
+  });
+});
