@@ -252,6 +252,11 @@ function changedOnly(
   if (!before || !after || after.exchange !== to) return false;
   if (typeof before.exchange !== 'string' || !from.includes(before.exchange)) return false;
   if (!sameJson(before.deposit, after.deposit)) return false;
+  return sameContextBut(written, next, fields);
+}
+
+/** True when the two forms' contexts differ in none but these fields. */
+function sameContextBut(written: DurableOrder, next: DurableOrder, fields: ReadonlySet<string>): boolean {
   const keys = new Set([...Object.keys(written.context), ...Object.keys(next.context)]);
   for (const key of keys) {
     if (fields.has(key)) continue;
@@ -264,4 +269,25 @@ function changedOnly(
       return false;
   }
   return true;
+}
+
+/** What the grant of a quote slot changes: the time, and the intent (the quote request about to leave). */
+const quoteStartFields: ReadonlySet<string> = new Set(['now', 'pendingIntent']);
+
+/**
+ * True when `next` differs from the `written` durable form only by the grant of a quote slot: the order went from
+ * `quoting.acquiringSlot` to `quoting.requesting` and nothing else changed. Such a change need not be written: the
+ * quote request is a GET, which moves no money, and a restart routes both forms alike, to a fresh slot request (a
+ * quote request that may have gone out holds its cooldown slot in Redis under the token of its own attempt, so the
+ * restored order waits out the cooldown, whichever form it restored). The quote is written with the create intent,
+ * durable before the POST.
+ */
+export function onlyStartsAQuote(written: unknown, next: DurableOrder): boolean {
+  return (
+    isDurableOrder(written) &&
+    written.resumeFrom === 'quoting.acquiringSlot' &&
+    next.resumeFrom === 'quoting.requesting' &&
+    written.done === next.done &&
+    sameContextBut(written, next, quoteStartFields)
+  );
 }

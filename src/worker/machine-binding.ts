@@ -106,8 +106,9 @@ export interface MachineBinding {
   /**
    * True when the change from the `written` durable form to `next` need not be written: there is none (the form
    * written already, as when a command's own write took the transition its actor's change also asked a write for),
-   * or it only starts a status poll (a GET), whose answer is written unless it only confirms (confirmsOnly); a
-   * restart re-enters the written state and polls again.
+   * or it only starts a status poll (a GET), whose answer is written unless it only confirms (confirmsOnly), or it
+   * only starts a quote request (a GET) whose quote is written with the create intent; a restart re-enters the
+   * written state and polls (or asks for a quote slot) again.
    */
   unwritten?(written: unknown, next: unknown): boolean;
   /**

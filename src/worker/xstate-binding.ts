@@ -7,6 +7,7 @@ import {
   confirmedByPoll,
   onlyConfirms,
   onlyStartsAPoll,
+  onlyStartsAQuote,
   onlyWaitsForHints,
   passiveUntil,
   pollDeferrableUntil,
@@ -105,7 +106,10 @@ export function createXStateBinding(opts: {
     },
     unwritten: (written, next) =>
       isDurableOrder(next) &&
-      (sameJson(written, next) || onlyStartsAPoll(written, next) || onlyWaitsForHints(written, next)),
+      (sameJson(written, next) ||
+        onlyStartsAPoll(written, next) ||
+        onlyWaitsForHints(written, next) ||
+        onlyStartsAQuote(written, next)),
     confirmsOnly: (written, next) => isDurableOrder(next) && onlyConfirms(written, next),
     resting: (durable) => (isDurableOrder(durable) ? restingOf(durable) : null),
     pollDueAtRest: (durable, now) => (isDurableOrder(durable) ? pollDueAtRest(durable, now) : null),

@@ -7,6 +7,7 @@ import {
   confirmedByPoll,
   onlyConfirms,
   onlyStartsAPoll,
+  onlyStartsAQuote,
   onlyWaitsForHints,
   passiveUntil,
   pollDeferrableUntil,
@@ -15,7 +16,17 @@ import {
   sameJson,
 } from '../../../machines/order-passivation.ts';
 import { pollIntervalOf } from '../../../machines/order-context.ts';
-import { OrderHarness, T0, exchangeOrder, fails, failure, ok, orderInput } from './order-harness.ts';
+import {
+  OrderHarness,
+  T0,
+  exchangeOrder,
+  fails,
+  failure,
+  granted,
+  ok,
+  orderInput,
+  quoteReply,
+} from './order-harness.ts';
 import type { Script } from './order-harness.ts';
 
 async function openOrder(script: Script = {}, fixedRateDeadline: string | null = null) {
@@ -420,6 +431,47 @@ describe('onlyStartsAPoll', () => {
     await h.advance(30_000);
     expect(onlyStartsAPoll(null, h.durable())).toBe(false);
     expect(onlyStartsAPoll({ fake: true }, h.durable())).toBe(false);
+  });
+});
+
+describe('onlyStartsAQuote', () => {
+  it('is true for the grant of a quote slot that changed nothing else', async () => {
+    const h = await OrderHarness.start(orderInput(), {});
+    expect(h.state).toBe('quoting.acquiringSlot');
+    const acquiring = h.durable();
+    await h.advance(250);
+    await h.answer('acquireQuoteSlot', granted);
+    expect(h.state).toBe('quoting.requesting');
+    expect(onlyStartsAQuote(acquiring, h.durable())).toBe(true);
+    // Its answer is news (the quote, the create intent): written.
+    await h.answer('requestQuote', quoteReply());
+    expect(h.state).toBe('creating.posting');
+    expect(onlyStartsAQuote(acquiring, h.durable())).toBe(false);
+  });
+
+  it('is false from any other written form, and for anything not stored by this machine', async () => {
+    const h = await OrderHarness.start(orderInput(), { acquireQuoteSlot: [granted] });
+    expect(h.state).toBe('quoting.requesting');
+    const requesting = h.durable();
+    expect(onlyStartsAQuote(requesting, requesting)).toBe(false);
+    expect(onlyStartsAQuote(null, requesting)).toBe(false);
+    expect(onlyStartsAQuote({ fake: true }, requesting)).toBe(false);
+    // A written form that differs in more than the grant's bookkeeping (here: a requote counted).
+    const acquiring = { ...requesting, resumeFrom: 'quoting.acquiringSlot' as const };
+    expect(onlyStartsAQuote(acquiring, requesting)).toBe(true);
+    expect(
+      onlyStartsAQuote({ ...acquiring, context: { ...acquiring.context, requotes: 1 } }, requesting),
+    ).toBe(false);
+    // A slot refused and granted after the cooldown: from coolingDown, written (the wait is news).
+    const cooling = await OrderHarness.start(orderInput(), {
+      acquireQuoteSlot: [(_input, now) => ({ granted: false, retryAt: now + 15_000, at: now })],
+    });
+    expect(cooling.state).toBe('quoting.coolingDown');
+    const waiting = cooling.durable();
+    await cooling.advance(15_000);
+    await cooling.answer('acquireQuoteSlot', granted);
+    expect(cooling.state).toBe('quoting.requesting');
+    expect(onlyStartsAQuote(waiting, cooling.durable())).toBe(false);
   });
 });
 

@@ -206,6 +206,11 @@ async function realMachineHost(opts: {
   exchangeOrderOf?: (n: number) => Partial<ReturnType<typeof exchangeOrder>>;
   /** OrderHostOptions.maxPollsAtRest. */
   maxPollsAtRest?: number;
+  /** Fields of the order.create commands beyond the fixtures' createCommand (say, another mode). */
+  command?: Record<string, unknown>;
+  /** Awaited by the quote slot's acquisition before it is granted, and by the quote request before it answers. */
+  slotWait?: () => Promise<void>;
+  quoteWait?: () => Promise<void>;
 }) {
   const records = new Map<string, OrderRecord>();
   const polls: number[] = [];
@@ -257,8 +262,14 @@ async function realMachineHost(opts: {
         return { ok: true, at: at() };
       },
       preScreen: () => Promise.reject(new Error('not used')),
-      acquireQuoteSlot: () => Promise.resolve({ granted: true, at: at() }),
-      requestQuote: () => Promise.resolve({ rateId: 'r', rate: '0.05', expiresAt: at() + 60_000, at: at() }),
+      acquireQuoteSlot: async () => {
+        await opts.slotWait?.();
+        return { granted: true, at: at() };
+      },
+      requestQuote: async () => {
+        await opts.quoteWait?.();
+        return { rateId: 'r', rate: '0.05', expiresAt: at() + 60_000, at: at() };
+      },
       createOrder: async (input) => {
         await durable(input.orderId);
         return { order: orderOf(input.orderId), reused: false, at: at() };
@@ -312,7 +323,9 @@ async function realMachineHost(opts: {
       partition: 0,
       offset: String(n - 1),
       key: `o-${n}`,
-      value: Buffer.from(JSON.stringify({ ...createCommand, command_id: `c-${n}`, order_id: `o-${n}` })),
+      value: Buffer.from(
+        JSON.stringify({ ...createCommand, ...opts.command, command_id: `c-${n}`, order_id: `o-${n}` }),
+      ),
     });
   await settle();
   return {
@@ -768,6 +781,24 @@ describe('order host: passivation', () => {
     await settle();
     const states = stateRecords.map((r) => (r.machine as { resumeFrom: string }).resumeFrom);
     expect(states).toEqual(['checkingAddress.calling', 'canceled']);
+  });
+
+  it('with the real machine: a DeFi order writes no record for the grant of its quote slot (the quote is written with the create intent)', async () => {
+    // The grant only moved the order into quoting.requesting (a GET): a restart routes that form and the one
+    // before it alike, to a fresh slot request. It was written as a record of its own for every actionable quote.
+    const { stateRecords } = await realMachineHost({
+      passivateIdleMs: 0,
+      command: { mode: 'defi' },
+      // The slot is granted after the command's own write was asked for (a Redis round trip in the runtime).
+      slotWait: () => new Promise((resolve) => setImmediate(resolve)),
+      // The quote request leaves after the order's pending write (the runtime's wait for durability).
+      quoteWait: () => new Promise((resolve) => setImmediate(resolve)),
+    });
+    const states = stateRecords.map((r) => (r.machine as { resumeFrom: string }).resumeFrom);
+    expect(states).toEqual(['quoting.acquiringSlot', 'creating.posting', 'open']);
+    expect(stateRecords[1]?.machine).toMatchObject({
+      context: { quote: { rateId: 'r' }, pendingIntent: { kind: 'create', rateId: 'r' } },
+    });
   });
 
   it('with the real machine: the poll start of a live order writes nothing, its GET waits for no write, and its answer is written', async () => {
