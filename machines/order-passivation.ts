@@ -93,8 +93,11 @@ export function confirmedByListing(durable: DurableOrder, listing: ListingRow): 
  * The routine poll a resting order is due for at `now`, when that poll is all it has to do: the GET the runtime may
  * make for it without waking it (the input of the machine's own fetchOrder), and the order's next other deadline
  * (a payment deadline, a deposit retry), if any. Null when the order must be woken for its deadline instead: another
- * deadline is due too, hints wait for their GET, or the poll is the retry of a failed one (its backoff is the
- * machine's).
+ * deadline is due too, or hints wait for their GET. The retry of a failed poll is one too: its time is the
+ * machine's (nextPollAt, after its backoff), the GET the same; its answer, whatever it is, goes to the machine
+ * (confirmedByPoll is null for it), which takes it as its retry's. Made at rest, the retries of many orders whose
+ * polls failed together (an exchange outage) are bounded like their routine polls, instead of each waking its order
+ * for a GET of its own.
  */
 export function pollDueAtRest(
   durable: DurableOrder,
@@ -102,8 +105,7 @@ export function pollDueAtRest(
 ): { request: FetchOrderInput; nextDeadline: number | null } | null {
   const deadlines = restingDeadlines(durable);
   const context = durable.context;
-  if (deadlines === null || deadlines.poll > now || context.pollAttempt !== 0 || context.order === null)
-    return null;
+  if (deadlines === null || deadlines.poll > now || context.order === null) return null;
   if (context.hintDueAt != null || deadlines.others.some((at) => at <= now)) return null;
   return {
     request: fetchOrderInputOf(context),

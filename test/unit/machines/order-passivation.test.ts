@@ -15,7 +15,7 @@ import {
   pollDueAtRest,
   sameJson,
 } from '../../../machines/order-passivation.ts';
-import { pollIntervalOf } from '../../../machines/order-context.ts';
+import { fetchOrderInputOf, pollIntervalOf } from '../../../machines/order-context.ts';
 import {
   OrderHarness,
   T0,
@@ -181,16 +181,6 @@ describe('pollDueAtRest and confirmedByPoll', () => {
     expect(pollDueAtRest(waiting, T0 + 30_000)).toBeNull();
     expect(confirmedByPoll(waiting, { order: exchangeOrder(), at: T0 + 30_000 })).toBeNull();
 
-    // A failed poll's retry: its backoff is the machine's.
-    const failed = await openOrder({ fetchOrder: [fails('backoff')] });
-    await failed.advance(30_000);
-    const retrying = failed.durable();
-    expect(retrying.context.pollAttempt).toBe(1);
-    expect(pollDueAtRest(retrying, retrying.context.nextPollAt!)).toBeNull();
-    expect(
-      confirmedByPoll(retrying, { order: exchangeOrder(), at: retrying.context.nextPollAt! }),
-    ).toBeNull();
-
     // A payment deadline due with the poll (or before it): woken for it; one later is the next deadline.
     const deadline = T0 + 30_000;
     const fixedRateDeadline = new Date(deadline).toISOString();
@@ -201,6 +191,23 @@ describe('pollDueAtRest and confirmedByPoll', () => {
 
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
     expect(pollDueAtRest(quoting.durable(), T0 + 60_000)).toBeNull();
+  });
+
+  it("include a failed poll's retry, at the machine's time, whose answer always goes to the machine", async () => {
+    const failed = await openOrder({ fetchOrder: [fails('backoff')] });
+    await failed.advance(30_000);
+    const retrying = failed.durable();
+    expect(retrying.context.pollAttempt).toBe(1);
+    const retryAt = retrying.context.nextPollAt!;
+    expect(retryAt).toBeGreaterThanOrEqual(T0 + 60_000);
+    expect(pollDueAtRest(retrying, retryAt - 1)).toBeNull();
+    expect(pollDueAtRest(retrying, retryAt)?.request).toEqual(fetchOrderInputOf(retrying.context));
+    // Even an answer that finds the order as last confirmed: the machine clears its failure (written).
+    expect(confirmedByPoll(retrying, { order: exchangeOrder(), at: retryAt })).toBeNull();
+    const restored = await OrderHarness.restore(retrying, retryAt);
+    await restored.send({ type: 'POLLED', output: { order: exchangeOrder(), at: retryAt } });
+    expect(restored.context).toMatchObject({ pollAttempt: 0, confirmedAt: retryAt });
+    expect(restored.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
   });
 
   it("POLL_FAILED leaves the order as its own poll's failure does", async () => {

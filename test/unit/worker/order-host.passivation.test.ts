@@ -920,7 +920,7 @@ describe('order host: passivation', () => {
     expect(polls).toHaveLength(1);
   });
 
-  it('with the real machine and polls at rest: a resting order due for its routine poll is polled without waking it; an answer that only confirms it moves its next poll, news wakes it with the answer, a failure wakes it to retry', async () => {
+  it('with the real machine and polls at rest: a resting order due for its routine poll is polled without waking it; an answer that only confirms it moves its next poll, news wakes it with the answer, a failure wakes it to schedule its retry, which is made at rest too', async () => {
     let status = 'INITIAL';
     const h = await realMachineHost({ passivateIdleMs: idleMs, answers: () => status, pollsAtRest: true });
     await vi.advanceTimersByTimeAsync(idleMs);
@@ -958,7 +958,7 @@ describe('order host: passivation', () => {
     await vi.advanceTimersByTimeAsync(idleMs);
     expect(h.host.passivatedOrders).toBe(1);
 
-    // A failure: woken with it, the machine schedules its retry (written), and makes that retry itself.
+    // A failure: woken with it, the machine schedules its retry (written), and rests again until then.
     status = 'fail';
     await vi.advanceTimersByTimeAsync(T + 90_000 - Date.now());
     await settle();
@@ -966,13 +966,66 @@ describe('order host: passivation', () => {
     expect(h.atRest).toEqual(['confirmed', 'news', 'failed']);
     expect(h.reactivated).toEqual(['poll', 'poll']);
     expect(h.stateRecords.length).toBe(writes + 2);
-    expect(h.stateRecords.at(-1)?.machine).toMatchObject({ context: { lastStatus: 'PAID', pollAttempt: 1 } });
-    expect(h.polls).toEqual([]);
+    const retrying = h.stateRecords.at(-1)?.machine as { context: { nextPollAt: number } };
+    expect(retrying).toMatchObject({ context: { lastStatus: 'PAID', pollAttempt: 1 } });
+    const retryAt = retrying.context.nextPollAt;
+    expect(retryAt).toBeGreaterThanOrEqual(T + 120_000);
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.host.passivatedOrders).toBe(1);
+    // The retry is made at rest, at the machine's time, like a routine poll (bounded by maxPollsAtRest); its answer
+    // goes to the machine even when it only confirms the order (the machine clears its failure: written).
     status = 'PAID';
-    await vi.advanceTimersByTimeAsync(60_000);
+    await vi.advanceTimersByTimeAsync(retryAt - Date.now());
     await settle();
-    expect(h.restPolls).toHaveLength(3);
-    expect(h.polls).toHaveLength(1);
+    expect(h.restPolls.map((p) => p.at)).toEqual([T + 30_000, T + 60_000, T + 90_000, retryAt]);
+    expect(h.polls).toEqual([]);
+    expect(h.atRest).toEqual(['confirmed', 'news', 'failed', 'news']);
+    expect(h.reactivated).toEqual(['poll', 'poll', 'poll']);
+    expect(h.stateRecords.length).toBe(writes + 3);
+    expect(h.stateRecords.at(-1)?.machine).toMatchObject({
+      context: { lastStatus: 'PAID', pollAttempt: 0, confirmedAt: retryAt, nextPollAt: retryAt + 30_000 },
+    });
+  });
+
+  it('with the real machine and polls at rest: the retries of polls that failed together are bounded by maxPollsAtRest like routine polls, none made by a woken machine', async () => {
+    // An exchange outage: every poll fails. Each order is woken with its failure and schedules its retry; the
+    // retries came due together and each woke its order for a GET of its own, all at once.
+    let status = 'INITIAL';
+    const gates: Array<() => void> = [];
+    const h = await realMachineHost({
+      passivateIdleMs: idleMs,
+      answers: () => status,
+      pollsAtRest: true,
+      orders: 6,
+      maxPollsAtRest: 2,
+      restPoll: () => new Promise<void>((resolve) => gates.push(resolve)),
+    });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.host.passivatedOrders).toBe(6);
+    status = 'fail';
+    // The routine polls at 30 s: two out at once; each failure lets the next one go.
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
+    for (let round = 0; round < 12 && h.atRest.length < 6; round++) {
+      expect(gates.length).toBeLessThanOrEqual(2);
+      for (const open of gates.splice(0)) open();
+      await settle();
+      await vi.advanceTimersByTimeAsync(5_000);
+    }
+    expect(h.atRest).toEqual(Array(6).fill('failed'));
+    await vi.advanceTimersByTimeAsync(idleMs);
+    expect(h.host.passivatedOrders).toBe(6);
+    // Their retries (at least 30 s later): again never more than two GETs out, all at rest, none by a machine.
+    const retried = h.restPolls.length;
+    let most = 0;
+    for (let round = 0; round < 40 && h.restPolls.length < retried + 6; round++) {
+      await vi.advanceTimersByTimeAsync(5_000);
+      most = Math.max(most, gates.length);
+      for (const open of gates.splice(0)) open();
+      await settle();
+    }
+    expect(h.restPolls.length).toBe(retried + 6);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(h.polls).toEqual([]);
   });
 
   it('with the real machine and polls at rest: an order woken while its poll at rest is out aborts that GET and ignores its answer', async () => {
