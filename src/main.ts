@@ -188,6 +188,12 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
           logger: logger.child({ component: 'currency-catalog' }),
         });
   const pairingLog = logger.child({ component: 'address-pairing' });
+  const exchangeLog = logger.child({ component: 'exchange' });
+  const exchangeObserver = telemetry.metrics.exchangeObserver();
+  // Status reads out at once: what the request budget admits in 30 s (the poll interval); one read more would only
+  // wait behind them in memory, and its order polls again anyway.
+  const maxStatusReads = Math.max(100, Math.ceil(config.exchange.budgetPerMinute / 2));
+  let statusReadsRefusedLoggedAt = Number.NEGATIVE_INFINITY;
   const exchangeActors = createExchangeActors({
     client,
     cooldown,
@@ -196,6 +202,21 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     onUnchecked: (orderId, unchecked) =>
       pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),
     now: () => Date.now(),
+    maxStatusReads,
+    onStatusReadRefused: () => {
+      exchangeObserver.attemptFailed({
+        operation: 'getOrder',
+        errorType: 'status_reads_at_capacity',
+        action: 'throttled',
+      });
+      const now = Date.now();
+      if (now - statusReadsRefusedLoggedAt < 60_000) return;
+      statusReadsRefusedLoggedAt = now;
+      exchangeLog.warn(
+        { maxStatusReads },
+        'status reads refused: as many are already waiting for the request budget or the exchange as it admits in 30 s; their orders poll again later (worker_exchange_errors_total{error_type="status_reads_at_capacity"})',
+      );
+    },
   });
 
   // The process stops when Kafka can no longer be written or read for good; another replica takes over.

@@ -40,6 +40,16 @@ export interface ExchangeActorDeps {
   lookupSkewMs?: number;
   /** A safety cap on pages of GET /orders/; reaching it makes the lookup inconclusive (retried), never "not found". */
   maxLookupPages?: number;
+  /**
+   * Status reads of orders (GET /orders/{ref}/: polls, hints' GETs, polls made at rest) that may be out at once,
+   * waiting for the request budget or the exchange (default: no cap; main.ts: what the budget admits in 30 s). One
+   * more fails at once as throttled (`status_reads_at_capacity`): the machine takes it as its poll's failure and
+   * polls again after at least the poll interval (at rest, bounded, for a resting order). Reads only: nothing that
+   * moves money, no quote, no lookup of a create in doubt is ever refused here.
+   */
+  maxStatusReads?: number;
+  /** Told of each status read refused by maxStatusReads. */
+  onStatusReadRefused?: () => void;
 }
 
 /**
@@ -138,6 +148,30 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   /** The cooldown slot each order holds between acquireQuoteSlot and its request (token, window). */
   const quoteSlots = new Map<string, { token: string; cooldownMs: number }>();
   const maxPages = deps.maxLookupPages ?? 1_000;
+  const maxStatusReads = deps.maxStatusReads ?? Number.POSITIVE_INFINITY;
+  let statusReads = 0;
+
+  /**
+   * A status read (GET /orders/{ref}/), counted while out; refused at once beyond maxStatusReads. Under an overload
+   * of reads (an outage's retries, a burst of hints or deadlines) each one waited in the request budget's queue in
+   * memory, with its promise chain, span and abort controller, however long that queue had grown.
+   */
+  const statusRead = <T>(call: () => Promise<T>): Promise<T> => {
+    if (statusReads >= maxStatusReads) {
+      deps.onStatusReadRefused?.();
+      return Promise.reject(
+        failure(
+          'throttled',
+          'status_reads_at_capacity',
+          `${statusReads} status reads are already waiting for the request budget or the exchange; this one is left to the order's next poll`,
+        ),
+      );
+    }
+    statusReads++;
+    return call().finally(() => {
+      statusReads--;
+    });
+  };
 
   const failure = (action: ExchangeFailure['action'], code: string, message: string): ActorFailure =>
     new ActorFailure({ kind: 'exchange_failure', action, code, message }, now());
@@ -185,14 +219,15 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
     pollResting: (input, mayAsk, signal) =>
       tracked(
         input.orderId,
-        async () => ({
-          order: await client.getOrder(
-            input.mode,
-            { uniqueReference: input.uniqueReference },
-            { priority: 'low', signal, beforeSend: mayAsk, fence: mayAsk },
-          ),
-          at: now(),
-        }),
+        () =>
+          statusRead(async () => ({
+            order: await client.getOrder(
+              input.mode,
+              { uniqueReference: input.uniqueReference },
+              { priority: 'low', signal, beforeSend: mayAsk, fence: mayAsk },
+            ),
+            at: now(),
+          })),
         false,
       ),
   };
@@ -529,14 +564,16 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
         }),
 
       fetchOrder: (input, signal) =>
-        read(input.orderId, async (beforeSend) => ({
-          order: await client.getOrder(
-            input.mode,
-            { uniqueReference: input.uniqueReference },
-            { priority: 'low', signal, beforeSend, fence: beforeSend },
-          ),
-          at: now(),
-        })),
+        read(input.orderId, (beforeSend) =>
+          statusRead(async () => ({
+            order: await client.getOrder(
+              input.mode,
+              { uniqueReference: input.uniqueReference },
+              { priority: 'low', signal, beforeSend, fence: beforeSend },
+            ),
+            at: now(),
+          })),
+        ),
     };
   }
 }

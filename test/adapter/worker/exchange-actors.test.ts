@@ -494,3 +494,53 @@ describe("exchange actors: a resting order's routine poll, made by the host", ()
     });
   });
 });
+
+describe('exchange actors: status reads out at once are bounded', () => {
+  it('refuses a status read beyond maxStatusReads at once, as throttled, sends nothing for it, and takes reads again as they end', async () => {
+    exchange = mockExchange();
+    let refused = 0;
+    const calls = createExchangeActors({
+      client: mockedClient(exchange),
+      cooldown: {} as QuoteCooldown,
+      claims: new MemoryClaims(),
+      now: () => T + 60_000,
+      maxStatusReads: 2,
+      onStatusReadRefused: () => void refused++,
+    });
+    const live = calls.actors({
+      durable: () => Promise.resolve(),
+      mayAct: () => true,
+      ownerOfReference: () => undefined,
+    });
+    exchange.reply('GET', '/orders/A/', 200, order('A', 5), { delayMs: 100 });
+    exchange.reply('GET', '/orders/B/', 200, order('B', 5), { delayMs: 100 });
+    exchange.reply('GET', '/orders/C/', 200, order('C', 5));
+    // One poll made at rest and one by a live machine take the two places; a third read of either kind is refused.
+    const atRest = calls.pollResting(
+      { orderId: 'o-a', mode: 'cefi', uniqueReference: 'A' },
+      () => {},
+      signal,
+    );
+    const polled = live.fetchOrder({ orderId: 'o-b', mode: 'cefi', uniqueReference: 'B' }, signal);
+    await expect(
+      live.fetchOrder({ orderId: 'o-c', mode: 'cefi', uniqueReference: 'C' }, signal),
+    ).rejects.toMatchObject({
+      kind: 'exchange_failure',
+      action: 'throttled',
+      code: 'status_reads_at_capacity',
+      at: T + 60_000,
+    });
+    await expect(
+      calls.pollResting({ orderId: 'o-c', mode: 'cefi', uniqueReference: 'C' }, () => {}, signal),
+    ).rejects.toMatchObject({ action: 'throttled', code: 'status_reads_at_capacity' });
+    expect(refused).toBe(2);
+    await expect(atRest).resolves.toMatchObject({ order: { uniqueReference: 'A' } });
+    await expect(polled).resolves.toMatchObject({ order: { uniqueReference: 'B' } });
+    expect(exchange.requests.map((r) => r.path)).toEqual(['/orders/A/', '/orders/B/']);
+    // The places came back as the reads ended.
+    await expect(
+      live.fetchOrder({ orderId: 'o-c', mode: 'cefi', uniqueReference: 'C' }, signal),
+    ).resolves.toMatchObject({ order: { uniqueReference: 'C' } });
+    expect(calls.inflight()).toBe(0);
+  });
+});
