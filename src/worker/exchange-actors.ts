@@ -22,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import type { CooldownDecision, QuoteCooldown } from '../redis/quote-cooldown.ts';
 import { sameDecimal } from '../decimal.ts';
 import type { ReferenceClaims } from '../redis/reference-claims.ts';
-import type { OrderBarrier } from './machine-binding.ts';
+import { statusReadsAtCapacity, type OrderBarrier } from './machine-binding.ts';
 
 export type { OrderBarrier };
 
@@ -162,7 +162,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
       return Promise.reject(
         failure(
           'throttled',
-          'status_reads_at_capacity',
+          statusReadsAtCapacity,
           `${statusReads} status reads are already waiting for the request budget or the exchange; this one is left to the order's next poll`,
         ),
       );

@@ -26,6 +26,21 @@ export interface PollAnswer {
   at: number;
 }
 
+/**
+ * The code of a status read the runtime refused before sending it (its status reads out at once are at capacity):
+ * not a failure of the exchange. The machine takes it as a poll's failure; the host puts a poll at rest off instead.
+ */
+export const statusReadsAtCapacity = 'status_reads_at_capacity';
+
+/** True for a status read refused by the runtime at capacity (statusReadsAtCapacity). */
+export function isStatusReadRefusal(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { code?: unknown }).code === statusReadsAtCapacity
+  );
+}
+
 /** A resting order's routine poll that is due: the GET the host makes for it, and the order's next other deadline. */
 export interface RestingPoll {
   request: FetchOrderInput;

@@ -38,14 +38,15 @@ import {
   ATTR_MESSAGING_SYSTEM,
   ATTR_ORDER_ID,
 } from '../telemetry/semconv.ts';
-import type {
-  EmittedDomainEvent,
-  MachineBinding,
-  OrderActorEvent,
-  OrderActorHandle,
-  OrderBarrier,
-  PollAnswer,
-  RestingOrder,
+import {
+  isStatusReadRefusal,
+  type EmittedDomainEvent,
+  type MachineBinding,
+  type OrderActorEvent,
+  type OrderActorHandle,
+  type OrderBarrier,
+  type PollAnswer,
+  type RestingOrder,
 } from './machine-binding.ts';
 import type { FetchOrderInput } from '../../machines/order-types.ts';
 import { decide, misrouted, type Rejection } from './command-intake.ts';
@@ -152,7 +153,8 @@ export interface OrderHostOptions {
   pollsMayWait?: () => boolean;
   /**
    * Makes the routine poll of a resting order (GET /orders/{unique_reference}/, lowest priority) without waking it:
-   * `mayAsk` throws once the order no longer rests there. Absent: a resting order is woken for its poll.
+   * `mayAsk` throws once the order no longer rests there. Absent: a resting order is woken for its poll. A refusal
+   * before sending (isStatusReadRefusal) puts the poll off a step at rest; any other failure wakes the order with it.
    */
   pollResting?: (request: FetchOrderInput, mayAsk: () => void, signal: AbortSignal) => Promise<PollAnswer>;
   /**
@@ -1220,6 +1222,14 @@ export class OrderHost {
         (error: unknown) => {
           if (!current()) return;
           passive.polling = undefined;
+          if (isStatusReadRefusal(error)) {
+            // Refused before it left (the replica's status reads are at capacity): nothing failed at the exchange,
+            // so the order is not woken to note a failure; its poll waits a step at rest, as at maxPollsAtRest.
+            span.setAttribute('worker.poll.deferred', true);
+            passive.wakeAt = this.opts.now();
+            this.deferPollAtCapacity(slot, passive, passive.wakeAt, due.nextDeadline);
+            return;
+          }
           span.recordException(error as Error);
           this.opts.metrics?.polledAtRest?.('failed');
           context.with(ctx, () => this.wakeWith(slot, 'poll', { type: 'POLL_FAILED', error }));

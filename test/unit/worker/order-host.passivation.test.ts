@@ -14,6 +14,7 @@ import type { OrderHostMetrics, OrderLeases, WakeReason } from '../../../src/wor
 import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
 import { exchangeOrder, failure } from '../machines/order-harness.ts';
 import { createCommand, hostOver, memoryStore, noMetrics, openRecord, withSuspend } from './host-fixtures.ts';
+import { statusReadsAtCapacity } from '../../../src/worker/machine-binding.ts';
 
 const T = 1_000_000;
 const idleMs = 2_000;
@@ -985,6 +986,42 @@ describe('order host: passivation', () => {
     expect(h.stateRecords.at(-1)?.machine).toMatchObject({
       context: { lastStatus: 'PAID', pollAttempt: 0, confirmedAt: retryAt, nextPollAt: retryAt + 30_000 },
     });
+  });
+
+  it('with the real machine and polls at rest: a poll at rest refused before it left (status reads at capacity) waits a step at rest, without waking the order or noting a failure', async () => {
+    let refuse = true;
+    const h = await realMachineHost({
+      passivateIdleMs: idleMs,
+      pollsAtRest: true,
+      restPoll: () =>
+        refuse
+          ? Promise.reject(
+              Object.assign(new Error('status reads at capacity'), {
+                kind: 'exchange_failure',
+                action: 'throttled',
+                code: statusReadsAtCapacity,
+                at: Date.now(),
+              }),
+            )
+          : Promise.resolve(),
+    });
+    await vi.advanceTimersByTimeAsync(idleMs);
+    const writes = h.stateRecords.length;
+    await vi.advanceTimersByTimeAsync(T + 30_000 - Date.now());
+    await settle();
+    expect(h.restPolls.map((p) => p.at)).toEqual([T + 30_000]);
+    expect(h.reactivated).toEqual([]);
+    expect(h.atRest).toEqual([]);
+    expect(h.deferred).toEqual(['calls_at_capacity']);
+    expect(h.stateRecords.length).toBe(writes);
+    expect(h.host.passivatedOrders).toBe(1);
+    refuse = false;
+    await vi.advanceTimersByTimeAsync(5_000);
+    await settle();
+    expect(h.restPolls.map((p) => p.at)).toEqual([T + 30_000, T + 35_000]);
+    expect(h.atRest).toEqual(['confirmed']);
+    expect(h.reactivated).toEqual([]);
+    expect(h.polls).toEqual([]);
   });
 
   it('with the real machine and polls at rest: the retries of polls that failed together are bounded by maxPollsAtRest like routine polls, none made by a woken machine', async () => {
