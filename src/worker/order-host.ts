@@ -969,6 +969,13 @@ export class OrderHost {
     );
     const slot = this.newSlot(record, fence);
     this.slots.set(orderId, slot);
+    // The lease may have been lost since its grant (a restore waits for the state to catch up after the grants; a
+    // stalled process misses renewals): the keeper's onLost found no slot then and did nothing, so nothing would
+    // ever reload the order, and its guard would refuse every write of it. Lost now: dropped and reloaded.
+    if (!this.opts.leases.isValid(orderId)) {
+      void this.onLeaseLost(orderId, live);
+      return false;
+    }
     this.indexReference(slot);
     // A resting order is restored as it rests (passivation on): no actor until its deadline or an event, and no
     // record written now. Waking re-creates the actor from this record; its first change is written under the new

@@ -52,6 +52,8 @@ interface HarnessOptions {
   /** The fence each grant carries (default 1: nobody held the lease before). */
   grantFence?: number;
   homes?: OrderHomes;
+  /** Whether the order's lease is still valid locally (default: always). */
+  isValid?: (orderId: string) => boolean;
   /** Leases that also answer many orders at once (acquireMany), as the Redis ones do. */
   batchLeases?: {
     /** Orders a batch finds held (by the previous owner); their own acquire later is granted. */
@@ -107,7 +109,7 @@ function harness(options: HarnessOptions = {}): Harness {
       leaseCalls.push(['release', orderId]);
       return Promise.resolve();
     },
-    isValid: () => true,
+    isValid: (orderId) => options.isValid?.(orderId) ?? true,
   });
   const batch = options.batchLeases;
   if (batch)
@@ -403,6 +405,28 @@ describe('order host', () => {
       ]);
       expect(h.restored).toEqual([]);
       expect(h.host.activeOrders).toBe(0);
+    });
+
+    it('reloads an order whose lease was lost between its grant and its restore, instead of driving it on a dead lease', async () => {
+      // A restore stalled after the leases were granted (it reads the partition to its end, the process is starved):
+      // o-1's lease expired meanwhile, and the keeper's onLost came while the host drove no such order yet.
+      let lost = false;
+      const h = harness({
+        batchLeases: { onBatch: () => void (lost = true) },
+        isValid: (orderId) => !(orderId === 'o-1' && lost),
+        onAcquire: () => void (lost = false),
+      });
+      openOrders(h, 2);
+      h.host.setAssignment([0]);
+      await h.host.onLeaseLost('o-1');
+      await h.host.onAssignment([], [0]);
+      await new Promise((resolve) => setImmediate(resolve));
+      // o-1 was taken again (a lease of its own, then restored); o-0 was restored from the batch.
+      expect(calls(h, 'acquire')).toEqual([['acquire', 'o-1']]);
+      expect(h.restored.sort()).toEqual(['o-0', 'o-1']);
+      expect(h.host.mayAct('o-0')).toBe(true);
+      expect(h.host.mayAct('o-1')).toBe(true);
+      expect(h.host.activeOrders).toBe(2);
     });
   });
 
