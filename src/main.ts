@@ -230,8 +230,6 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     logger,
     compressedTopics: [config.topics.state],
-    // Compacted, read for each order's latest record only: a record superseded in its own transaction is not sent.
-    latestOnlyTopics: [config.topics.state],
     onFatal: (error) => {
       writerFailed.abort(error);
       fatal.abort(error);

@@ -29,6 +29,13 @@ export interface OutboundRecord {
   value: string;
   partition?: number;
   headers?: Record<string, string>;
+  /**
+   * The record only matters as its key's latest (an order's state record in the compacted state topic, read for
+   * each order's latest record only): a later record of the same topic, partition and key that is also marked,
+   * in the same transaction, replaces it, and it is not sent. The transaction is atomic, so no reader could have
+   * seen it. Never set on a record someone waits to read back (a barrier) or that readers take one by one.
+   */
+  latestOnly?: boolean;
 }
 
 /** A null value for a key of the compacted state topic: the topic forgets the key (an order past its retention). */
@@ -186,14 +193,6 @@ export interface TransactionalWriterOptions {
    * rule, one pair of runs). Readers take either: a record batch says its own compression.
    */
   compressFromBytes?: number;
-  /**
-   * Compacted topics whose readers keep only each key's latest record (the state topic): of several records of one
-   * key (and partition) in one transaction only the last is sent. The transaction is atomic, so no reader could
-   * have seen the earlier ones anyway; they are already superseded when the transaction commits. Every write still
-   * resolves as committed (its record is in the transaction's outcome, as its successor). Records of other topics
-   * (events) are all sent.
-   */
-  latestOnlyTopics?: readonly string[];
   /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
   maxTransactionBytesPerPartition?: number;
   /** Told of every transaction that ended (metrics). */
@@ -241,14 +240,12 @@ export class TransactionalWriter {
   private readonly opts: TransactionalWriterOptions;
   private readonly compressedTopics: ReadonlySet<string>;
   private readonly compressFromBytes: number;
-  private readonly latestOnlyTopics: ReadonlySet<string>;
-  /** Records of latestOnlyTopics left out of a transaction because a later one of the same key was in it. */
+  /** Records marked latestOnly left out of a transaction because a later marked one of the same key was in it. */
   supersededRecords = 0;
 
   constructor(opts: TransactionalWriterOptions) {
     this.opts = opts;
     this.compressedTopics = new Set(opts.compressedTopics ?? []);
-    this.latestOnlyTopics = new Set(opts.latestOnlyTopics ?? []);
     this.compressFromBytes = opts.compressFromBytes ?? DEFAULT_COMPRESS_FROM_BYTES;
     this.producer = this.newProducer();
   }
@@ -549,9 +546,9 @@ export class TransactionalWriter {
         if (!current || at > BigInt(current.offset)) offsets.set(id, offset);
       }
     }
+    // Every write still resolves as committed: a record left out is in the transaction's outcome, as its successor.
     for (const [topic, records] of byTopic)
-      if (this.latestOnlyTopics.has(topic) && records.length > 1)
-        byTopic.set(topic, this.latestOnly(records));
+      if (records.length > 1) byTopic.set(topic, this.latestOnly(records));
     if (byTopic.size === 0 && offsets.size === 0) {
       this.offsetHolds = holds;
       return refused;
@@ -614,16 +611,20 @@ export class TransactionalWriter {
     }
   }
 
-  /** Each key's (and partition's) last record, in the order of those last records. */
+  /** One topic's records without those marked latestOnly that a later marked record of their key replaces. */
   private latestOnly(records: WritableRecord[]): WritableRecord[] {
+    const keyOf = (record: WritableRecord): string => `${record.partition ?? '*'}\u0000${record.key}`;
     const last = new Map<string, number>();
+    let marked = 0;
     for (let i = 0; i < records.length; i++) {
       const record = records[i] as WritableRecord;
-      last.set(`${record.partition ?? '*'}\u0000${record.key}`, i);
+      if (record.latestOnly !== true) continue;
+      marked++;
+      last.set(keyOf(record), i);
     }
-    if (last.size === records.length) return records;
-    this.supersededRecords += records.length - last.size;
-    return records.filter((record, i) => last.get(`${record.partition ?? '*'}\u0000${record.key}`) === i);
+    if (last.size === marked) return records;
+    this.supersededRecords += marked - last.size;
+    return records.filter((record, i) => record.latestOnly !== true || last.get(keyOf(record)) === i);
   }
 
   async close(): Promise<void> {

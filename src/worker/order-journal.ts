@@ -95,6 +95,8 @@ export class OrderJournal implements Journal {
       key: orderId,
       partition: previous.partition,
       value: JSON.stringify(record),
+      // Read for the order's latest record only: a later one of this order in the same transaction replaces it.
+      latestOnly: true,
     });
     const written = this.opts.writer
       .write(records, entry.offset ? [entry.offset] : [], entry.guard)

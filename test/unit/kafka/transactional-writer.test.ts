@@ -125,20 +125,20 @@ describe('records superseded in their own transaction', () => {
   /** A kafkajs stand-in that records what each committed transaction sent, by topic. */
   function recordingKafka(): {
     kafka: KafkaClient;
-    transactions: Array<Array<{ topic: string; key: string; value: string }>>;
+    transactions: Array<Array<{ topic: string; key: string; value: string | null }>>;
   } {
-    const transactions: Array<Array<{ topic: string; key: string; value: string }>> = [];
+    const transactions: Array<Array<{ topic: string; key: string; value: string | null }>> = [];
     const kafkajs = {
       producer: () => ({
         connect: () => Promise.resolve(),
         disconnect: () => Promise.resolve(),
         transaction: () => {
-          const sent: Array<{ topic: string; key: string; value: string }> = [];
+          const sent: Array<{ topic: string; key: string; value: string | null }> = [];
           return Promise.resolve({
             sendBatch: ({
               topicMessages,
             }: {
-              topicMessages: Array<{ topic: string; messages: Array<{ key: string; value: string }> }>;
+              topicMessages: Array<{ topic: string; messages: Array<{ key: string; value: string | null }> }>;
             }) => {
               for (const entry of topicMessages)
                 for (const m of entry.messages) sent.push({ topic: entry.topic, key: m.key, value: m.value });
@@ -157,7 +157,7 @@ describe('records superseded in their own transaction', () => {
     return { kafka: KafkaClient.wrap(kafkajs), transactions };
   }
 
-  function newWriter(kafka: KafkaClient, latestOnlyTopics?: string[]): TransactionalWriter {
+  function newWriter(kafka: KafkaClient): TransactionalWriter {
     return new TransactionalWriter({
       kafka,
       transactionalId: 'tx-1',
@@ -165,26 +165,26 @@ describe('records superseded in their own transaction', () => {
       transactionTimeoutMs: 10_000,
       logger: createLogger({ level: 'silent' }),
       onFatal: () => {},
-      ...(latestOnlyTopics ? { latestOnlyTopics } : {}),
     });
   }
+  const state = (key: string, value: string, partition = 0): OutboundRecord => ({
+    topic: 'state',
+    key,
+    partition,
+    value,
+    latestOnly: true,
+  });
 
-  it("sends only each key's last record of a latest-only topic, every event, and resolves every write", async () => {
+  it("sends only each key's last record marked latestOnly, every event, and resolves every write", async () => {
     const { kafka, transactions } = recordingKafka();
-    const writer = newWriter(kafka, ['state']);
+    const writer = newWriter(kafka);
     await writer.connect();
     const writes = [
-      writer.write([
-        { topic: 'events', key: 'a', value: 'a:1' },
-        { topic: 'state', key: 'a', partition: 0, value: 'a rev 1' },
-      ]),
-      writer.write([{ topic: 'state', key: 'b', partition: 1, value: 'b rev 1' }]),
-      writer.write([
-        { topic: 'events', key: 'a', value: 'a:2' },
-        { topic: 'state', key: 'a', partition: 0, value: 'a rev 2' },
-      ]),
+      writer.write([{ topic: 'events', key: 'a', value: 'a:1' }, state('a', 'a rev 1')]),
+      writer.write([state('b', 'b rev 1', 1)]),
+      writer.write([{ topic: 'events', key: 'a', value: 'a:2' }, state('a', 'a rev 2')]),
       // The same key on another partition is another record.
-      writer.write([{ topic: 'state', key: 'b', partition: 2, value: 'b elsewhere' }]),
+      writer.write([state('b', 'b elsewhere', 2)]),
     ];
     expect(await Promise.all(writes)).toEqual([true, true, true, true]);
     expect(transactions).toHaveLength(1);
@@ -198,29 +198,34 @@ describe('records superseded in their own transaction', () => {
     expect(writer.supersededRecords).toBe(1);
   });
 
-  it('keeps a record whose successor was refused by its guard, and every record of other topics', async () => {
-    const { kafka, transactions } = recordingKafka();
-    const writer = newWriter(kafka, ['state']);
-    await writer.connect();
-    const writes = [
-      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 1' }], [], () => true),
-      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 2' }], [], () => false),
-      writer.write([{ topic: 'other', key: 'x', value: 'x1' }]),
-      writer.write([{ topic: 'other', key: 'x', value: 'x2' }]),
-    ];
-    expect(await Promise.all(writes)).toEqual([true, false, true, true]);
-    expect(transactions.flat().map((r) => r.value)).toEqual(['a rev 1', 'x1', 'x2']);
-    expect(writer.supersededRecords).toBe(0);
-  });
-
-  it('sends every record when no topic is latest-only', async () => {
+  it('keeps a record whose successor was refused by its guard, and every record not marked, whatever its key', async () => {
     const { kafka, transactions } = recordingKafka();
     const writer = newWriter(kafka);
     await writer.connect();
-    await Promise.all([
-      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 1' }]),
-      writer.write([{ topic: 'state', key: 'a', partition: 0, value: 'a rev 2' }]),
+    const barrier = (nonce: string): OutboundRecord => ({
+      topic: 'state',
+      key: '__barrier__:w1:0',
+      partition: 0,
+      value: JSON.stringify({ barrier: nonce }),
+    });
+    const writes = [
+      writer.write([state('a', 'a rev 1')], [], () => true),
+      writer.write([state('a', 'a rev 2')], [], () => false),
+      // Barriers of one partition share a key, and each is waited for: none may be left out.
+      writer.write([barrier('n1')]),
+      writer.write([barrier('n2')]),
+      // A marked record followed by an unmarked one of its key (a tombstone, say) is sent too.
+      writer.write([state('c', 'c rev 1')]),
+      writer.write([{ topic: 'state', key: 'c', partition: 0, value: null }]),
+    ];
+    expect(await Promise.all(writes)).toEqual([true, false, true, true, true, true]);
+    expect(transactions.flat().map((r) => r.value)).toEqual([
+      'a rev 1',
+      '{"barrier":"n1"}',
+      '{"barrier":"n2"}',
+      'c rev 1',
+      null,
     ]);
-    expect(transactions.flat().map((r) => r.value)).toEqual(['a rev 1', 'a rev 2']);
+    expect(writer.supersededRecords).toBe(0);
   });
 });
