@@ -19,12 +19,13 @@ import { startWorker } from '../test/support/worker-process.ts';
 import {
   batchProducer,
   benchServices,
+  labelledMetric,
   round,
   saveResult,
   TimedCollector,
   type TimedCall,
 } from './lib/harness.ts';
-import { startBenchSystem } from './worker-throughput.ts';
+import { startBenchSystem, type BenchSystem } from './worker-throughput.ts';
 
 /** The document's global throttle, and the worker's budget under test. */
 const perMinute = 2_500;
@@ -54,14 +55,32 @@ export interface ListingResult {
 const isListPage = (c: TimedCall): boolean => c.method === 'GET' && c.path === '/orders/';
 const isOrderGet = (c: TimedCall): boolean => c.method === 'GET' && /^\/orders\/[^/]+\/$/.test(c.path);
 
-/** The sum of a metric's samples whose labels include every one of `labels` (0 when none). */
-async function metric(port: number, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
-    .filter((line) => Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
-    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+const metric = labelledMetric;
+
+/**
+ * N open orders made by a first worker of the system (its budget is not the one measured), which then stops
+ * (SIGTERM: its orders are stored and their leases released): how many were created, in how long, and its name.
+ */
+export async function createThenStop(
+  system: BenchSystem,
+  commands: Array<Record<string, unknown>>,
+): Promise<{ created: number; createMs: number; creatorName: string | undefined }> {
+  const { env } = system;
+  const producer = await batchProducer(system.kafka, env.topics.commands);
+  const collector = await TimedCollector.start(system.kafka, env.topics.events);
+  const createStart = Date.now();
+  await producer.sendAll(commands);
+  const created = await collector.waitForCount(
+    'order.created',
+    commands.length,
+    Math.max(120_000, commands.length * 50),
+  );
+  const createMs = Date.now() - createStart;
+  await producer.close();
+  await collector.stop();
+  const creator = env.workers[0];
+  await creator?.kill('SIGTERM');
+  return { created, createMs, creatorName: creator?.name };
 }
 
 /** The most calls (429s excluded) that started in any 60 s span. */
@@ -104,32 +123,20 @@ export async function runListing(opts: {
   const { env, exchange } = system;
   try {
     // ---- N open CeFi orders, made by a worker whose budget is not the one measured
-    const producer = await batchProducer(system.kafka, env.topics.commands);
-    const collector = await TimedCollector.start(system.kafka, env.topics.events);
     const run = randomBytes(3).toString('hex');
-    const createStart = Date.now();
-    await producer.sendAll(
+    const { created, createMs, creatorName } = await createThenStop(
+      system,
       Array.from({ length: opts.orders }, (_, i) =>
         orderCreateCommand('cefi', (1 + i / 100_000).toFixed(5), `listed-${run}-${i}`),
       ),
     );
-    const created = await collector.waitForCount(
-      'order.created',
-      opts.orders,
-      Math.max(120_000, opts.orders * 50),
-    );
-    const createMs = Date.now() - createStart;
-    await producer.close();
-    await collector.stop();
-    const creator = env.workers[0];
-    await creator?.kill('SIGTERM');
 
     // ---- one key, 2500 requests per minute: the exchange's throttle at the pass-through, the worker's budget
     await exchange.throttle(perMinute);
     const restoreStart = Date.now();
     const firstCall = await exchange.callCount();
     const worker = await startWorker(
-      `${creator?.name ?? 'listing'}-measured`,
+      `${creatorName ?? 'listing'}-measured`,
       { ...env.env, API_BUDGET_PER_MINUTE: String(perMinute) },
       env.webhookPort,
     );

@@ -323,6 +323,20 @@ export class ProcessMeter {
   }
 }
 
+/** The sum of a metric's samples whose labels include every one of `labels` (0 when none). */
+export async function labelledMetric(
+  port: number,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+    .filter((line) => Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
 /** A metric of a worker's /metrics, summed over its label sets (NaN when the worker does not export it). */
 export async function metricSum(metricsPort: number, name: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
