@@ -30,7 +30,7 @@ import { RedisReferenceClaims } from './redis/reference-claims.ts';
 import { CurrencyCatalog } from './exchange/currency-catalog.ts';
 import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
-import { createLogger, type Logger } from './telemetry/logger.ts';
+import { createLogger, onceEvery, type Logger } from './telemetry/logger.ts';
 import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
 import { CefiListing, listedModes } from './worker/cefi-listing.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
@@ -163,6 +163,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     limit: config.exchange.budgetPerMinute,
     logger: logger.child({ component: 'budget' }),
   });
+  const exchangeObserver = telemetry.metrics.exchangeObserver();
+  const exchangeLog = logger.child({ component: 'exchange' });
   const client = new ExchangeClient({
     baseUrl: config.exchange.baseUrl,
     credentials: Object.fromEntries(
@@ -172,8 +174,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     referralTokens: config.exchange.referralTokens,
     budget,
     tracer: telemetry.tracer,
-    observer: telemetry.metrics.exchangeObserver(),
-    logger: logger.child({ component: 'exchange' }),
+    observer: exchangeObserver,
+    logger: exchangeLog,
   });
 
   // Market data needs only a key: the catalogue is read with the first mode that has one.
@@ -188,12 +190,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
           logger: logger.child({ component: 'currency-catalog' }),
         });
   const pairingLog = logger.child({ component: 'address-pairing' });
-  const exchangeLog = logger.child({ component: 'exchange' });
-  const exchangeObserver = telemetry.metrics.exchangeObserver();
   // Status reads out at once: what the request budget admits in 30 s (the poll interval); one read more would only
   // wait behind them in memory, and its order polls again anyway.
   const maxStatusReads = Math.max(100, Math.ceil(config.exchange.budgetPerMinute / 2));
-  let statusReadsRefusedLoggedAt = Number.NEGATIVE_INFINITY;
+  const statusReadsRefusedWarning = onceEvery(60_000);
   const exchangeActors = createExchangeActors({
     client,
     cooldown,
@@ -209,9 +209,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         errorType: 'status_reads_at_capacity',
         action: 'throttled',
       });
-      const now = Date.now();
-      if (now - statusReadsRefusedLoggedAt < 60_000) return;
-      statusReadsRefusedLoggedAt = now;
+      if (!statusReadsRefusedWarning(Date.now())) return;
       exchangeLog.warn(
         { maxStatusReads },
         'status reads refused: as many are already waiting for the request budget or the exchange as it admits in 30 s; their orders poll again later (worker_exchange_errors_total{error_type="status_reads_at_capacity"})',

@@ -61,3 +61,16 @@ export function createLogger(opts: {
   };
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }
+
+/**
+ * A gate for a warning about a condition that lasts (work refused or put off at capacity): open on its first call,
+ * then at most once per interval, so the condition is said without a line for every order it touches.
+ */
+export function onceEvery(intervalMs: number): (now: number) => boolean {
+  let openedAt = Number.NEGATIVE_INFINITY;
+  return (now) => {
+    if (now - openedAt < intervalMs) return false;
+    openedAt = now;
+    return true;
+  };
+}

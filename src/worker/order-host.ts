@@ -24,7 +24,7 @@ import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit } from '../kafka/transactional-writer.ts';
 import { WorkerError } from '../errors.ts';
-import type { Logger } from '../telemetry/logger.ts';
+import { onceEvery, type Logger } from '../telemetry/logger.ts';
 import { extractContext, fromTraceparent, toTraceparent, withOrderId } from '../telemetry/propagation.ts';
 import {
   ATTR_EXCHANGE_UNIQUE_REFERENCE,
@@ -210,9 +210,6 @@ export const pollDeferralStepMs = 5_000;
 /** Why a resting order's routine poll was put off (a metric label). */
 export type PollDeferralReason = 'saturated' | 'calls_at_capacity';
 
-/** How often, at most, the host says that routine polls wait for the calls at rest already out. */
-const pollsAtCapacityLogMs = 60_000;
-
 /** What brought a passivated order back to life (a metric label). */
 export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing' | 'poll';
 /** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
@@ -349,7 +346,8 @@ export class OrderHost {
   /** Polls made at rest that are out now (pollAtRest), and how many may be. */
   private pollsAtRestOut = 0;
   private readonly maxPollsAtRest: number;
-  private pollsAtCapacityLoggedAt = Number.NEGATIVE_INFINITY;
+  /** Says that routine polls wait for the calls at rest already out at most once a minute. */
+  private readonly pollsAtCapacityWarning = onceEvery(60_000);
   private readonly maxCommandBytes: number | undefined;
   private readonly passivateIdleMs: number;
   /** Live orders that may be idle: checked for passivation at their deadline. */
@@ -1286,8 +1284,7 @@ export class OrderHost {
       nextDeadline ?? Number.POSITIVE_INFINITY,
       'calls_at_capacity',
     );
-    if (now - this.pollsAtCapacityLoggedAt >= pollsAtCapacityLogMs) {
-      this.pollsAtCapacityLoggedAt = now;
+    if (this.pollsAtCapacityWarning(now)) {
       this.logger.warn(
         { pollsAtRestOut: this.pollsAtRestOut, maxPollsAtRest: this.maxPollsAtRest },
         'routine polls of resting orders wait: the polls already out are all the request budget and the exchange take; open orders are confirmed less often than the poll interval (worker_polls_deferred_total{reason="calls_at_capacity"})',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/telemetry/logger.ts';
+import { createLogger, onceEvery } from '../../../src/telemetry/logger.ts';
 
 describe('logger', () => {
   it('never writes a configured secret, wherever it hides in a log line', () => {
@@ -21,5 +21,20 @@ describe('logger', () => {
     expect(text).not.toContain('whsec-abcdef');
     expect(text).not.toContain('"tok"');
     expect(text).toContain('[redacted]');
+  });
+
+  it('opens a warning gate on its first call, then at most once per interval', () => {
+    const due = onceEvery(60_000);
+    expect([0, 1, 59_999, 60_000, 60_001, 119_999, 120_000].map((now) => due(now))).toEqual([
+      true,
+      false,
+      false,
+      true,
+      false,
+      false,
+      true,
+    ]);
+    // A clock that starts anywhere (Date.now()) opens it the first time too.
+    expect(onceEvery(60_000)(1_764_000_000_000)).toBe(true);
   });
 });
