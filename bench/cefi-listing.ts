@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { orderCreateCommand } from '../test/support/order-specs.ts';
-import { startWorker } from '../test/support/worker-process.ts';
+import { startWorker, type WorkerProcess } from '../test/support/worker-process.ts';
 import {
   batchProducer,
   benchServices,
@@ -83,6 +83,26 @@ export async function createThenStop(
   return { created, createMs, creatorName: creator?.name };
 }
 
+/**
+ * The worker a benchmark measures, once the creator stopped: the system's environment with one key's request
+ * budget (`perMinute`), pushed to the system's workers (stopped with it), ready (its orders restored).
+ */
+export async function startMeasuredWorker(
+  system: BenchSystem,
+  name: string,
+  perMinute: number,
+): Promise<WorkerProcess> {
+  const { env } = system;
+  const worker = await startWorker(
+    name,
+    { ...env.env, API_BUDGET_PER_MINUTE: String(perMinute) },
+    env.webhookPort,
+  );
+  env.workers.push(worker);
+  await worker.ready(300_000);
+  return worker;
+}
+
 /** The most calls (429s excluded) that started in any 60 s span. */
 function maxInAnyMinute(calls: TimedCall[]): number {
   const starts = calls
@@ -120,7 +140,7 @@ export async function runListing(opts: {
       WEBHOOK_POLL_INTERVAL_MS: '60000',
     },
   });
-  const { env, exchange } = system;
+  const { exchange } = system;
   try {
     // ---- N open CeFi orders, made by a worker whose budget is not the one measured
     const run = randomBytes(3).toString('hex');
@@ -135,13 +155,7 @@ export async function runListing(opts: {
     await exchange.throttle(perMinute);
     const restoreStart = Date.now();
     const firstCall = await exchange.callCount();
-    const worker = await startWorker(
-      `${creatorName ?? 'listing'}-measured`,
-      { ...env.env, API_BUDGET_PER_MINUTE: String(perMinute) },
-      env.webhookPort,
-    );
-    env.workers.push(worker);
-    await worker.ready(300_000);
+    const worker = await startMeasuredWorker(system, `${creatorName ?? 'listing'}-measured`, perMinute);
     const openNow = () => metric(worker.metricsPort, 'worker_exchange_orders_open');
     while ((await openNow()) < created && Date.now() - restoreStart < 300_000) await sleep(1_000);
     const restoreMs = Date.now() - restoreStart;

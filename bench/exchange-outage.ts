@@ -16,9 +16,8 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { orderCreateCommand } from '../test/support/order-specs.ts';
-import { startWorker } from '../test/support/worker-process.ts';
 import { benchServices, heapUsed, labelledMetric, procSample, round, saveResult } from './lib/harness.ts';
-import { createThenStop } from './cefi-listing.ts';
+import { createThenStop, startMeasuredWorker } from './cefi-listing.ts';
 import { startBenchSystem } from './worker-throughput.ts';
 
 const perMinute = 2_500;
@@ -70,13 +69,7 @@ export async function runOutage(opts: {
       ),
     );
 
-    const worker = await startWorker(
-      `${creatorName ?? 'outage'}-measured`,
-      { ...env.env, API_BUDGET_PER_MINUTE: String(perMinute) },
-      env.webhookPort,
-    );
-    env.workers.push(worker);
-    await worker.ready(300_000);
+    const worker = await startMeasuredWorker(system, `${creatorName ?? 'outage'}-measured`, perMinute);
     const pid = worker.child.pid ?? 0;
     const sample = async (t0: number) => {
       const active = await metric(worker.metricsPort, 'worker_active_orders');
