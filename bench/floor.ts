@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { Agent, request } from 'undici';
 import { freePort } from '../dev/services/index.ts';
-import { silenceKafkajsTimerWarning } from '../src/kafka/kafka-client.ts';
+import { quietKafkajsRequestQueues } from '../src/kafka/kafka-client.ts';
 
 const modeKeys: Record<string, string> = {
   cefi: 'FLOOR_KEY_CEFI',
@@ -58,7 +58,7 @@ async function floorProcess(): Promise<void> {
     return JSON.parse(text) as T;
   };
 
-  silenceKafkajsTimerWarning();
+  quietKafkajsRequestQueues();
   const kafka = new Kafka({
     clientId: 'floor',
     brokers: env('FLOOR_KAFKA_BROKERS').split(','),

@@ -6,7 +6,7 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFi
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
-import { silenceKafkajsTimerWarning } from '../../src/kafka/kafka-client.ts';
+import { quietKafkajsRequestQueues } from '../../src/kafka/kafka-client.ts';
 import { MavenProgress } from './maven-progress.ts';
 import {
   canConnect,
@@ -207,7 +207,7 @@ function log4jProperties(logFile: string): string {
 }
 
 export async function kafkaAnswers(brokers: string[], timeoutMs = 5000): Promise<boolean> {
-  silenceKafkajsTimerWarning();
+  quietKafkajsRequestQueues();
   const admin = new Kafka({
     clientId: 'services-probe',
     brokers,

@@ -2,7 +2,7 @@
 // (read_committed, like any consumer of the worker's contract), grouped by order.
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { silenceKafkajsTimerWarning } from '../../src/kafka/kafka-client.ts';
+import { quietKafkajsRequestQueues } from '../../src/kafka/kafka-client.ts';
 import { uniqueName } from './unique-name.ts';
 
 export interface PublishedEvent {
@@ -20,7 +20,7 @@ export interface PublishedEvent {
 }
 
 export function testKafka(brokers: string[]): Kafka {
-  silenceKafkajsTimerWarning();
+  quietKafkajsRequestQueues();
   return new Kafka({
     clientId: uniqueName('test'),
     brokers,
