@@ -1954,9 +1954,22 @@ export class OrderHost {
         const { command, event } = decision;
         // decide() delivers only to an actor driven here; the offset is committed all the same
         if (!slot?.actor) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
-        if (command.type === 'order.webhook_hint') slot.webhookAt = Date.parse(command.received_at);
+        if (command.type === 'order.webhook_hint') {
+          // A hint routed here by the replica the webhook reached is taken as one handed over in-process
+          // (deliverHint): it never changes state by itself, so nothing is written for it - the machine's own writes
+          // (the GET's answer) follow as always - and its offset is committed on its own, in the next group commit.
+          // Not remembered for deduplication either: every webhook gets a fresh command_id, and a hint delivered
+          // twice costs at most a GET. Writing the order's state record for each routed hint (and its command_id
+          // into the order's deduplication window) cost a record and a place in a transaction ahead of the GET's
+          // answer per webhook, on every replica but the one the webhook reached.
+          const receivedAt = Date.parse(command.received_at);
+          if (Number.isFinite(receivedAt)) slot.webhookAt = receivedAt;
+          slot.actor.send(event);
+          this.noteWaitingHint(slot);
+          await this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
+          return;
+        }
         slot.actor.send(event);
-        if (command.type === 'order.webhook_hint') this.noteWaitingHint(slot);
         await this.settleCommand(
           offset,
           this.persist(slot, { offset, command: [command.command_id, decision.hash] }),

@@ -6,7 +6,11 @@ import { describe, expect, it } from 'vitest';
 import type { OrderCommand } from '../../../src/contract/commands.ts';
 import { MAX_REJECTION_EVENT_BYTES } from '../../../src/contract/events.ts';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
-import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
+import type {
+  OffsetToCommit,
+  OutboundRecord,
+  TransactionalWriter,
+} from '../../../src/kafka/transactional-writer.ts';
 import type {
   MachineBinding,
   OrderActorEvent,
@@ -25,6 +29,8 @@ import {
 interface Harness {
   host: OrderHost;
   written: OutboundRecord[];
+  /** Offsets committed, in the order of the writes that carried them. */
+  offsets: OffsetToCommit[];
   sent: OrderActorEvent[];
   status: {
     lastConfirmedAt: number | null;
@@ -71,6 +77,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const restored: string[] = [];
   let catchUps = 0;
   const written: OutboundRecord[] = [];
+  const offsets: OffsetToCommit[] = [];
   const sent: OrderActorEvent[] = [];
   const status = {
     lastConfirmedAt: null as number | null,
@@ -92,8 +99,9 @@ function harness(options: HarnessOptions = {}): Harness {
     release: () => {},
   } as unknown as OrderStateStore;
   const writer = {
-    write: (out: OutboundRecord[]) => {
+    write: (out: OutboundRecord[], committed: OffsetToCommit[] = []) => {
       written.push(...out);
+      offsets.push(...committed);
       return Promise.resolve(true);
     },
   } as unknown as TransactionalWriter;
@@ -160,7 +168,7 @@ function harness(options: HarnessOptions = {}): Harness {
       key,
       value: opts.raw ?? Buffer.from(JSON.stringify(value)),
     });
-  return { host, written, sent, status, send, records, leaseCalls, restored };
+  return { host, written, offsets, sent, status, send, records, leaseCalls, restored };
 }
 
 const create = createCommand;
@@ -498,6 +506,27 @@ describe('order host', () => {
     expect(h.host.deliverHint({ orderId: 'o-2', status: 'PAID', receivedAt })).toBe(false);
     h.host.setAssignment([]);
     expect(h.host.deliverHint({ orderId: 'o-1', status: 'PAID', receivedAt })).toBe(false);
+  });
+
+  it('takes a webhook hint routed through the commands topic like one handed over: no record written, only its offset', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0));
+    await h.host.onAssignment([], [0]);
+    const before = h.written.length;
+    await h.send({
+      type: 'order.webhook_hint',
+      command_id: 'webhook-3f1c',
+      order_id: 'o-1',
+      unique_reference: 'REF-1',
+      status: 'COMPLETED',
+      received_at: new Date().toISOString(),
+    });
+    expect(h.sent).toMatchObject([{ type: 'WEBHOOK_HINT', status: 'COMPLETED' }]);
+    // Neither a state record for it nor its command_id in the order's deduplication window...
+    expect(h.written.slice(before)).toEqual([]);
+    expect(h.records.get('o-1')?.commands.map(([id]) => id)).not.toContain('webhook-3f1c');
+    // ...but its offset is committed (the consumer moves past it).
+    expect(h.offsets).toContainEqual({ topic: 'commands', partition: 0, offset: '0' });
   });
 
   it('names the order it drives for its exchange reference, and no longer once the order has left', async () => {
