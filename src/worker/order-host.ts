@@ -542,24 +542,30 @@ export class OrderHost {
     if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(hint.orderId)) return false;
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.opts.now() };
     if (!slot.actor.can(event)) return true;
-    const receivedAt = Date.parse(hint.receivedAt);
-    if (Number.isFinite(receivedAt)) slot.webhookAt = receivedAt;
     const span = tracer.startSpan('order webhook hint', {
       kind: SpanKind.INTERNAL,
       attributes: this.orderAttributes(slot),
     });
     try {
-      context.with(trace.setSpan(context.active(), span), () => slot.actor?.send(event));
-      this.noteWaitingHint(slot, span.spanContext());
+      context.with(trace.setSpan(context.active(), span), () => this.takeHint(slot, event, hint.receivedAt));
     } finally {
       span.end();
     }
     return true;
   }
 
-  /** A hint the machine keeps waiting for the ones after it: its span is linked from the GET's trace later. */
-  private noteWaitingHint(slot: OrderSlot, spanContext = trace.getActiveSpan()?.spanContext()): void {
+  /**
+   * A webhook's hint to a live order that takes it, however it came (handed over in-process, or routed here through
+   * the commands topic): the machine decides what to GET and when. A hint never changes state by itself, so nothing
+   * is written for it; the machine's own writes (the GET's answer) follow as always.
+   */
+  private takeHint(slot: OrderSlot, event: OrderActorEvent, receivedAt: string): void {
+    const at = Date.parse(receivedAt);
+    if (Number.isFinite(at)) slot.webhookAt = at;
+    slot.actor?.send(event);
+    // A hint the machine keeps waiting for the ones after it: its span is linked from the GET's trace later.
     if (slot.actor?.status().hintDueAt == null) return;
+    const spanContext = trace.getActiveSpan()?.spanContext();
     if (!spanContext || !isSpanContextValid(spanContext)) return;
     const links = (slot.hintLinks ??= []);
     if (links.length < maxHintLinks) links.push(spanContext);
@@ -1955,17 +1961,12 @@ export class OrderHost {
         // decide() delivers only to an actor driven here; the offset is committed all the same
         if (!slot?.actor) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         if (command.type === 'order.webhook_hint') {
-          // A hint routed here by the replica the webhook reached is taken as one handed over in-process
-          // (deliverHint): it never changes state by itself, so nothing is written for it - the machine's own writes
-          // (the GET's answer) follow as always - and its offset is committed on its own, in the next group commit.
-          // Not remembered for deduplication either: every webhook gets a fresh command_id, and a hint delivered
-          // twice costs at most a GET. Writing the order's state record for each routed hint (and its command_id
-          // into the order's deduplication window) cost a record and a place in a transaction ahead of the GET's
-          // answer per webhook, on every replica but the one the webhook reached.
-          const receivedAt = Date.parse(command.received_at);
-          if (Number.isFinite(receivedAt)) slot.webhookAt = receivedAt;
-          slot.actor.send(event);
-          this.noteWaitingHint(slot);
+          // A hint routed here by the replica the webhook reached is taken as one handed over in-process; only its
+          // offset is committed, in the next group commit. Not remembered for deduplication either: every webhook
+          // gets a fresh command_id, and a hint delivered twice costs at most a GET. Writing the order's state record
+          // for each routed hint (and its command_id into the order's deduplication window) cost a record and a
+          // place in a transaction ahead of the GET's answer per webhook, on every replica but the one it reached.
+          this.takeHint(slot, event, command.received_at);
           await this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
           return;
         }
