@@ -323,30 +323,35 @@ export class ProcessMeter {
   }
 }
 
-/** The sum of a metric's samples whose labels include every one of `labels` (0 when none). */
+/**
+ * A metric of a worker's /metrics, summed over its label sets that include every one of `labels` (NaN when no
+ * sample matches: the worker does not export it).
+ */
+export async function metricSum(
+  metricsPort: number,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  let sum = 0;
+  let seen = false;
+  for (const match of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)`, 'gm'))) {
+    const labelSet = match[1] ?? '';
+    if (!Object.entries(labels).every(([key, value]) => labelSet.includes(`${key}="${value}"`))) continue;
+    sum += Number(match[2]);
+    seen = true;
+  }
+  return seen ? sum : NaN;
+}
+
+/** The same, 0 when no sample matches (a counter not yet incremented). */
 export async function labelledMetric(
   port: number,
   name: string,
   labels: Record<string, string> = {},
 ): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
-    .filter((line) => Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
-    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
-}
-
-/** A metric of a worker's /metrics, summed over its label sets (NaN when the worker does not export it). */
-export async function metricSum(metricsPort: number, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  let sum = 0;
-  let seen = false;
-  for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)`, 'gm'))) {
-    sum += Number(match[1]);
-    seen = true;
-  }
-  return seen ? sum : NaN;
+  const sum = await metricSum(port, name, labels);
+  return Number.isNaN(sum) ? 0 : sum;
 }
 
 /** V8 heap in use, from a worker's /metrics (the OTel runtime instrumentation's v8js_memory_heap_used, summed). */
