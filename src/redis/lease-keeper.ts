@@ -124,14 +124,18 @@ export class LeaseKeeper {
   }
 
   /**
-   * Keeps a suspended lease again without asking Redis, when it is still valid on the local clock: nobody else can
-   * have taken it, since its key has not expired. `grant.acquiredAt` is when it was last renewed (what suspend()
-   * returned). False (nothing kept) when it is no longer valid: take it again (resume) instead.
+   * Keeps a suspended lease again without asking Redis, while it is not yet due for renewal: nobody else can have
+   * taken it, since its key has not expired, and its first renewal goes out with as much validity left as a lease
+   * kept all along has at its renewal (ttl/3 after the last one). `grant.acquiredAt` is when it was last renewed
+   * (what suspend() returned). False (nothing kept) past that, though it may still be valid: a renewal sent with
+   * less time left could come back after the local deadline and lose a lease nobody else wanted; take it up again
+   * from Redis (resume) instead.
    */
   keepAgain(grant: LeaseGrant): boolean {
+    const renewAt = grant.acquiredAt + grant.ttlMs / 3;
     const kept = this.#fresh(grant);
-    if (this.#now() > this.#validUntil(kept)) return false;
-    this.#keepFrom(kept, grant.acquiredAt + grant.ttlMs / 3 - this.#now());
+    if (this.#now() > Math.min(renewAt, this.#validUntil(kept))) return false;
+    this.#keepFrom(kept, renewAt - this.#now());
     return true;
   }
 

@@ -79,7 +79,10 @@ export interface OrderLeases {
    * last renewed if it is still valid (for keepAgain), else undefined. `onLost` no longer runs for it.
    */
   suspend(orderId: string): number | undefined;
-  /** Keeps a suspended lease again, synchronously and without Redis, if it is still valid locally; else false. */
+  /**
+   * Keeps a suspended lease again, synchronously and without Redis, while it is not yet due for renewal (so its
+   * renewal has the time a kept lease's has); else false.
+   */
   keepAgain(orderId: string, fence: number, lastRenewedAt: number, onLost: () => void): boolean;
   /**
    * Takes a suspended lease up again: the same fence when the lease is still ours in Redis, else a new grant above
@@ -1334,8 +1337,8 @@ export class OrderHost {
 
   /**
    * Wakes a passivated order: re-creates its actor from its durable record, exactly as a restore does, once its
-   * lease is held again. True when it is live now: its suspended lease was still valid on the local clock (kept
-   * again without asking Redis: nobody else can have taken it), so the wake is synchronous and the event that woke
+   * lease is held again. True when it is live now: its suspended lease was not yet due for renewal on the local clock
+   * (kept again without asking Redis: nobody else can have taken it), so the wake is synchronous and the event that woke
    * it is delivered after, in order. False otherwise: stopped or halted, or its lease is being taken up again from
    * Redis (`resuming`; `awake` resolves once that is over), the event to follow then.
    */

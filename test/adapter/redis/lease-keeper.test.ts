@@ -67,6 +67,31 @@ describe('LeaseKeeper', () => {
     expect(h.lost).toEqual([]);
   });
 
+  it('keeps a suspended lease again without Redis only until its renewal is due, so a late renewal cannot lose it', async () => {
+    let now = 1_000_000;
+    const lease = new OrderLease(await redis.client(), { now: () => now });
+    const lost: string[] = [];
+    const keeper = new LeaseKeeper(lease, { onLost: (orderId) => lost.push(orderId), now: () => now });
+    const grant = await lease.acquire('order-1', 'replica-a', 60_000);
+    if (!grant) throw new Error('expected a grant');
+    keeper.keep(grant);
+    const renewedAt = keeper.suspend('order-1');
+    expect(renewedAt).toBe(grant.acquiredAt);
+    // Due for renewal 20 s after it (ttl/3): kept again up to then.
+    now = grant.acquiredAt + 20_000;
+    expect(keeper.keepAgain(grant)).toBe(true);
+    expect(keeper.isValid('order-1')).toBe(true);
+    keeper.suspend('order-1');
+    // Past it, though still valid for 34 s on the local clock (ttl less its 10 % margin): taken up from Redis
+    // instead, not kept with a renewal that has less time to come back than a kept lease's has.
+    now += 1;
+    expect(keeper.keepAgain(grant)).toBe(false);
+    expect(keeper.isValid('order-1')).toBe(false);
+    now = grant.acquiredAt + 54_000;
+    expect(keeper.keepAgain(grant)).toBe(false);
+    expect(lost).toEqual([]);
+  });
+
   it('does not free a suspended lease when a renewal that was in flight at the suspension comes back', async () => {
     const h = await harness();
     const pauser = await redis.client();
