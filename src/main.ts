@@ -99,7 +99,9 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       redisLog.warn({ code: error.code }, 'quote cooldown refused: Redis did not answer'),
   });
   const referenceClaims = new RedisReferenceClaims(redis);
-  const orderIndex = new OrderIndex(redis);
+  // The routes of other replicas' orders this one routed webhooks for lately (about 2 MiB at most): an order's
+  // later webhooks are routed without reading Redis again.
+  const orderIndex = new OrderIndex(redis, { cacheEntries: 10_000 });
   const routeLog = logger.child({ component: 'order-routes' });
   // Reading a state topic of 100k orders records 100k routes: a bounded number in flight, the rest queued, so
   // they never crowd out (time out) the lease and budget commands that share the connection. While a partition is
