@@ -11,7 +11,8 @@ import { createServer } from 'node:http';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { Agent, request } from 'undici';
 import { freePort } from '../dev/services/index.ts';
-import { quietKafkajsRequestQueues } from '../src/kafka/kafka-client.ts';
+// Imported for its side effect: kafkajs's request queues quieted for the floor's clients, as for the worker's.
+import '../src/kafka/kafka-client.ts';
 
 const modeKeys: Record<string, string> = {
   cefi: 'FLOOR_KEY_CEFI',
@@ -58,7 +59,6 @@ async function floorProcess(): Promise<void> {
     return JSON.parse(text) as T;
   };
 
-  quietKafkajsRequestQueues();
   const kafka = new Kafka({
     clientId: 'floor',
     brokers: env('FLOOR_KAFKA_BROKERS').split(','),

@@ -17,7 +17,7 @@ import { CompressionTypes } from 'kafkajs';
 import '../src/kafka/zstd-codec.ts';
 import { startWorker } from '../test/support/worker-process.ts';
 import { createCommandValue, inProcessHost } from './open-order-memory.ts';
-import { ProcessMeter, benchServices, heapUsed, mib, round, saveResult } from './lib/harness.ts';
+import { ProcessMeter, benchServices, heapUsed, metricSum, mib, round, saveResult } from './lib/harness.ts';
 import { startBenchSystem } from './worker-throughput.ts';
 
 export interface RestoreResult {
@@ -56,12 +56,6 @@ export interface RestoreResult {
 const benchEnv = { LEASE_TTL_MS: '15000', MAX_ACTIVE_ORDERS: '1000000' };
 const settleMs = Number(process.env['BENCH_RESTORE_SETTLE_MS'] ?? 15_000);
 const restCapMs = 120_000;
-
-async function gauge(port: number, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
-  return line ? Number(line.split(' ').at(-1)) : NaN;
-}
 
 /**
  * The heap a process keeps: the least heapUsed sampled every second over `ms` (the figure just after a collection;
@@ -173,9 +167,9 @@ export async function runRestore(opts: {
     // Every partition owned once and every order driven: with several replicas the group may have moved
     // partitions after the first ones were ready.
     const driven = async (): Promise<number[]> =>
-      Promise.all(fresh.map((w) => gauge(w.metricsPort, 'worker_active_orders')));
+      Promise.all(fresh.map((w) => metricSum(w.metricsPort, 'worker_active_orders')));
     for (let i = 0; i < 600; i++) {
-      const owned = await Promise.all(fresh.map((w) => gauge(w.metricsPort, 'worker_partitions_owned')));
+      const owned = await Promise.all(fresh.map((w) => metricSum(w.metricsPort, 'worker_partitions_owned')));
       const sum = (await driven()).reduce((a, b) => a + b, 0);
       if (owned.reduce((a, b) => a + b, 0) === partitions && sum === opts.orders) break;
       await sleep(500);
@@ -188,7 +182,7 @@ export async function runRestore(opts: {
     let reduced: number[] = [];
     for (; Date.now() - readyAt < restCapMs; await sleep(250)) {
       reduced = await Promise.all(
-        fresh.map((w) => gauge(w.metricsPort, 'worker_heap_reductions_total{reason="restore"}')),
+        fresh.map((w) => metricSum(w.metricsPort, 'worker_heap_reductions_total', { reason: 'restore' })),
       );
       if (reduced.every((n) => n >= 1)) break;
     }
@@ -199,7 +193,7 @@ export async function runRestore(opts: {
     const rss = meter.rss();
     meter.stop();
     const active = await driven();
-    const passive = await Promise.all(fresh.map((w) => gauge(w.metricsPort, 'worker_passivated_orders')));
+    const passive = await Promise.all(fresh.map((w) => metricSum(w.metricsPort, 'worker_passivated_orders')));
     const restoredRss = rss.reduce((a, b) => a + b, 0);
     const restoredHeap = heaps.reduce((a, b) => a + b, 0);
     const over = (total: number, baseline: number): number => total - replicas * baseline;

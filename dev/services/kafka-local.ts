@@ -6,7 +6,8 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFi
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
-import { quietKafkajsRequestQueues } from '../../src/kafka/kafka-client.ts';
+// Imported for its side effect: kafkajs's request queues quieted for this process's clients too.
+import '../../src/kafka/kafka-client.ts';
 import { MavenProgress } from './maven-progress.ts';
 import {
   canConnect,
@@ -207,7 +208,6 @@ function log4jProperties(logFile: string): string {
 }
 
 export async function kafkaAnswers(brokers: string[], timeoutMs = 5000): Promise<boolean> {
-  quietKafkajsRequestQueues();
   const admin = new Kafka({
     clientId: 'services-probe',
     brokers,

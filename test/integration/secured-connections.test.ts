@@ -10,7 +10,7 @@ import { startLocalKafka, type LocalKafka } from '../../dev/services/kafka-local
 import { startLocalRedis, type LocalRedis } from '../../dev/services/redis-local.ts';
 import { makeTestCertificates, type TestCertificates } from '../../dev/services/test-certificates.ts';
 import { loadConfig } from '../../src/config.ts';
-import { kafkaSecurityOptions, quietKafkajsRequestQueues } from '../../src/kafka/kafka-client.ts';
+import { kafkaSecurityOptions } from '../../src/kafka/kafka-client.ts';
 import { closeRedis, createRedis, whenRedisReady } from '../../src/redis/connect.ts';
 import { EventCollector, commandProducer, seqProblems } from '../support/kafka-helpers.ts';
 import { orderCreateCommand } from '../support/order-specs.ts';
@@ -70,7 +70,6 @@ function configFor(overrides: Record<string, string>): ReturnType<typeof loadCon
 
 /** A kafkajs client for the test itself, secured exactly as the worker's configuration says. */
 function clientFor(overrides: Record<string, string>): Kafka {
-  quietKafkajsRequestQueues();
   const config = configFor(overrides);
   return new Kafka({
     clientId: uniqueName('secured-test'),

@@ -2,7 +2,8 @@
 // (read_committed, like any consumer of the worker's contract), grouped by order.
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { quietKafkajsRequestQueues } from '../../src/kafka/kafka-client.ts';
+// Imported for its side effect: kafkajs's request queues quieted for the tests' own clients too.
+import '../../src/kafka/kafka-client.ts';
 import { uniqueName } from './unique-name.ts';
 
 export interface PublishedEvent {
@@ -20,7 +21,6 @@ export interface PublishedEvent {
 }
 
 export function testKafka(brokers: string[]): Kafka {
-  quietKafkajsRequestQueues();
   return new Kafka({
     clientId: uniqueName('test'),
     brokers,
