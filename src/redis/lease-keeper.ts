@@ -124,18 +124,17 @@ export class LeaseKeeper {
   }
 
   /**
-   * Keeps a suspended lease again without asking Redis, while it is not yet due for renewal: nobody else can have
-   * taken it, since its key has not expired, and its first renewal goes out with as much validity left as a lease
-   * kept all along has at its renewal (ttl/3 after the last one). `grant.acquiredAt` is when it was last renewed
-   * (what suspend() returned). False (nothing kept) past that, though it may still be valid: a renewal sent with
-   * less time left could come back after the local deadline and lose a lease nobody else wanted; take it up again
-   * from Redis (resume) instead.
+   * Keeps a suspended lease again without asking Redis, while it has a third of its ttl of validity left on the local
+   * clock: nobody else can have taken it, since its key has not expired, and the renewal it then sends at once (or at
+   * ttl/3 after the last one, if that is later) has that long to come back. `grant.acquiredAt` is when it was last
+   * renewed (what suspend() returned). False (nothing kept) with less left, though it may still be valid: a renewal
+   * sent with a second or less to spare, on a loaded replica, came back after the local deadline and lost a lease
+   * nobody else wanted; take it up again from Redis (resume) instead.
    */
   keepAgain(grant: LeaseGrant): boolean {
-    const renewAt = grant.acquiredAt + grant.ttlMs / 3;
     const kept = this.#fresh(grant);
-    if (this.#now() > Math.min(renewAt, this.#validUntil(kept))) return false;
-    this.#keepFrom(kept, renewAt - this.#now());
+    if (this.#now() > this.#validUntil(kept) - grant.ttlMs / 3) return false;
+    this.#keepFrom(kept, grant.acquiredAt + grant.ttlMs / 3 - this.#now());
     return true;
   }
 

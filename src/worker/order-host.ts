@@ -80,8 +80,8 @@ export interface OrderLeases {
    */
   suspend(orderId: string): number | undefined;
   /**
-   * Keeps a suspended lease again, synchronously and without Redis, while it is not yet due for renewal (so its
-   * renewal has the time a kept lease's has); else false.
+   * Keeps a suspended lease again, synchronously and without Redis, while a third of its ttl of validity is left
+   * (time for its renewal to come back); else false.
    */
   keepAgain(orderId: string, fence: number, lastRenewedAt: number, onLost: () => void): boolean;
   /**
@@ -1337,7 +1337,7 @@ export class OrderHost {
 
   /**
    * Wakes a passivated order: re-creates its actor from its durable record, exactly as a restore does, once its
-   * lease is held again. True when it is live now: its suspended lease was not yet due for renewal on the local clock
+   * lease is held again. True when it is live now: its suspended lease had a third of its ttl left on the local clock
    * (kept again without asking Redis: nobody else can have taken it), so the wake is synchronous and the event that woke
    * it is delivered after, in order. False otherwise: stopped or halted, or its lease is being taken up again from
    * Redis (`resuming`; `awake` resolves once that is over), the event to follow then.

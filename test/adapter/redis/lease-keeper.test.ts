@@ -67,7 +67,7 @@ describe('LeaseKeeper', () => {
     expect(h.lost).toEqual([]);
   });
 
-  it('keeps a suspended lease again without Redis only until its renewal is due, so a late renewal cannot lose it', async () => {
+  it('keeps a suspended lease again without Redis only while a third of its ttl is left, so a late renewal cannot lose it', async () => {
     let now = 1_000_000;
     const lease = new OrderLease(await redis.client(), { now: () => now });
     const lost: string[] = [];
@@ -77,17 +77,17 @@ describe('LeaseKeeper', () => {
     keeper.keep(grant);
     const renewedAt = keeper.suspend('order-1');
     expect(renewedAt).toBe(grant.acquiredAt);
-    // Due for renewal 20 s after it (ttl/3): kept again up to then.
-    now = grant.acquiredAt + 20_000;
+    // Valid on the local clock for 54 s (the ttl less its 10 % margin): kept again while 20 s (ttl/3) of it are left.
+    now = grant.acquiredAt + 34_000;
     expect(keeper.keepAgain(grant)).toBe(true);
     expect(keeper.isValid('order-1')).toBe(true);
     keeper.suspend('order-1');
-    // Past it, though still valid for 34 s on the local clock (ttl less its 10 % margin): taken up from Redis
-    // instead, not kept with a renewal that has less time to come back than a kept lease's has.
+    // With less left, though still valid for 20 s: taken up from Redis instead, not kept with a renewal that
+    // might come back after the local deadline.
     now += 1;
     expect(keeper.keepAgain(grant)).toBe(false);
     expect(keeper.isValid('order-1')).toBe(false);
-    now = grant.acquiredAt + 54_000;
+    now = grant.acquiredAt + 53_000;
     expect(keeper.keepAgain(grant)).toBe(false);
     expect(lost).toEqual([]);
   });
