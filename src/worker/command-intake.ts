@@ -156,6 +156,10 @@ export function decide(
     return reject('order_exists', `order ${command.order_id} already exists with different content`);
   }
 
+  // A webhook hint is routed by whichever replica the webhook reached, on a route it found (or kept) for the order:
+  // one whose order has left (tombstoned after its retention) is consumed like a hint for a finished order, not
+  // answered with an order.rejected event as a trading service's command would be.
+  if (!record && command.type === 'order.webhook_hint') return { kind: 'skip', outcome: 'consumed' };
   if (!record) return reject('unknown_order', `no order ${command.order_id} exists`);
   const seen = record.commands.find(([id]) => id === command.command_id);
   if (seen) {

@@ -112,6 +112,11 @@ const cases: Case[] = [
     expected: { kind: 'reject', orderId: 'o-1', rejection: { reason: 'unknown_order' } },
   },
   {
+    name: 'consumes a webhook hint for an unknown order (one that left), with no rejection',
+    command: hint,
+    expected: { kind: 'skip', outcome: 'consumed' },
+  },
+  {
     name: 'rejects a command for a finished order',
     command: cancel,
     record: record({ terminal: true }),
