@@ -51,64 +51,60 @@ describe('OrderIndex', () => {
 });
 
 describe('OrderIndex with a route cache', () => {
-  it('routes an order found once without reading Redis again, until forgotten or put anew', async () => {
+  /** An index without a cache that writes, and one with a cache of `entries` routes that reads, counting its GETs. */
+  async function cachedPair(
+    entries: number,
+  ): Promise<{ writer: OrderIndex; reader: OrderIndex; gets: () => number }> {
     const prefix = redis.prefix();
     const writer = new OrderIndex(await redis.client({ keyPrefix: prefix }));
-    const client = await redis.client({ keyPrefix: prefix });
     let gets = 0;
-    const counted = new Proxy(client, {
+    const counted = new Proxy(await redis.client({ keyPrefix: prefix }), {
       get(target, name, receiver) {
         if (name === 'get') gets++;
         return Reflect.get(target, name, receiver) as unknown;
       },
     });
-    const reader = new OrderIndex(counted, { cacheEntries: 2 });
+    return { writer, reader: new OrderIndex(counted, { cacheEntries: entries }), gets: () => gets };
+  }
+
+  it('routes an order found once without reading Redis again, until forgotten or put anew', async () => {
+    const { writer, reader, gets } = await cachedPair(2);
     await writer.put('REF-A', 'order-a', 3);
     await writer.put('REF-B', 'order-b');
     expect(await reader.locate('REF-A')).toEqual({ orderId: 'order-a', partition: 3 });
     expect(await reader.locate('REF-A')).toEqual({ orderId: 'order-a', partition: 3 });
-    expect(gets).toBe(1);
+    expect(gets()).toBe(1);
     // Neither an unknown reference nor an entry without its partition is kept: it may be put (with one) later.
     expect(await reader.locate('REF-unknown')).toBeNull();
     expect(await reader.locate('REF-unknown')).toBeNull();
     expect(await reader.locate('REF-B')).toEqual({ orderId: 'order-b' });
     expect(await reader.locate('REF-B')).toEqual({ orderId: 'order-b' });
-    expect(gets).toBe(5);
+    expect(gets()).toBe(5);
     // What the caller does with an answer does not change what is kept.
     const answer = await reader.locate('REF-A');
     if (answer) answer.partition = 9;
     expect(await reader.locate('REF-A')).toEqual({ orderId: 'order-a', partition: 3 });
-    expect(gets).toBe(5);
+    expect(gets()).toBe(5);
     // Put anew through this index: read again.
     await reader.put('REF-A', 'order-a', 3);
     expect(await reader.locate('REF-A')).toEqual({ orderId: 'order-a', partition: 3 });
-    expect(gets).toBe(6);
+    expect(gets()).toBe(6);
     // Forgotten (the order left the state topic): read again.
     await reader.forget('REF-A');
     expect(await reader.locate('REF-A')).toBeNull();
-    expect(gets).toBe(7);
+    expect(gets()).toBe(7);
   });
 
   it('keeps at most its number of routes, forgetting the oldest first', async () => {
-    const prefix = redis.prefix();
-    const writer = new OrderIndex(await redis.client({ keyPrefix: prefix }));
-    const client = await redis.client({ keyPrefix: prefix });
-    let gets = 0;
-    const counted = new Proxy(client, {
-      get(target, name, receiver) {
-        if (name === 'get') gets++;
-        return Reflect.get(target, name, receiver) as unknown;
-      },
-    });
-    const reader = new OrderIndex(counted, { cacheEntries: 2 });
+    const { writer, reader, gets } = await cachedPair(2);
     for (const n of [1, 2, 3]) await writer.put(`REF-${n}`, `order-${n}`, n);
     for (const n of [1, 2, 3]) await reader.locate(`REF-${n}`);
-    expect(gets).toBe(3);
+    expect(gets()).toBe(3);
     await reader.locate('REF-3');
     await reader.locate('REF-2');
-    expect(gets).toBe(3);
+    expect(gets()).toBe(3);
     expect(await reader.locate('REF-1')).toEqual({ orderId: 'order-1', partition: 1 });
-    expect(gets).toBe(4);
+    expect(gets()).toBe(4);
   });
 
   it('refuses a negative size', () => {
