@@ -1337,10 +1337,10 @@ export class OrderHost {
 
   /**
    * Wakes a passivated order: re-creates its actor from its durable record, exactly as a restore does, once its
-   * lease is held again. True when it is live now: its suspended lease had a third of its ttl left on the local clock
-   * (kept again without asking Redis: nobody else can have taken it), so the wake is synchronous and the event that woke
-   * it is delivered after, in order. False otherwise: stopped or halted, or its lease is being taken up again from
-   * Redis (`resuming`; `awake` resolves once that is over), the event to follow then.
+   * lease is held again. True when it is live now: its suspended lease had a third of its ttl left on the local
+   * clock (kept again without asking Redis: nobody else can have taken it), so the wake is synchronous and the event
+   * that woke it is delivered after, in order. False otherwise: stopped or halted, or its lease is being taken up
+   * again from Redis (`resuming`; `awake` resolves once that is over), the event to follow then.
    */
   private wake(slot: OrderSlot, reason: WakeReason): boolean {
     if (!slot.passive) return Boolean(slot.actor);
