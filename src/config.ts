@@ -322,7 +322,7 @@ export const configVariables = z.object({
     .refine((ms) => ms === 0 || (ms >= 5_000 && ms <= 60_000), 'must be 0 (off) or 5000-60000')
     .default(30_000),
   LEASE_TTL_MS: intFromEnv(15_000, 1_000, 300_000),
-  // Must exceed the commands topic's retention: a create replayed after its order's tombstone starts it again.
+  // A create replayed after its order's tombstone is refused by the order's retired home (30 days at least).
   FINISHED_ORDER_RETENTION_MS: intFromEnv(7 * 86_400_000, 1_000, 365 * 86_400_000),
   MAX_ACTIVE_ORDERS: intFromEnv(50_000, 1, 1_000_000),
   MAX_INFLIGHT_EXCHANGE_CALLS: intFromEnv(200, 1, 100_000),

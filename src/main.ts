@@ -250,6 +250,11 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   });
   const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
   const eventLoopLoad = new EventLoopLoad();
+  // Where each order lives, kept twice as long as a finished order stays in the state topic and never under 30 days
+  // (from its create, and again from the retention sweep's tombstone, which marks it retired).
+  const homes = new OrderHomes(redis, {
+    ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs),
+  });
   const host = new OrderHost({
     state: store,
     journal,
@@ -284,8 +289,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     rewind: (partition, offset) => consumer.rewind(partition, offset),
     maxCommandBytes: config.maxCommandBytes,
     metrics: telemetry.metrics.hostObserver(),
-    // Kept twice as long as a finished order stays in the state topic, and never under 30 days.
-    homes: new OrderHomes(redis, { ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs) }),
+    homes,
   });
   restoring = () => host.restoring;
   // CeFi orders are confirmed in bulk (GET /orders/?status=<code>) for every CeFi mode with a key (keys are per mode).
@@ -309,6 +313,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     stateTopic: config.topics.state,
     retentionMs: config.finishedOrderRetentionMs,
     logger,
+    homes,
     onTombstoned: ({ uniqueReference }) => {
       if (uniqueReference) orderRoutes.forget(uniqueReference);
     },

@@ -1,13 +1,29 @@
 // The partition each order lives on, shared by every replica. A replica holds only its own partitions' state, so
 // an order.create that a producer sent to another partition than its order's (the key is right, the partition was
 // chosen by hand) would otherwise look like a new order: the first create records its partition here (SET NX) and
-// a later one elsewhere is refused. Kept longer than a finished order stays in the state topic. Redis restarted
-// empty forgets it: a misrouted create of an existing order during that time is a double fault we accept.
+// a later one elsewhere is refused. Kept longer than a finished order stays in the state topic, and marked retired
+// when the retention sweep removes the order from it (retire): a create of the order replayed after that (the
+// commands topic may keep it longer than the state topic keeps the order) is refused instead of starting a second
+// exchange order. Redis restarted empty forgets both: a misrouted or replayed create of an old order during that
+// time is a double fault we accept.
 import { z } from 'zod';
 import { invalidArgument, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort } from './redis-port.ts';
 
-const homeSchema = z.coerce.number().int().min(0);
+/** A home as stored: the partition, prefixed `retired:` once the order left the state topic. */
+const homeSchema = z
+  .string()
+  .regex(/^(retired:)?\d{1,9}$/)
+  .transform((value) => ({
+    partition: Number(value.slice(value.lastIndexOf(':') + 1)),
+    retired: value.startsWith('retired:'),
+  }));
+
+/** Where an order lives, and whether it already ran its course there and left the state topic. */
+export interface OrderHome {
+  partition: number;
+  retired: boolean;
+}
 
 export function orderHomeKey(orderId: string): string {
   return `order-home:${orderId}`;
@@ -25,16 +41,28 @@ export class OrderHomes {
   }
 
   /** Records `partition` as the order's home unless it has one; resolves to its home. Throws WorkerError. */
-  async claim(orderId: string, partition: number): Promise<number> {
+  async claim(orderId: string, partition: number): Promise<OrderHome> {
     try {
       const key = orderHomeKey(orderId);
       if ((await this.#redis.set(key, String(partition), 'EX', this.#ttlSeconds, 'NX')) === 'OK')
-        return partition;
+        return { partition, retired: false };
       const home = homeSchema.safeParse(await this.#redis.get(key));
       // Expired between the two calls, or unreadable: this partition is as good a home as any.
-      return home.success ? home.data : partition;
+      return home.success ? home.data : { partition, retired: false };
     } catch (error) {
       throw toRedisWorkerError(error, `record the partition of order ${orderId}`);
+    }
+  }
+
+  /**
+   * Marks the order's home retired (its finished order is about to leave the state topic), for the ttl from now.
+   * Throws WorkerError: the caller keeps the order until a retire succeeds.
+   */
+  async retire(orderId: string, partition: number): Promise<void> {
+    try {
+      await this.#redis.set(orderHomeKey(orderId), `retired:${partition}`, 'EX', this.#ttlSeconds);
+    } catch (error) {
+      throw toRedisWorkerError(error, `mark order ${orderId} as retired`);
     }
   }
 }

@@ -91,6 +91,17 @@ export function misrouted(command: OrderCommand, hash: string, home: number, arr
   };
 }
 
+/** An order.create of an order that ran its course and left the state topic after its retention (its home says so). */
+export function retired(command: OrderCreateCommand, hash: string): Rejection {
+  return {
+    command_id: command.command_id,
+    command_type: command.type,
+    reason: 'order_exists',
+    message: `order ${command.order_id} already ran its course and its record was removed after FINISHED_ORDER_RETENTION_MS; it is not started again (a replayed create?)`,
+    remember: [command.command_id, hash],
+  };
+}
+
 export type Decision =
   /** Nothing to do but commit the command's offset. */
   | { kind: 'skip'; outcome: 'duplicate' | 'consumed' }

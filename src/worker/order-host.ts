@@ -49,7 +49,7 @@ import {
   type RestingOrder,
 } from './machine-binding.ts';
 import type { FetchOrderInput } from '../../machines/order-types.ts';
-import { decide, misrouted, type Rejection } from './command-intake.ts';
+import { decide, misrouted, retired, type Rejection } from './command-intake.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
 
@@ -98,8 +98,11 @@ export interface OrderLeases {
 
 /** Where each order lives, shared by every replica (this one holds only its own partitions' records). */
 export interface OrderHomes {
-  /** Records `partition` as the order's home unless it has one; resolves to its home. */
-  claim(orderId: string, partition: number): Promise<number>;
+  /**
+   * Records `partition` as the order's home unless it has one; resolves to its home, retired once its finished
+   * order left the state topic (the retention sweep).
+   */
+  claim(orderId: string, partition: number): Promise<{ partition: number; retired: boolean }>;
 }
 
 /** The state topic's view of every order, as the host reads it. */
@@ -1928,8 +1931,18 @@ export class OrderHost {
         // create of an order that already lives on another partition is recognised here, not by decide().
         const { command, hash } = decision;
         const home = await this.opts.homes?.claim(command.order_id, message.partition);
-        if (home !== undefined && home !== message.partition) {
-          await this.reject(command.order_id, message, misrouted(command, hash, home, message.partition));
+        // Finished, and gone from the state topic after its retention: a create replayed from the commands topic
+        // (which may keep it longer) would otherwise start the order again, a second exchange order.
+        if (home?.retired) {
+          await this.reject(command.order_id, message, retired(command, hash));
+          return;
+        }
+        if (home !== undefined && home.partition !== message.partition) {
+          await this.reject(
+            command.order_id,
+            message,
+            misrouted(command, hash, home.partition, message.partition),
+          );
           return;
         }
         await this.createOrder(command, message.partition, offset, hash);

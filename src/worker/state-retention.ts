@@ -1,8 +1,10 @@
 // Finished orders leave the state topic after FINISHED_ORDER_RETENTION_MS: the owner of their partition writes a
 // tombstone (null value) for the order's key through the transactional writer, under the order's lease like every
 // other write (fenced: a replica that lost the lease or the partition writes nothing), then forgets the order.
-// Until then the store keeps a compact form that answers late commands (a replayed order.create is skipped). The
-// retention must exceed the commands topic's: a create replayed after its order's tombstone would start it again.
+// Until then the store keeps a compact form that answers late commands (a replayed order.create is skipped). Before
+// the tombstone, the order's home (Redis, kept at least 30 days) is marked retired: a create replayed after the
+// tombstone (the commands topic may keep it longer than the state topic keeps the order) is refused by the home
+// instead of starting the order again. An order whose home cannot be marked stays until a later sweep.
 import type { OrderStateStore } from '../kafka/order-state-store.ts';
 import type { TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -15,6 +17,8 @@ export interface StateRetentionOptions {
   stateTopic: string;
   retentionMs: number;
   logger: Logger;
+  /** Where orders live (order-homes.ts): a home is marked retired before its order's tombstone. */
+  homes?: { retire(orderId: string, partition: number): Promise<void> };
   /** Told of each tombstoned order (the composition root drops its webhook route). */
   onTombstoned?: (order: { orderId: string; uniqueReference: string | null }) => void;
 }
@@ -52,6 +56,7 @@ export class StateRetention {
         const current = this.opts.store.get(order.orderId);
         // Written again meanwhile (a late command was refused, which restarts its retention), or gone.
         if (!current?.terminal || current.rev !== order.rev || current.fence !== order.fence) continue;
+        await this.opts.homes?.retire(order.orderId, order.partition);
         const written = await this.opts.writer.write(
           [{ topic: this.opts.stateTopic, key: order.orderId, partition: order.partition, value: null }],
           [],

@@ -2,17 +2,18 @@
 // share the orders), holds the orders of other partitions (open or finished) only as where they live, keeps a finished
 // order of its own partitions only in its compact form, treats a
 // tombstone as "no record" (also when it restores across one), and the retention sweep tombstones a finished
-// order under its lease once its retention passed.
+// order under its lease once its retention passed, after marking its home retired (never before).
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Kafka } from 'kafkajs';
 import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { OrderStateStore, type OrderRecord } from '../../src/kafka/order-state-store.ts';
 import { TransactionalWriter, type WritableRecord } from '../../src/kafka/transactional-writer.ts';
 import { closeRedis, createRedis, whenRedisReady } from '../../src/redis/connect.ts';
+import { OrderHomes } from '../../src/redis/order-homes.ts';
 import { OrderLease } from '../../src/redis/order-lease.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { RedisOrderLeases } from '../../src/worker/redis-leases.ts';
-import { StateRetention } from '../../src/worker/state-retention.ts';
+import { StateRetention, type StateRetentionOptions } from '../../src/worker/state-retention.ts';
 import { testKafka } from '../support/kafka-helpers.ts';
 import { services, uniqueName } from '../support/services.ts';
 
@@ -96,6 +97,37 @@ function record(orderId: string, partition: number, overrides: Partial<OrderReco
 
 function written(topic: string, r: OrderRecord): WritableRecord {
   return { topic, key: r.order_id, partition: r.partition, value: JSON.stringify(r) };
+}
+
+/** A Redis client of its own key prefix, with the leases a retention sweep takes, closed after the test. */
+async function sweeperRedis(): Promise<{
+  redis: ReturnType<typeof createRedis>;
+  lease: OrderLease;
+  leases: RedisOrderLeases;
+}> {
+  const redis = createRedis(services().redisUrl, {
+    keyPrefix: `${uniqueName('retention')}:`,
+    onError: () => {},
+  });
+  cleanup(() => closeRedis(redis));
+  await whenRedisReady(redis, 10_000);
+  const lease = new OrderLease(redis);
+  const leases = new RedisOrderLeases({ lease, owner: 'sweeper', ttlMs: 5_000, logger });
+  cleanup(() => leases.stop());
+  return { redis, lease, leases };
+}
+
+/** The retention sweep with a 30 s retention, telling `onTombstoned` of each order it tombstones. */
+function sweeper(
+  parts: Pick<StateRetentionOptions, 'store' | 'writer' | 'leases' | 'stateTopic' | 'homes'>,
+  onTombstoned: (orderId: string) => void = () => {},
+): StateRetention {
+  return new StateRetention({
+    ...parts,
+    retentionMs: 30_000,
+    logger,
+    onTombstoned: ({ orderId }) => onTombstoned(orderId),
+  });
 }
 
 describe('order state store', () => {
@@ -315,30 +347,21 @@ describe('order state store', () => {
     const store = await storeFor(kafka, topic, writer);
     await store.catchUp([1]);
 
-    const redis = createRedis(services().redisUrl, {
-      keyPrefix: `${uniqueName('retention')}:`,
-      onError: () => {},
-    });
-    cleanup(() => closeRedis(redis));
-    await whenRedisReady(redis, 10_000);
-    const lease = new OrderLease(redis);
-    const leases = new RedisOrderLeases({ lease, owner: 'sweeper', ttlMs: 5_000, logger });
-    cleanup(() => leases.stop());
+    const { redis, lease, leases } = await sweeperRedis();
     // Another replica answers a late command of this order right now: it is not touched this time.
     expect(await lease.acquire(held.order_id, 'someone-else', 5_000, 0)).not.toBeNull();
     const tombstoned: string[] = [];
-    const retention = new StateRetention({
-      store,
-      writer,
-      leases,
-      stateTopic: topic,
-      retentionMs: 30_000,
-      logger,
-      onTombstoned: ({ orderId }) => tombstoned.push(orderId),
-    });
+    const homes = new OrderHomes(redis, { ttlMs: 3_600_000 });
+    expect(await homes.claim(expired.order_id, 1)).toEqual({ partition: 1, retired: false });
+    const retention = sweeper({ store, writer, leases, stateTopic: topic, homes }, (id) =>
+      tombstoned.push(id),
+    );
 
     expect(await retention.sweep(Date.now())).toBe(1);
     expect(tombstoned).toEqual([expired.order_id]);
+    // A create of it replayed from the commands topic now finds its home retired (order-host refuses it).
+    expect(await homes.claim(expired.order_id, 1)).toEqual({ partition: 1, retired: true });
+    expect(await homes.claim(recent.order_id, 1)).toEqual({ partition: 1, retired: false });
     expect(store.get(expired.order_id)).toBeUndefined();
     expect(store.get(recent.order_id)).toBeDefined();
     expect(store.get(open.order_id)).toBeDefined();
@@ -350,5 +373,36 @@ describe('order state store', () => {
     await restoring.catchUp([1]);
     expect(restoring.get(expired.order_id)).toBeUndefined();
     expect(restoring.size()).toBe(3);
+  });
+
+  it('keeps a finished order past its retention while its home cannot be marked retired, and tombstones it once it can', async () => {
+    const kafka = testKafka(services().kafkaBrokers);
+    const topic = await stateTopic(kafka);
+    const writer = await writerFor(kafka);
+    const old = new Date(Date.now() - 60_000).toISOString();
+    const expired = record(uniqueName('expired'), 1, { terminal: true, updated_at: old });
+    await writer.write([written(topic, expired)]);
+    const store = await storeFor(kafka, topic, writer);
+    await store.catchUp([1]);
+    const { redis, leases } = await sweeperRedis();
+    const homes = new OrderHomes(redis, { ttlMs: 3_600_000 });
+    let refuse = true;
+    const retention = sweeper({
+      store,
+      writer,
+      leases,
+      stateTopic: topic,
+      homes: {
+        retire: (orderId, partition) =>
+          refuse ? Promise.reject(new Error('redis unavailable')) : homes.retire(orderId, partition),
+      },
+    });
+
+    expect(await retention.sweep(Date.now())).toBe(0);
+    expect(store.get(expired.order_id)).toBeDefined();
+    refuse = false;
+    expect(await retention.sweep(Date.now())).toBe(1);
+    expect(store.get(expired.order_id)).toBeUndefined();
+    expect(await homes.claim(expired.order_id, 1)).toEqual({ partition: 1, retired: true });
   });
 });

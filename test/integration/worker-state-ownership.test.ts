@@ -1,6 +1,7 @@
 // Memory that follows ownership, with real worker processes: two replicas each hold the state of their own
 // partitions only, a webhook delivered to the replica that does not own its order still reaches the owner, and a
-// finished order answers a replayed create as before until FINISHED_ORDER_RETENTION_MS, then leaves the state topic.
+// finished order answers a replayed create as before until FINISHED_ORDER_RETENTION_MS, then leaves the state topic,
+// and a create replayed after that is refused (its home is retired), not started again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testKafka } from '../support/kafka-helpers.ts';
 import { orderCreateCommand } from '../support/order-specs.ts';
@@ -94,5 +95,24 @@ describe('finished orders, webhook routing and retention across replicas', () =>
     for (const id of orderIds) expect(values.get(id), id).toBeNull();
     const known = await Promise.all(cluster.workers.map((w) => metric(w.metricsPort, 'worker_known_orders')));
     expect(known).toEqual([0, 0]);
+  });
+
+  it('refuses a create replayed after the tombstone instead of starting the order again', async () => {
+    const orderId = orderIds[1]!;
+    const replay = orderCreateCommand('cefi', '1.11', orderId);
+    await cluster.send(replay);
+    const events = await cluster.collector.waitFor(
+      (all) => all.some((e) => e.order_id === orderId && e.type === 'command.rejected'),
+      `command.rejected of ${orderId}`,
+      30_000,
+    );
+    const rejected = events.find((e) => e.order_id === orderId && e.type === 'command.rejected')!;
+    expect(rejected['reason']).toBe('order_exists');
+    expect(rejected['command_id']).toBe(replay['command_id']);
+    expect(String(rejected['message'])).toContain('not started again');
+    // Had it been taken for a new order, its quote and create would have published order.created within this.
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect(cluster.collector.of(orderId).filter((e) => e.type === 'order.created')).toHaveLength(1);
+    expect((await stateTopicValues([orderId])).get(orderId)).toBeNull();
   });
 });

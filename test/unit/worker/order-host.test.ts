@@ -337,7 +337,7 @@ describe('order host', () => {
       homes: {
         claim: (orderId, partition) => {
           if (!homes.has(orderId)) homes.set(orderId, partition);
-          return Promise.resolve(homes.get(orderId)!);
+          return Promise.resolve({ partition: homes.get(orderId)!, retired: false });
         },
       },
     });
@@ -349,6 +349,29 @@ describe('order host', () => {
 
     await h.send({ ...create, command_id: 'c-2', order_id: 'o-2' }, 'o-2');
     expect(homes.get('o-2')).toBe(0);
+    expect(h.records.get('o-2')?.partition).toBe(0);
+  });
+
+  it('refuses an order.create of an order whose home is retired (it left the state topic), and creates nothing', async () => {
+    const claims: string[] = [];
+    const h = harness({
+      homes: {
+        claim: (orderId, partition) => {
+          claims.push(orderId);
+          return Promise.resolve({ partition, retired: orderId === 'o-1' });
+        },
+      },
+    });
+    await h.send(create, 'o-1');
+    expect(events(h)).toMatchObject([
+      { type: 'command.rejected', reason: 'order_exists', command_id: create.command_id, seq: 0 },
+    ]);
+    expect(String(events(h)[0]?.['message'])).toContain('FINISHED_ORDER_RETENTION_MS');
+    expect(h.leaseCalls).toEqual([]);
+    expect(h.records.has('o-1')).toBe(false);
+
+    await h.send({ ...create, command_id: 'c-2', order_id: 'o-2' }, 'o-2');
+    expect(claims).toEqual(['o-1', 'o-2']);
     expect(h.records.get('o-2')?.partition).toBe(0);
   });
 
