@@ -21,7 +21,7 @@ import { OrderStateStore } from './kafka/order-state-store.ts';
 import { ensureTopics } from './kafka/topics.ts';
 import { TransactionalWriter } from './kafka/transactional-writer.ts';
 import { closeRedis, createRedis } from './redis/connect.ts';
-import { OrderHomes } from './redis/order-homes.ts';
+import { OrderHomes, orderHomeTtlMs } from './redis/order-homes.ts';
 import { ListingShare } from './redis/listing-share.ts';
 import { OrderIndex } from './redis/order-index.ts';
 import { OrderLease } from './redis/order-lease.ts';
@@ -250,11 +250,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   });
   const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
   const eventLoopLoad = new EventLoopLoad();
-  // Where each order lives, kept twice as long as a finished order stays in the state topic and never under 30 days
-  // (from its create, and again from the retention sweep's tombstone, which marks it retired).
-  const homes = new OrderHomes(redis, {
-    ttlMs: Math.max(30 * 86_400_000, 2 * config.finishedOrderRetentionMs),
-  });
+  // Where each order lives, kept from its create and again from the retention sweep's tombstone (marked retired).
+  const homes = new OrderHomes(redis, { ttlMs: orderHomeTtlMs(config.finishedOrderRetentionMs) });
   const host = new OrderHost({
     state: store,
     journal,
@@ -368,7 +365,12 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
 
   const worker = new Worker(config, logger, {
     http,
-    ensureTopics: () => ensureTopics(kafka, config.topics, logger),
+    ensureTopics: () =>
+      ensureTopics(kafka, config.topics, logger, {
+        // A replayed create is recognised by its finished order, then by the order's retired home.
+        replayRecognisedForMs:
+          config.finishedOrderRetentionMs + orderHomeTtlMs(config.finishedOrderRetentionMs),
+      }),
     writer,
     store,
     hints,

@@ -1,9 +1,17 @@
 // Creates the worker's topics when they are missing: commands and events (delete policy) and the compacted
 // state topic with the same partition count as commands (co-partitioning is what lets a replica restore exactly
 // the orders of the partitions it is assigned). An existing commands topic decides the partition count.
+// Then checks how long the commands topic may keep a command: a create replayed after the worker forgot its finished
+// order (its retention, then its retired home) would be taken for a new order, so a topic that keeps commands longer
+// is reported at start (error log), with the settings to change.
+import kafkajs from 'kafkajs';
+import { z } from 'zod';
 import { KafkaClient } from './kafka-client.ts';
 import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
+
+// Not one of the names Node's ESM loader detects in kafkajs's CommonJS exports.
+const { ConfigResourceTypes } = kafkajs;
 
 export interface TopicsConfig {
   commands: string;
@@ -15,11 +23,45 @@ export interface TopicsConfig {
   minInsyncReplicas?: number | undefined;
 }
 
+/** Kafka's default log.retention.check.interval.ms: a segment past its retention waits this long for deletion. */
+const retentionCheckIntervalMs = 300_000;
+
+/** The commands topic's settings that bound how long it keeps a record, as the broker describes them. */
+const commandsRetentionSchema = z.object({
+  'retention.ms': z.coerce.number().int(),
+  'segment.ms': z.coerce.number().int().min(1),
+  'cleanup.policy': z.string(),
+});
+
+/**
+ * The longest a record may stay in a topic with these settings after it was written: the broker deletes whole
+ * segments, once the newest record of one is past retention.ms, and rolls a segment segment.ms after its first
+ * record at the latest. Infinity for a topic that keeps records for ever (retention.ms -1, or compacted).
+ */
+export function longestRecordLifetimeMs(settings: {
+  retentionMs: number;
+  segmentMs: number;
+  cleanupPolicy: string;
+}): number {
+  const policies = settings.cleanupPolicy.split(',').map((policy) => policy.trim());
+  if (policies.includes('compact') || settings.retentionMs < 0) return Number.POSITIVE_INFINITY;
+  return settings.retentionMs + settings.segmentMs + retentionCheckIntervalMs;
+}
+
+export interface EnsureTopicsOptions {
+  /**
+   * How long after a command was written a replay of it is still recognised (a finished order's retention plus
+   * the time its retired home is kept): a commands topic that may keep commands longer is reported.
+   */
+  replayRecognisedForMs?: number;
+}
+
 export async function ensureTopics(
   client: KafkaClient,
   topics: TopicsConfig,
   logger: Logger,
-): Promise<{ partitions: number }> {
+  options: EnsureTopicsOptions = {},
+): Promise<{ partitions: number; commandLifetimeMs?: number }> {
   const admin = KafkaClient.kafkajs(client).admin();
   await admin.connect();
   try {
@@ -75,10 +117,77 @@ export async function ensureTopics(
         `${topics.state} has ${statePartitions} partitions but ${topics.commands} has ${partitions}; they must match`,
       );
     }
-    return { partitions };
+    if (options.replayRecognisedForMs === undefined) return { partitions };
+    const commandLifetimeMs = await checkCommandsRetention(
+      admin,
+      topics.commands,
+      options.replayRecognisedForMs,
+      logger,
+    );
+    return commandLifetimeMs === undefined ? { partitions } : { partitions, commandLifetimeMs };
   } finally {
     await admin.disconnect();
   }
+}
+
+const dayMs = 86_400_000;
+const days = (ms: number): number | string =>
+  Number.isFinite(ms) ? Math.round((ms / dayMs) * 10) / 10 : 'for ever';
+
+/**
+ * Reads the commands topic's retention settings and reports (error log) one that may keep a command longer than a
+ * replay of it is recognised. Resolves to the topic's longest record lifetime, or undefined when it could not be
+ * read (a principal without DescribeConfigs on the topic: reported as a warning, the worker starts all the same).
+ */
+async function checkCommandsRetention(
+  admin: ReturnType<ReturnType<typeof KafkaClient.kafkajs>['admin']>,
+  topic: string,
+  recognisedForMs: number,
+  logger: Logger,
+): Promise<number | undefined> {
+  let settings: z.infer<typeof commandsRetentionSchema>;
+  try {
+    const described = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [
+        {
+          type: ConfigResourceTypes.TOPIC,
+          name: topic,
+          configNames: ['retention.ms', 'segment.ms', 'cleanup.policy'],
+        },
+      ],
+    });
+    const resource = described.resources.find((r) => r.resourceName === topic);
+    if (!resource || resource.errorCode !== 0)
+      throw new Error(resource?.errorMessage || `no description of topic ${topic}`);
+    settings = commandsRetentionSchema.parse(
+      Object.fromEntries(resource.configEntries.map((entry) => [entry.configName, entry.configValue])),
+    );
+  } catch (error) {
+    logger.warn(
+      { topic, err: { message: (error as Error).message } },
+      'could not read the commands topic retention; check by hand that it keeps no command longer than a replay is recognised (docs/operations.md "Scaling")',
+    );
+    return undefined;
+  }
+  const lifetimeMs = longestRecordLifetimeMs({
+    retentionMs: settings['retention.ms'],
+    segmentMs: settings['segment.ms'],
+    cleanupPolicy: settings['cleanup.policy'],
+  });
+  if (lifetimeMs >= recognisedForMs)
+    logger.error(
+      {
+        topic,
+        retentionMs: settings['retention.ms'],
+        segmentMs: settings['segment.ms'],
+        cleanupPolicy: settings['cleanup.policy'],
+        keepsCommandsDays: days(lifetimeMs),
+        replayRecognisedDays: days(recognisedForMs),
+      },
+      'the commands topic may keep an order.create longer than a replay of it is recognised: replayed then, it would start its order again (a second exchange order); lower retention.ms or segment.ms of the topic, or raise FINISHED_ORDER_RETENTION_MS',
+    );
+  return lifetimeMs;
 }
 
 /** Errors a broker answers for a topic it has just created (or another replica has): its metadata is on its way. */

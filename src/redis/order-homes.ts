@@ -25,6 +25,11 @@ export interface OrderHome {
   retired: boolean;
 }
 
+/** How long a home is kept (from the create, and again from its retirement): twice the retention, 30 days at least. */
+export function orderHomeTtlMs(finishedOrderRetentionMs: number): number {
+  return Math.max(30 * 86_400_000, 2 * finishedOrderRetentionMs);
+}
+
 export function orderHomeKey(orderId: string): string {
   return `order-home:${orderId}`;
 }
