@@ -342,6 +342,12 @@ export class OrderHost {
   private unloadedByAssignment = 0;
   /** Restores of added partitions under way (onAssignment): the orphan sweep waits for them. */
   private restoresRunning = 0;
+  /**
+   * Orders a restore holds the lease of and has not restored yet, by id: their partition. A new assignment that
+   * takes a partition away releases these leases at once (setAssignment), so the partition's next owner does not
+   * wait for this restore to work through the orders before them.
+   */
+  private readonly leasedToRestore = new Map<string, number>();
   /** Unfinished orders the last orphan sweep found driven by nobody here; adopted if the next sweep agrees. */
   private suspectedOrphans = new Set<string>();
   private lastOrphanSweepAt = 0;
@@ -741,7 +747,13 @@ export class OrderHost {
     this.redelivering.clear();
     this.assigned.clear();
     for (const partition of partitions) this.assigned.add(partition);
-    // Orders of a revoked partition stop now and release their leases: the new owner is waiting for them.
+    // Orders of a revoked partition stop now and release their leases: the new owner is waiting for them. So do the
+    // leases a restore under way took for orders of such a partition (it skips them).
+    for (const [orderId, partition] of this.leasedToRestore) {
+      if (this.assigned.has(partition)) continue;
+      this.leasedToRestore.delete(orderId);
+      this.opts.leases.release(orderId).catch(() => {});
+    }
     for (const slot of [...this.slots.values()]) {
       if (this.assigned.has(slot.partition)) continue;
       this.unloadedByAssignment++;
@@ -828,7 +840,8 @@ export class OrderHost {
       took.readMs += since(started);
       started = performance.now();
       for (const { record, fence } of leased) {
-        if (fence === null) continue;
+        // Released meanwhile: its partition was taken away (setAssignment).
+        if (fence === null || !this.leasedToRestore.delete(record.order_id)) continue;
         if (await this.restoreLatest(record.order_id, fence)) {
           restored++;
           this.opts.metrics?.orderRestored();
@@ -876,8 +889,10 @@ export class OrderHost {
             await Promise.all(
               asked.map(async (record, i) => {
                 if (!grants[i]) return void notGranted.push(record);
-                if (this.assigned.has(record.partition))
+                if (this.assigned.has(record.partition)) {
+                  this.leasedToRestore.set(record.order_id, record.partition);
                   return void leased.push({ record, fence: grants[i].fence });
+                }
                 await leases.release(record.order_id).catch(() => {});
                 leased.push({ record, fence: null });
               }),
@@ -893,10 +908,11 @@ export class OrderHost {
     leased.push(
       ...(await Promise.all(
         left.map((record) =>
-          limit(async () => ({
-            record,
-            fence: await this.acquireLease(record.order_id, record.fence, record.partition),
-          })),
+          limit(async () => {
+            const fence = await this.acquireLease(record.order_id, record.fence, record.partition);
+            if (fence !== null) this.leasedToRestore.set(record.order_id, record.partition);
+            return { record, fence };
+          }),
         ),
       )),
     );
@@ -905,7 +921,12 @@ export class OrderHost {
 
   /** Stops driving every order (shutdown): flushes their last records and releases their leases. */
   async unloadAll(): Promise<void> {
-    await Promise.all([...this.slots.values()].map((slot) => this.unload(slot)));
+    const leasedOnly = [...this.leasedToRestore.keys()];
+    this.leasedToRestore.clear();
+    await Promise.all([
+      ...[...this.slots.values()].map((slot) => this.unload(slot)),
+      ...leasedOnly.map((orderId) => this.opts.leases.release(orderId).catch(() => {})),
+    ]);
   }
 
   private async unload(slot: OrderSlot): Promise<void> {

@@ -402,6 +402,34 @@ describe('order host', () => {
     };
     const calls = (h: Harness, kind: string) => h.leaseCalls.filter(([call]) => call === kind);
 
+    it('lets go at once of the leases it took for a partition taken away during the restore, and restores only the rest', async () => {
+      const kept = ['a-0', 'a-1', 'a-2'];
+      const taken = ['b-0', 'b-1', 'b-2'];
+      let releasedAtRevoke: string[] = [];
+      const h = harness({
+        batchLeases: {},
+        onCatchUp: (round) => {
+          // The second barrier, after every lease was granted: the group takes partition 1 away meanwhile.
+          if (round !== 1) return;
+          h.host.setAssignment([0]);
+          releasedAtRevoke = calls(h, 'release').map(([, orderId]) => orderId);
+        },
+      });
+      for (const id of kept) h.records.set(id, openRecord(id, 0));
+      for (const id of taken) h.records.set(id, openRecord(id, 1));
+      h.host.setAssignment([0, 1]);
+      await h.host.onAssignment([], [0, 1]);
+      // Its next owner is waiting for them: released by the new assignment itself, not when the restore gets there.
+      expect(releasedAtRevoke.sort()).toEqual(taken);
+      expect(h.restored.sort()).toEqual(kept);
+      expect(
+        calls(h, 'release')
+          .map(([, orderId]) => orderId)
+          .sort(),
+      ).toEqual(taken);
+      expect(taken.filter((orderId) => h.host.mayAct(orderId))).toEqual([]);
+    });
+
     it('asks in round trips of a hundred orders, then one at a time for those held elsewhere, and restores them all', async () => {
       const h = harness({ batchLeases: { held: new Set(['o-7', 'o-212']) } });
       const ids = openOrders(h, 250);
