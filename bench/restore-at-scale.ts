@@ -55,6 +55,7 @@ export interface RestoreResult {
 /** The production lease ttl (the test environment's 6 s would renew 100k leases every 2 s). */
 const benchEnv = { LEASE_TTL_MS: '15000', MAX_ACTIVE_ORDERS: '1000000' };
 const settleMs = Number(process.env['BENCH_RESTORE_SETTLE_MS'] ?? 15_000);
+const staggerMs = Number(process.env['BENCH_RESTORE_STAGGER_MS'] ?? 0);
 const restCapMs = 120_000;
 
 /**
@@ -150,17 +151,19 @@ export async function runRestore(opts: {
     const writeMs = Date.now() - writeStarted;
     await producer.disconnect();
 
-    // ---- fresh replicas restore them (started together, so the group forms once)
+    // ---- fresh replicas restore them (started together, so the group forms once; BENCH_RESTORE_STAGGER_MS starts
+    // each that much after the one before, which has the group form in rounds, moving partitions mid-restore)
     const started = Date.now();
     const fresh = await Promise.all(
-      Array.from({ length: replicas }, (_, i) =>
-        startWorker(
+      Array.from({ length: replicas }, async (_, i) => {
+        await sleep(i * staggerMs);
+        return startWorker(
           `${first.name}-restored${replicas === 1 ? '' : `-${i + 1}`}`,
           env.env,
           // The sandbox's webhooks go to the first one's port (none come: the orders rest a day).
           i === 0 ? env.webhookPort : undefined,
-        ),
-      ),
+        );
+      }),
     );
     env.workers.push(...fresh);
     await Promise.all(fresh.map((w) => w.ready(600_000)));
