@@ -27,22 +27,24 @@ export interface TopicsConfig {
 const retentionCheckIntervalMs = 300_000;
 
 /** The commands topic's settings that bound how long it keeps a record, as the broker describes them. */
-const commandsRetentionSchema = z.object({
-  'retention.ms': z.coerce.number().int(),
-  'segment.ms': z.coerce.number().int().min(1),
-  'cleanup.policy': z.string(),
-});
+const commandsRetentionSchema = z
+  .object({
+    'retention.ms': z.coerce.number().int(),
+    'segment.ms': z.coerce.number().int().min(1),
+    'cleanup.policy': z.string(),
+  })
+  .transform((entries) => ({
+    retentionMs: entries['retention.ms'],
+    segmentMs: entries['segment.ms'],
+    cleanupPolicy: entries['cleanup.policy'],
+  }));
 
 /**
  * The longest a record may stay in a topic with these settings after it was written: the broker deletes whole
  * segments, once the newest record of one is past retention.ms, and rolls a segment segment.ms after its first
  * record at the latest. Infinity for a topic that keeps records for ever (retention.ms -1, or compacted).
  */
-export function longestRecordLifetimeMs(settings: {
-  retentionMs: number;
-  segmentMs: number;
-  cleanupPolicy: string;
-}): number {
+export function longestRecordLifetimeMs(settings: z.infer<typeof commandsRetentionSchema>): number {
   const policies = settings.cleanupPolicy.split(',').map((policy) => policy.trim());
   if (policies.includes('compact') || settings.retentionMs < 0) return Number.POSITIVE_INFINITY;
   return settings.retentionMs + settings.segmentMs + retentionCheckIntervalMs;
@@ -170,18 +172,12 @@ async function checkCommandsRetention(
     );
     return undefined;
   }
-  const lifetimeMs = longestRecordLifetimeMs({
-    retentionMs: settings['retention.ms'],
-    segmentMs: settings['segment.ms'],
-    cleanupPolicy: settings['cleanup.policy'],
-  });
+  const lifetimeMs = longestRecordLifetimeMs(settings);
   if (lifetimeMs >= recognisedForMs)
     logger.error(
       {
         topic,
-        retentionMs: settings['retention.ms'],
-        segmentMs: settings['segment.ms'],
-        cleanupPolicy: settings['cleanup.policy'],
+        ...settings,
         keepsCommandsDays: days(lifetimeMs),
         replayRecognisedDays: days(recognisedForMs),
       },
