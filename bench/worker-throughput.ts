@@ -8,6 +8,7 @@
 //   node bench/worker-throughput.ts                                  # 300 orders, 1 worker, and the floor
 //   BENCH_ORDERS=1000 BENCH_WORKERS=3 node bench/worker-throughput.ts
 import { randomBytes } from 'node:crypto';
+import { cpus } from 'node:os';
 import {
   demoConfig,
   demoKeys,
@@ -32,9 +33,11 @@ import {
   benchOrders,
   benchServices,
   heapUsed,
+  machineBusySeconds,
   metricSum,
   mib,
   percentile,
+  procSample,
   redisCommandCount,
   round,
   saveResult,
@@ -88,6 +91,8 @@ export interface BenchSystem<S extends ExchangeSimulator = RemoteSandbox> {
   bootMs: number;
   /** The processes metered as the system under test: the workers or the floor (never the exchange's). */
   pids(): number[];
+  /** The exchange's process (sandbox and pass-through), when it runs apart from the benchmark's. */
+  exchangePid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -130,6 +135,7 @@ export async function startBenchSystem(
     ...benchWorkerEnv(),
   });
   let exchange: TimedExchange;
+  let exchangePid: number | undefined;
   let env: WorkerEnvironment<ExchangeSimulator>;
   let started: number;
   if (opts.exchange === 'in-process') {
@@ -141,6 +147,7 @@ export async function startBenchSystem(
   } else {
     const exchangeProcess = await startExchangeProcess();
     exchange = exchangeProcess;
+    exchangePid = exchangeProcess.child.pid;
     started = Date.now();
     try {
       env = await startWorkerEnvironment({
@@ -183,6 +190,7 @@ export async function startBenchSystem(
     floor,
     kafka,
     bootMs,
+    exchangePid,
     pids: () =>
       floor
         ? [floor.child.pid ?? 0]
@@ -210,10 +218,13 @@ export interface ThroughputResult {
   createdPerSecond: number;
   createLatencyMs: { p50: number; p99: number; max: number };
   createCpuMsPerOrder: number;
+  /** Cores busy while orders were created: what bounds the phase (a process near 1 is bound by its one thread). */
+  createCores: PhaseCores;
   completed: number;
   completedMs: number;
   completedPerSecond: number;
   completeCpuMsPerOrder: number;
+  completeCores: PhaseCores;
   /** The exchange moved the order to COMPLETED -> order.completed seen, per order. */
   completeLatencyMs: { p50: number; p99: number; max: number };
   rssMiB: { idle: number[]; open: number[]; peak: number[] };
@@ -238,6 +249,17 @@ export interface ThroughputResult {
 
 /** The least time a completion phase is started with (completeWithinMs). */
 const minCompleteMs = 60_000;
+
+/**
+ * CPU seconds per second of a phase: the system under test (its processes summed), the exchange's process (the
+ * sandbox every system shares: the floor's creation is bound by it) and the whole machine (every process, out of
+ * `machine.cpus`). Null fields where not measured (the exchange in the benchmark's own process).
+ */
+export interface PhaseCores {
+  system: number;
+  exchange: number | null;
+  machine: number;
+}
 
 export interface PhaseCosts {
   kafkaTransactionsPerOrder: number;
@@ -326,6 +348,23 @@ export async function runThroughput(opts: {
       };
     };
 
+    // Cores busy over a phase: the system's from `meter` (marked with it), the exchange's and the machine's here.
+    const coresMark = (): { at: number; exchange: number; machine: number } => ({
+      at: Date.now(),
+      exchange: system.exchangePid === undefined ? NaN : (procSample(system.exchangePid)?.cpuSeconds ?? NaN),
+      machine: machineBusySeconds(),
+    });
+    const coresSince = (mark: ReturnType<typeof coresMark>, systemCpu: number): PhaseCores => {
+      const now = coresMark();
+      const seconds = Math.max(0.001, (now.at - mark.at) / 1000);
+      const exchangeCores = (now.exchange - mark.exchange) / seconds;
+      return {
+        system: round(systemCpu / seconds, 2),
+        exchange: Number.isFinite(exchangeCores) ? round(exchangeCores, 2) : null,
+        machine: round((now.machine - mark.machine) / seconds, 2),
+      };
+    };
+
     // ---- order.create -> order.created
     const createMark = await costMark();
     const run = randomBytes(3).toString('hex');
@@ -333,6 +372,7 @@ export async function runThroughput(opts: {
     const sentAt = new Map<string, number>();
     const t0 = Date.now();
     meter.mark();
+    const createCoresMark = coresMark();
     const acked = await producer.sendAll(planned.map((p) => p.command));
     planned.forEach((p, i) => sentAt.set(p.orderId, acked[i] ?? t0));
     const created = await collector.waitForCount('order.created', opts.orders, opts.capMs);
@@ -340,6 +380,7 @@ export async function runThroughput(opts: {
     const createdEvents = collector.events.filter((e) => e.type === 'order.created');
     const createdMs = Math.max(...createdEvents.map((e) => e.receivedAt)) - t0;
     const createCpu = sum(meter.cpuSinceMark());
+    const createCores = coresSince(createCoresMark, createCpu);
     const createCosts = await costPerOrder(createMark, created);
     const latencies = createdEvents.map((e) => e.receivedAt - (sentAt.get(String(e.order_id)) ?? NaN));
 
@@ -385,6 +426,7 @@ export async function runThroughput(opts: {
     const completeMark = await costMark();
     const t1 = Date.now();
     meter.mark();
+    const completeCoresMark = coresMark();
     // Paced at 500 orders/s (above every target), 50 orders per request to the sandbox's admin API: advancing 10k
     // orders at once queues some 40k webhook deliveries at once and starves them (the first full run, with the
     // sandbox in this process, saw no completion at all in 100 s, for the floor and the worker alike).
@@ -434,6 +476,7 @@ export async function runThroughput(opts: {
     const completedEvents = collector.events.filter((e) => e.type === 'order.completed');
     const completedMs = Math.max(t1, ...completedEvents.map((e) => e.receivedAt)) - t1;
     const completeCpu = sum(meter.cpuSinceMark());
+    const completeCores = coresSince(completeCoresMark, completeCpu);
     const completeLatencies = completedEvents.map(
       (e) => e.receivedAt - (advancedAt.get(String(e.order_id)) ?? NaN),
     );
@@ -466,10 +509,12 @@ export async function runThroughput(opts: {
         max: Math.max(...latencies),
       },
       createCpuMsPerOrder: round((createCpu * 1000) / Math.max(1, created), 2),
+      createCores,
       completed,
       completedMs,
       completedPerSecond: round((completed / Math.max(1, completedMs)) * 1000),
       completeCpuMsPerOrder: round((completeCpu * 1000) / Math.max(1, completed), 2),
+      completeCores,
       completeLatencyMs: {
         p50: percentile(completeLatencies, 50),
         p99: percentile(completeLatencies, 99),
@@ -498,6 +543,13 @@ export async function runThroughput(opts: {
   }
 }
 
+/** "system 0.93, exchange 0.37, machine 1.71 of 2": a process near 1 is bound by its one thread. */
+export function describeCores(cores: PhaseCores, processes: number): string {
+  const system = processes > 1 ? `system ${cores.system} (${processes} processes)` : `system ${cores.system}`;
+  const exchange = cores.exchange === null ? '' : `, exchange ${cores.exchange}`;
+  return `${system}${exchange}, machine ${cores.machine} of ${cpus().length}`;
+}
+
 export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): void {
   const name = r.system === 'floor' ? 'floor' : `worker x${r.workers}`;
   const ratio = (a: number, b: number | undefined): string =>
@@ -509,11 +561,16 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
   console.log(
     `    CPU per created order           ${r.createCpuMsPerOrder} ms${ratio(r.createCpuMsPerOrder, floor?.createCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.create} per order`,
   );
+  console.log(`    cores busy while creating       ${describeCores(r.createCores, r.workers)}`);
   if (r.completionSkipped) console.log(`    COMPLETED -> order.completed    skipped: ${r.completionSkipped}`);
+  else if (r.completed === 0 && r.completedMs === 0)
+    console.log('    COMPLETED -> order.completed    not measured (creation only)');
   else
     console.log(
       `    COMPLETED -> order.completed    ${r.completed} in ${r.completedMs} ms = ${r.completedPerSecond} orders/s${ratio(r.completedPerSecond, floor?.completedPerSecond)}; CPU ${r.completeCpuMsPerOrder} ms per order${ratio(r.completeCpuMsPerOrder, floor?.completeCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.complete} per order; latency p50 ${r.completeLatencyMs.p50} ms p99 ${r.completeLatencyMs.p99} ms max ${r.completeLatencyMs.max} ms`,
     );
+  if (!r.completionSkipped && r.completed > 0)
+    console.log(`    cores busy while completing     ${describeCores(r.completeCores, r.workers)}`);
   console.log(
     `    Kafka transactions per order    create ${r.costs.create.kafkaTransactionsPerOrder}, complete ${r.costs.complete.kafkaTransactionsPerOrder}; Redis commands per order create ${r.costs.create.redisCommandsPerOrder}, complete ${r.costs.complete.redisCommandsPerOrder}`,
   );

@@ -280,6 +280,17 @@ export function procSample(pid: number): ProcSample | undefined {
   }
 }
 
+/** CPU seconds the machine's processes have spent so far (/proc/stat: user, nice, system, irq, softirq). */
+export function machineBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user + nice + system + irq + softirq) / ticksPerSecond;
+}
+
 /** Samples a set of processes every 250 ms: CPU used between mark() and stop(), peak RSS. */
 export class ProcessMeter {
   readonly #pids: number[];
