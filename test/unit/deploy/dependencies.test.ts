@@ -1,8 +1,8 @@
 // The installed tree the image and CI get from package-lock.json. OpenTelemetry publishes its SDK as one release of
 // many packages (core, resources, sdk-metrics, sdk-trace, otlp-transformer, ...) that pin each other exactly;
 // a direct dependency one patch ahead of the sdk-node release made npm install a second copy of each under every
-// package of that release, and the worker loaded them all: 44 MiB of resident memory and 20 MiB of heap for
-// sdk-node's import, against 13 and 6 with one copy (a fixed cost of every replica).
+// package of that release, and the worker loaded them all: sdk-node's import, after the worker's other dependencies,
+// added 44 MiB of resident memory and 20 MiB of heap, against 13 and 5 with one copy (a fixed cost of every replica).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
