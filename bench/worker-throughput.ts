@@ -37,6 +37,7 @@ import {
   metricSum,
   mib,
   percentile,
+  pidListeningOn,
   procSample,
   redisCommandCount,
   round,
@@ -258,6 +259,9 @@ const minCompleteMs = 60_000;
 export interface PhaseCores {
   system: number;
   exchange: number | null;
+  /** The Kafka broker's and the Redis server's process (null when not a process of this machine). */
+  kafka: number | null;
+  redis: number | null;
   machine: number;
 }
 
@@ -349,18 +353,38 @@ export async function runThroughput(opts: {
     };
 
     // Cores busy over a phase: the system's from `meter` (marked with it), the exchange's and the machine's here.
-    const coresMark = (): { at: number; exchange: number; machine: number } => ({
+    // The broker's and Redis's too: what the system's durability costs the machine beyond its own process.
+    const portOf = (address: string | undefined): number =>
+      Number(/:(\d+)\/?$/.exec(address ?? '')?.[1] ?? NaN);
+    const kafkaPid = pidListeningOn(portOf(opts.kafkaBrokers[0]));
+    const redisPid = pidListeningOn(portOf(opts.redisUrl));
+    const cpuOf = (pid: number | undefined): number =>
+      pid === undefined ? NaN : (procSample(pid)?.cpuSeconds ?? NaN);
+    const coresMark = (): {
+      at: number;
+      exchange: number;
+      kafka: number;
+      redis: number;
+      machine: number;
+    } => ({
       at: Date.now(),
-      exchange: system.exchangePid === undefined ? NaN : (procSample(system.exchangePid)?.cpuSeconds ?? NaN),
+      exchange: cpuOf(system.exchangePid),
+      kafka: cpuOf(kafkaPid),
+      redis: cpuOf(redisPid),
       machine: machineBusySeconds(),
     });
     const coresSince = (mark: ReturnType<typeof coresMark>, systemCpu: number): PhaseCores => {
       const now = coresMark();
       const seconds = Math.max(0.001, (now.at - mark.at) / 1000);
-      const exchangeCores = (now.exchange - mark.exchange) / seconds;
+      const coresOf = (key: 'exchange' | 'kafka' | 'redis'): number | null => {
+        const cores = (now[key] - mark[key]) / seconds;
+        return Number.isFinite(cores) ? round(cores, 2) : null;
+      };
       return {
         system: round(systemCpu / seconds, 2),
-        exchange: Number.isFinite(exchangeCores) ? round(exchangeCores, 2) : null,
+        exchange: coresOf('exchange'),
+        kafka: coresOf('kafka'),
+        redis: coresOf('redis'),
         machine: round((now.machine - mark.machine) / seconds, 2),
       };
     };
@@ -547,7 +571,9 @@ export async function runThroughput(opts: {
 export function describeCores(cores: PhaseCores, processes: number): string {
   const system = processes > 1 ? `system ${cores.system} (${processes} processes)` : `system ${cores.system}`;
   const exchange = cores.exchange === null ? '' : `, exchange ${cores.exchange}`;
-  return `${system}${exchange}, machine ${cores.machine} of ${cpus().length}`;
+  const kafka = cores.kafka == null ? '' : `, Kafka broker ${cores.kafka}`;
+  const redis = cores.redis == null ? '' : `, Redis ${cores.redis}`;
+  return `${system}${exchange}${kafka}${redis}, machine ${cores.machine} of ${cpus().length}`;
 }
 
 export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): void {

@@ -2,7 +2,7 @@
 // reader that notes when each event arrived, per-process CPU and RSS from /proc, percentiles, target verdicts and
 // the JSON result files under bench/results/. The timing pass-through in front of the exchange is in
 // timed-exchange.ts (re-exported here), so that the exchange's own process (exchange-process.ts) loads no more.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -278,6 +278,52 @@ export function procSample(pid: number): ProcSample | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The process listening on a local TCP port (the Kafka broker, the Redis server the benchmark talks to), found in
+ * /proc/net/tcp{,6} and the processes' open sockets; undefined when no process of this machine this user may inspect
+ * listens there (a remote service).
+ */
+export function pidListeningOn(port: number): number | undefined {
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      const local = fields[1];
+      // st 0A: LISTEN
+      if (!local || fields[3] !== '0A') continue;
+      if (Number.parseInt(local.slice(local.lastIndexOf(':') + 1), 16) === port && fields[9])
+        inodes.add(fields[9]);
+    }
+  }
+  if (inodes.size === 0) return undefined;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${entry}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      let target: string;
+      try {
+        target = readlinkSync(`/proc/${entry}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+      if (inode !== undefined && inodes.has(inode)) return Number(entry);
+    }
+  }
+  return undefined;
 }
 
 /** CPU seconds the machine's processes have spent so far (/proc/stat: user, nice, system, irq, softirq). */
