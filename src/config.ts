@@ -340,6 +340,8 @@ export const configVariables = z.object({
   CURRENCY_CATALOG_REFRESH_MS: intFromEnv(3_600_000, 60_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(20_000, 1_000, 120_000),
   KAFKA_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000, 1_000, 900_000),
+  /** Under load, how long a transaction waits for more writes before it starts (group commit); 0: never. */
+  KAFKA_TRANSACTION_LINGER_MS: intFromEnv(15, 0, 1_000),
   /** The command consumer's group session: a replica silent this long loses its partitions to the others. */
   KAFKA_SESSION_TIMEOUT_MS: intFromEnv(15_000, 6_000, 300_000),
   MAX_COMMAND_BYTES: intFromEnv(DEFAULT_MAX_COMMAND_BYTES, 1_024, 10_485_760),
@@ -453,6 +455,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
   heapReduceAfterRestoreMs: value.HEAP_REDUCE_AFTER_RESTORE_MS,
   shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
   kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
+  kafkaTransactionLingerMs: value.KAFKA_TRANSACTION_LINGER_MS,
   kafkaSessionTimeoutMs: value.KAFKA_SESSION_TIMEOUT_MS,
   maxCommandBytes: value.MAX_COMMAND_BYTES,
   logLevel: value.LOG_LEVEL,

@@ -228,6 +228,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     transactionalId: `${config.consumerGroup}.${config.workerId}`,
     consumerGroupId: config.consumerGroup,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
+    lingerMs: config.kafkaTransactionLingerMs,
     logger,
     compressedTopics: [config.topics.state],
     onFatal: (error) => {

@@ -1,6 +1,9 @@
 // Group commit into Kafka transactions: every order's events, its state record and the offsets of the commands
 // that caused them are written atomically. Whatever is queued while one transaction commits goes into the next,
-// so throughput does not depend on one round trip per transition. Order of records per key is preserved.
+// so throughput does not depend on one round trip per transition. Under load (writes queued while the last
+// transaction, of several writes, committed) the next one lingers a few milliseconds for more before it starts, as
+// Kafka Streams commits on an interval: the broker's work is per transaction rather than per record (see
+// `lingerMs`); a write that finds the writer idle is not delayed. Order of records per key is preserved.
 // A record whose guard fails at commit time (its order's lease is no longer ours) is dropped, not written.
 // A transaction is capped by bytes per partition (a broker refuses a record batch above its max.message.bytes, for
 // good): a large queue is split into several transactions, each write (records + offsets) staying whole, and a
@@ -74,6 +77,9 @@ export const DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION = 512 * 1024;
  * in one uncompressed produce call (see `compressFromBytes`).
  */
 export const DEFAULT_COMPRESS_FROM_BYTES = 6 * 1024;
+
+/** Writes in the last transaction from which the next lingers (`lingerMs`): fewer is a writer that is not busy. */
+export const DEFAULT_LINGER_FROM_WRITES = 4;
 
 /** Approximate size of a record on the wire (key, value, headers and a fixed per-record overhead). */
 export function recordBytes(record: WritableRecord): number {
@@ -193,6 +199,18 @@ export interface TransactionalWriterOptions {
    * rule, one pair of runs). Readers take either: a record batch says its own compression.
    */
   compressFromBytes?: number;
+  /**
+   * Under load, how long a transaction waits for more writes before it starts (default 0: never). Load is writes
+   * queued while the last transaction committed, that one of at least `lingerFromWrites` writes; a write that finds
+   * the writer idle, or behind a transaction of fewer writes, is not delayed (a webhook's status change on a quiet
+   * replica). The broker's CPU goes to each transaction far more than to its records (AddPartitionsToTxn, the
+   * coordinator's state, a commit marker per partition, the offset commit): `bench/kafka-transaction-cost.ts`
+   * measures it. So fewer, larger transactions leave the machine to the workers, at the price of this much latency
+   * per durable step under load.
+   */
+  lingerMs?: number;
+  /** The last transaction's writes from which the next one lingers (default DEFAULT_LINGER_FROM_WRITES). */
+  lingerFromWrites?: number;
   /** Cap of one partition's records in one transaction (default DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION). */
   maxTransactionBytesPerPartition?: number;
   /** Told of every transaction that ended (metrics). */
@@ -228,6 +246,10 @@ export class TransactionalWriter {
   private closed = false;
   private idle: Promise<void> = Promise.resolve();
   committedTransactions = 0;
+  /** Transactions that lingered for more writes before they started (under load). */
+  lingeredTransactions = 0;
+  /** Writes taken into the last transaction: how busy the writer is. */
+  private lastWrites = 0;
   committedRecords = 0;
   /** Writes refused by the broker for their size even alone (a bug: nothing should produce such a record). */
   oversizedWrites = 0;
@@ -368,10 +390,24 @@ export class TransactionalWriter {
   }
 
   private async drain(): Promise<void> {
+    // Whether the writes of this turn were queued while the last transaction committed (the writer has not been idle).
+    let queuedWhileCommitting = false;
     while (this.queue.length) {
       // Let synchronous transitions of the same tick join this transaction.
       await new Promise((resolve) => setImmediate(resolve));
+      // Under load, a short linger for the writes that are on their way (see `lingerMs`).
+      const lingerMs = this.opts.lingerMs ?? 0;
+      if (
+        lingerMs > 0 &&
+        queuedWhileCommitting &&
+        !this.closed &&
+        this.lastWrites >= (this.opts.lingerFromWrites ?? DEFAULT_LINGER_FROM_WRITES)
+      ) {
+        this.lingeredTransactions++;
+        await new Promise((resolve) => setTimeout(resolve, lingerMs));
+      }
       const batch = this.queue.splice(0, this.queue.length);
+      this.lastWrites = batch.length;
       const plan = planTransactions(
         batch,
         this.opts.maxTransactionBytesPerPartition ?? DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION,
@@ -390,6 +426,7 @@ export class TransactionalWriter {
           return;
         }
       }
+      queuedWhileCommitting = true;
     }
   }
 

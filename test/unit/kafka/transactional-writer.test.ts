@@ -2,6 +2,7 @@
 // state record and offset commit together), in order. The broker side is exercised in
 // test/integration/transactional-writer.test.ts.
 import type { Kafka } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
 import {
@@ -121,42 +122,42 @@ describe('a transaction that never settles', () => {
   });
 });
 
-describe('records superseded in their own transaction', () => {
-  /** A kafkajs stand-in that records what each committed transaction sent, by topic. */
-  function recordingKafka(): {
-    kafka: KafkaClient;
-    transactions: Array<Array<{ topic: string; key: string; value: string | null }>>;
-  } {
-    const transactions: Array<Array<{ topic: string; key: string; value: string | null }>> = [];
-    const kafkajs = {
-      producer: () => ({
-        connect: () => Promise.resolve(),
-        disconnect: () => Promise.resolve(),
-        transaction: () => {
-          const sent: Array<{ topic: string; key: string; value: string | null }> = [];
-          return Promise.resolve({
-            sendBatch: ({
-              topicMessages,
-            }: {
-              topicMessages: Array<{ topic: string; messages: Array<{ key: string; value: string | null }> }>;
-            }) => {
-              for (const entry of topicMessages)
-                for (const m of entry.messages) sent.push({ topic: entry.topic, key: m.key, value: m.value });
-              return Promise.resolve([]);
-            },
-            sendOffsets: () => Promise.resolve(),
-            commit: () => {
-              transactions.push(sent);
-              return Promise.resolve();
-            },
-            abort: () => Promise.resolve(),
-          });
-        },
-      }),
-    } as unknown as Kafka;
-    return { kafka: KafkaClient.wrap(kafkajs), transactions };
-  }
+/** A kafkajs stand-in that records what each committed transaction sent, by topic. */
+function recordingKafka(commitMs = 0): {
+  kafka: KafkaClient;
+  transactions: Array<Array<{ topic: string; key: string; value: string | null }>>;
+} {
+  const transactions: Array<Array<{ topic: string; key: string; value: string | null }>> = [];
+  const kafkajs = {
+    producer: () => ({
+      connect: () => Promise.resolve(),
+      disconnect: () => Promise.resolve(),
+      transaction: () => {
+        const sent: Array<{ topic: string; key: string; value: string | null }> = [];
+        return Promise.resolve({
+          sendBatch: ({
+            topicMessages,
+          }: {
+            topicMessages: Array<{ topic: string; messages: Array<{ key: string; value: string | null }> }>;
+          }) => {
+            for (const entry of topicMessages)
+              for (const m of entry.messages) sent.push({ topic: entry.topic, key: m.key, value: m.value });
+            return Promise.resolve([]);
+          },
+          sendOffsets: () => Promise.resolve(),
+          commit: async () => {
+            if (commitMs > 0) await sleep(commitMs);
+            transactions.push(sent);
+          },
+          abort: () => Promise.resolve(),
+        });
+      },
+    }),
+  } as unknown as Kafka;
+  return { kafka: KafkaClient.wrap(kafkajs), transactions };
+}
 
+describe('records superseded in their own transaction', () => {
   function newWriter(kafka: KafkaClient): TransactionalWriter {
     return new TransactionalWriter({
       kafka,
@@ -227,5 +228,52 @@ describe('records superseded in their own transaction', () => {
       null,
     ]);
     expect(writer.supersededRecords).toBe(0);
+  });
+});
+
+describe('group commit under load', () => {
+  const keysOf = (transaction: Array<{ key: string }>): string[] => transaction.map((r) => r.key);
+
+  it('lingers for the writes on their way while the writer stays busy, never when it was idle', async () => {
+    // Each commit takes 100 ms; the linger is 400 ms, so whether a transaction lingered shows in what it holds.
+    const { kafka, transactions } = recordingKafka(100);
+    const writer = new TransactionalWriter({
+      kafka,
+      transactionalId: 'tx-1',
+      consumerGroupId: 'group',
+      transactionTimeoutMs: 10_000,
+      lingerMs: 400,
+      logger: createLogger({ level: 'silent' }),
+      onFatal: () => {},
+    });
+    await writer.connect();
+    const write = (key: string): Promise<boolean> => writer.write([{ topic: 'events', key, value: key }]);
+
+    // Idle: a lone write, and the next one 150 ms later, are each committed at once.
+    const quiet = [write('q1')];
+    await sleep(150);
+    quiet.push(write('q2'));
+    await Promise.all(quiet);
+    expect(transactions.map(keysOf)).toEqual([['q1'], ['q2']]);
+
+    // Busy: four writes queued while b1 commits make the next transaction; c1, queued while that one commits,
+    // starts a transaction that lingers, and c2, 30 ms later, joins it.
+    const busy = [write('b1')];
+    await sleep(10);
+    busy.push(...['b2', 'b3', 'b4', 'b5'].map(write));
+    await sleep(140);
+    busy.push(write('c1'));
+    await sleep(30);
+    busy.push(write('c2'));
+    expect(await Promise.all(busy)).toEqual(Array(7).fill(true));
+    expect(transactions.map(keysOf).slice(2)).toEqual([['b1'], ['b2', 'b3', 'b4', 'b5'], ['c1', 'c2']]);
+    expect(writer.lingeredTransactions).toBe(1);
+
+    // Idle again, after a transaction of four writes: a lone write does not wait.
+    await Promise.all(['d1', 'd2', 'd3', 'd4'].map(write));
+    const startedAt = performance.now();
+    await write('e1');
+    expect(performance.now() - startedAt).toBeLessThan(300);
+    expect(writer.lingeredTransactions).toBe(1);
   });
 });
