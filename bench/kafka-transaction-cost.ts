@@ -11,7 +11,7 @@ import { KafkaClient } from '../src/kafka/kafka-client.ts';
 import { registerZstdCodec } from '../src/kafka/zstd-codec.ts';
 import { testKafka } from '../test/support/kafka-helpers.ts';
 import { uniqueName } from '../test/support/unique-name.ts';
-import { benchServices, machine, pidListeningOn, procSample, round, saveResult } from './lib/harness.ts';
+import { benchServices, cpuSecondsOf, machine, pidServing, round, saveResult } from './lib/harness.ts';
 
 interface Variant {
   name: string;
@@ -49,13 +49,12 @@ const variants: Variant[] = [
 if (import.meta.filename === process.argv[1]) {
   const services = await benchServices();
   const transactions = Number(process.env['BENCH_TRANSACTIONS'] ?? 300);
-  const port = Number(/:(\d+)$/.exec(services.kafkaBrokers[0] ?? '')?.[1] ?? NaN);
-  const brokerPid = pidListeningOn(port);
+  const brokerPid = pidServing(services.kafkaBrokers[0]);
   if (brokerPid === undefined)
     throw new Error(
       `no process of this machine listens on ${services.kafkaBrokers[0]}: the broker's CPU cannot be read`,
     );
-  const brokerCpu = (): number => procSample(brokerPid)?.cpuSeconds ?? NaN;
+  const brokerCpu = (): number => cpuSecondsOf(brokerPid);
   registerZstdCodec();
   const kafka = testKafka(services.kafkaBrokers);
   const admin = kafka.admin();

@@ -32,13 +32,13 @@ import {
   batchProducer,
   benchOrders,
   benchServices,
+  cpuSecondsOf,
   heapUsed,
   machineBusySeconds,
   metricSum,
   mib,
   percentile,
-  pidListeningOn,
-  procSample,
+  pidServing,
   redisCommandCount,
   round,
   saveResult,
@@ -354,12 +354,8 @@ export async function runThroughput(opts: {
 
     // Cores busy over a phase: the system's from `meter` (marked with it), the exchange's and the machine's here.
     // The broker's and Redis's too: what the system's durability costs the machine beyond its own process.
-    const portOf = (address: string | undefined): number =>
-      Number(/:(\d+)\/?$/.exec(address ?? '')?.[1] ?? NaN);
-    const kafkaPid = pidListeningOn(portOf(opts.kafkaBrokers[0]));
-    const redisPid = pidListeningOn(portOf(opts.redisUrl));
-    const cpuOf = (pid: number | undefined): number =>
-      pid === undefined ? NaN : (procSample(pid)?.cpuSeconds ?? NaN);
+    const kafkaPid = pidServing(opts.kafkaBrokers[0]);
+    const redisPid = pidServing(opts.redisUrl);
     const coresMark = (): {
       at: number;
       exchange: number;
@@ -368,9 +364,9 @@ export async function runThroughput(opts: {
       machine: number;
     } => ({
       at: Date.now(),
-      exchange: cpuOf(system.exchangePid),
-      kafka: cpuOf(kafkaPid),
-      redis: cpuOf(redisPid),
+      exchange: cpuSecondsOf(system.exchangePid),
+      kafka: cpuSecondsOf(kafkaPid),
+      redis: cpuSecondsOf(redisPid),
       machine: machineBusySeconds(),
     });
     const coresSince = (mark: ReturnType<typeof coresMark>, systemCpu: number): PhaseCores => {
@@ -567,7 +563,7 @@ export async function runThroughput(opts: {
   }
 }
 
-/** "system 0.93, exchange 0.37, machine 1.71 of 2": a process near 1 is bound by its one thread. */
+/** "system 0.93, exchange 0.37, Kafka broker 0.24, Redis 0.05, machine 1.71 of 2": a process near 1 is bound by its one thread. */
 export function describeCores(cores: PhaseCores, processes: number): string {
   const system = processes > 1 ? `system ${cores.system} (${processes} processes)` : `system ${cores.system}`;
   const exchange = cores.exchange === null ? '' : `, exchange ${cores.exchange}`;

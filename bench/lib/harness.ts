@@ -280,12 +280,19 @@ export function procSample(pid: number): ProcSample | undefined {
   }
 }
 
+/** CPU seconds a process has spent so far; NaN when it is not known or no longer runs. */
+export function cpuSecondsOf(pid: number | undefined): number {
+  return pid === undefined ? NaN : (procSample(pid)?.cpuSeconds ?? NaN);
+}
+
 /**
- * The process listening on a local TCP port (the Kafka broker, the Redis server the benchmark talks to), found in
- * /proc/net/tcp{,6} and the processes' open sockets; undefined when no process of this machine this user may inspect
- * listens there (a remote service).
+ * The process serving a service's address (a Kafka broker's `host:port`, a `redis://` URL): the one listening on
+ * its port, found in /proc/net/tcp{,6} and the processes' open sockets; undefined when no process of this machine
+ * this user may inspect listens there (a remote service).
  */
-export function pidListeningOn(port: number): number | undefined {
+export function pidServing(address: string | undefined): number | undefined {
+  const port = Number(/:(\d+)\/?$/.exec(address ?? '')?.[1] ?? NaN);
+  if (!Number.isInteger(port)) return undefined;
   const inodes = new Set<string>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
@@ -363,7 +370,7 @@ export class ProcessMeter {
 
   /** CPU seconds per process since the last mark(). */
   cpuSinceMark(): number[] {
-    return this.#pids.map((pid) => (procSample(pid)?.cpuSeconds ?? NaN) - (this.#marks.get(pid) ?? 0));
+    return this.#pids.map((pid) => cpuSecondsOf(pid) - (this.#marks.get(pid) ?? 0));
   }
 
   rss(): number[] {
