@@ -329,9 +329,9 @@ function stateLabel(value: unknown): string {
 }
 
 export class OrderHost {
-  private readonly slots = new Map<string, OrderSlot>();
+  private slots = new Map<string, OrderSlot>();
   /** The slots by their exchange order's reference (ownerOfReference runs for every create: no scan of every slot). */
-  private readonly slotsByReference = new Map<string, OrderSlot>();
+  private slotsByReference = new Map<string, OrderSlot>();
   /** Command partitions assigned to this replica (an order is driven only while its partition is here). */
   private readonly assigned = new Set<number>();
   /** Orders being (re)loaded after a lost lease: their commands wait instead of being refused. */
@@ -754,6 +754,7 @@ export class OrderHost {
       this.leasedToRestore.delete(orderId);
       this.opts.leases.release(orderId).catch(() => {});
     }
+    const held = this.slots.size;
     for (const slot of [...this.slots.values()]) {
       if (this.assigned.has(slot.partition)) continue;
       this.unloadedByAssignment++;
@@ -764,6 +765,22 @@ export class OrderHost {
         );
       });
     }
+    this.compactAfterRevocation(held);
+  }
+
+  /**
+   * Once a revocation left at most half of the orders held before it (unload drops a slot and its deadlines at
+   * once), the tables of the orders that stay are copied into storage sized for them. V8 shrinks a Map's table
+   * only once it is less than a quarter full (DeadlineQueue.compact): a replica that restored every partition and
+   * then kept a third of them (a group formed in two rounds, a scale-out from one replica to three) kept tables
+   * sized for all. The state store does the same for its records (OrderStateStore.release).
+   */
+  private compactAfterRevocation(held: number): void {
+    if (this.slots.size === held || this.slots.size * 2 > held) return;
+    this.slots = new Map(this.slots);
+    this.slotsByReference = new Map(this.slotsByReference);
+    this.wakes.compact();
+    this.idleChecks.compact();
   }
 
   /**
@@ -780,7 +797,10 @@ export class OrderHost {
     const leaving = [...this.slots.values()].filter(
       (slot) => revokedSet.has(slot.partition) && !this.assigned.has(slot.partition),
     );
-    await Promise.all(leaving.map((slot) => this.unload(slot)));
+    const held = this.slots.size;
+    const unloading = Promise.all(leaving.map((slot) => this.unload(slot)));
+    this.compactAfterRevocation(held);
+    await unloading;
     const unloaded = this.unloadedByAssignment + leaving.length;
     this.unloadedByAssignment = 0;
     // Their records are the new owner's to read: this replica stops holding them.

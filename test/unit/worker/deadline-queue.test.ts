@@ -2,6 +2,7 @@
 // and however many keys wait, a single Node timer is armed.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DeadlineQueue } from '../../../src/worker/deadline-queue.ts';
+import { reduceHeap } from '../../../src/worker/heap-reducer.ts';
 
 describe('DeadlineQueue', () => {
   beforeEach(() => {
@@ -81,6 +82,40 @@ describe('DeadlineQueue', () => {
     vi.advanceTimersByTime(10);
     expect(runs).toBe(3);
     expect(queue.size).toBe(0);
+  });
+
+  it('keeps every deadline, their order and its one timer when compacted, in storage sized for what is left', async () => {
+    const due: Array<[number, number]> = [];
+    const queue = new DeadlineQueue<number>((key) => due.push([key, Date.now()]), Date.now);
+    const count = 100_000;
+    for (let i = 0; i < count; i++) queue.schedule(i, 1_000_000 + ((i * 7_919) % 50_000));
+    // Two deadlines in three cancelled (partitions taken away): a third stays, above a quarter of the table.
+    for (let i = 0; i < count; i++) if (i % 3 !== 0) queue.cancel(i);
+    const kept = queue.size;
+    expect(kept).toBe(Math.ceil(count / 3));
+    const heapUsed = async (): Promise<number> => {
+      await reduceHeap();
+      return process.memoryUsage().heapUsed;
+    };
+    const before = await heapUsed();
+    queue.compact();
+    const after = await heapUsed();
+    // The index's table for 131,072 entries and the arrays' 100k slots, against what 33,334 need: about 3 MiB.
+    expect((before - after) / 2 ** 20).toBeGreaterThan(2);
+    expect(queue.size).toBe(kept);
+    expect(queue.deadlineOf(3)).toBe(1_000_000 + ((3 * 7_919) % 50_000));
+    expect(queue.has(4)).toBe(false);
+    queue.schedule(3, 1_000_000 + 60_000);
+    queue.cancel(0);
+    queue.cancel(6);
+    queue.schedule(count, 1_000_000);
+    vi.advanceTimersByTime(60_000);
+    expect(due).toHaveLength(kept - 1);
+    expect(due[0]).toEqual([count, 1_000_000]);
+    expect(due.at(-1)).toEqual([3, 1_060_000]);
+    const times = due.map(([, at]) => at);
+    expect(times).toEqual([...times].sort((a, b) => a - b));
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('disarms its timer when cleared', () => {
