@@ -9,8 +9,9 @@
 // only in a compact form (what answers a late command the same way: its create hash, its remembered command ids, its
 // seq) until the retention sweep of the partition's owner tombstones it; an order of another partition, open or
 // finished, only as where it lives: a row of numbers keyed by a hash of its id (partition, fence, rev, finished, and
-// a hash of its reference: foreign-orders.ts); owning such a partition later re-reads it from its beginning before
-// its barrier. Records are ordered by (fence, rev): a record from an older lease
+// a hash of its reference: foreign-orders.ts). Until its first assignment every partition is another's: a replica
+// joining a group holds whole only what it is given. Owning a partition read that way re-reads it from its
+// beginning before its barrier. Records are ordered by (fence, rev): a record from an older lease
 // holder never replaces a newer one. This replica's own writes are applied when they commit; read back from the
 // topic they are recognised by their head and not parsed again.
 import { withTimeout } from '../timeouts.ts';
@@ -169,11 +170,6 @@ export class OrderStateStore {
   private readonly waiters = new Map<string, Waiter>();
   /** The partitions this replica is assigned (catchUp adds, release removes): its retention sweep's share. */
   private readonly owned = new Set<number>();
-  /**
-   * Until the first catch-up (no partition assigned yet) every record is held whole: the first assignment then
-   * needs no second read. After it, a record of a partition not owned is held only as where it lives.
-   */
-  private wholeEverywhere = true;
   /** Partitions holding records only as where they live: owning one again means reading it from its beginning. */
   private readonly foreignPartitions = new Set<number>();
   private consumer: Consumer | undefined;
@@ -320,7 +316,9 @@ export class OrderStateStore {
    */
   apply(record: OrderRecord): void {
     const orderId = record.order_id;
-    if (!this.wholeEverywhere && !this.owned.has(record.partition)) {
+    // From the start: before its first assignment a replica owns nothing, so a replica joining a group of N holds
+    // about 1/N of the orders whole, not all of them (it reads the partitions it is then given again).
+    if (!this.owned.has(record.partition)) {
       if (!newer(record, this.foreign.get(orderId))) return;
       this.foreign.set(orderId, record, record.unique_reference);
       this.foreignPartitions.add(record.partition);
@@ -417,10 +415,6 @@ export class OrderStateStore {
   async catchUp(partitions: number[], timeoutMs = this.catchUpTimeoutMs): Promise<void> {
     if (partitions.length === 0) return;
     for (const partition of partitions) this.owned.add(partition);
-    if (this.wholeEverywhere) {
-      this.wholeEverywhere = false;
-      this.stripForeign();
-    }
     // A partition held without machines is read again from its beginning; the barrier below is read after it.
     const reread: number[] = [];
     for (const partition of partitions) {
