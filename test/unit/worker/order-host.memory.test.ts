@@ -26,10 +26,13 @@ function ordersOf(): Map<string, OrderRecord> {
 }
 
 /** The real host over an in-memory store, grants for every lease, and one actor stand-in for every order. */
-function hostOverOrders(records: Map<string, OrderRecord>) {
+function hostOverOrders(
+  records: Map<string, OrderRecord>,
+  release: () => Promise<void> = () => Promise.resolve(),
+) {
   const leases: OrderLeases = withSuspend({
     acquire: () => Promise.resolve({ fence: 1 }),
-    release: () => Promise.resolve(),
+    release,
     isValid: () => true,
   });
   leases.acquireMany = (requests) => Promise.resolve(requests.map(() => ({ fence: 1 })));
@@ -80,4 +83,32 @@ describe('order host memory', () => {
     expect(mib(keptAfterRevocation - without) - mib(keptAlone - without)).toBeLessThan(1);
     expect(one.ownerOfReference('REF0X7')).toBe('o-0-7');
   }, 60_000);
+
+  it('releases the leases of the orders it gives away a thousand at a time, not all at once', async () => {
+    // 50k releases sent to Redis at once took the replica's live heap from 386 to 533 MiB as it gave half its
+    // orders away (each with its command, reply and promise chain).
+    const records = new Map<string, OrderRecord>();
+    for (const partition of partitions)
+      for (let i = 0; i < 1_500; i++)
+        records.set(`r-${partition}-${i}`, openRecord(`r-${partition}-${i}`, partition));
+    let inFlight = 0;
+    let most = 0;
+    let released = 0;
+    const host = hostOverOrders(records, async () => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight--;
+      released++;
+    });
+    host.setAssignment(partitions);
+    await host.onAssignment([], partitions);
+    host.setAssignment([0]);
+    await host.onAssignment([1, 2], []);
+    // setAssignment started them (the new owner waits for these leases); they end a round trip at a time.
+    for (let i = 0; i < 1_000 && released < 3_000; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(released).toBe(3_000);
+    expect(most).toBe(1_000);
+    expect(host.activeOrders).toBe(1_500);
+  });
 });
