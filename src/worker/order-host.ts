@@ -50,7 +50,6 @@ import {
 } from './machine-binding.ts';
 import type { FetchOrderInput } from '../../machines/order-types.ts';
 import { decide, misrouted, retired, type Rejection } from './command-intake.ts';
-import { concurrencyGate } from './concurrency-gate.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
 
@@ -312,10 +311,10 @@ const tracer = trace.getTracer('exchange-order-worker');
 /** Lease requests in flight at once while a partition's open orders are restored one at a time. */
 const restoreLeaseConcurrency = 1000;
 /**
- * Lease releases in flight at once when orders leave (a revocation, shutdown). Giving away half of 100k resting
- * orders sent 50k releases to Redis at once, each with its command, reply and promise chain: the replica's live heap
- * went from 386 to 533 MiB at the moment it gave memory away. The slots are dropped at once all the same (nothing
- * acts for them); only their Redis round trips queue.
+ * Releases of resting orders' suspended leases in flight at once when they leave (a revocation, shutdown). Giving
+ * away half of 100k resting orders sent 50k releases to Redis at once, each with its command, reply and promise
+ * chain: the replica's live heap went from 386 to 533 MiB at the moment it gave memory away. The slots are dropped
+ * at once all the same (nothing acts for them); only their Redis round trips queue.
  */
 const leaseReleaseConcurrency = 1000;
 /**
@@ -384,8 +383,8 @@ export class OrderHost {
    * that reaches its decision meanwhile is left undecided (it comes again after the refused one).
    */
   private readonly redelivering = new Map<number, bigint>();
-  /** The lease releases of orders leaving this replica (leaseReleaseConcurrency). */
-  private readonly releases = concurrencyGate(leaseReleaseConcurrency);
+  /** The suspended-lease releases of resting orders leaving this replica (leaseReleaseConcurrency). */
+  private readonly releases = pLimit(leaseReleaseConcurrency);
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
@@ -762,7 +761,7 @@ export class OrderHost {
     for (const [orderId, partition] of this.leasedToRestore) {
       if (this.assigned.has(partition)) continue;
       this.leasedToRestore.delete(orderId);
-      void this.releases(() => this.opts.leases.release(orderId).catch(() => {}));
+      this.opts.leases.release(orderId).catch(() => {});
     }
     const held = this.slots.size;
     for (const slot of [...this.slots.values()]) {
@@ -955,7 +954,7 @@ export class OrderHost {
     this.leasedToRestore.clear();
     await Promise.all([
       ...[...this.slots.values()].map((slot) => this.unload(slot)),
-      ...leasedOnly.map((orderId) => this.releases(() => this.opts.leases.release(orderId).catch(() => {}))),
+      ...leasedOnly.map((orderId) => this.opts.leases.release(orderId).catch(() => {})),
     ]);
   }
 
@@ -970,18 +969,21 @@ export class OrderHost {
     // A request that already left (stopping the actor does not recall a POST in flight) must end before the
     // lease does: the next owner's lookup must not run while it can still land.
     await this.opts.callsSettled?.(slot.orderId, this.opts.callsSettleTimeoutMs ?? 35_000);
-    await this.releases(async () => {
-      // A resting order's lease is suspended, not kept: freed by its token if it may still be ours in Redis.
-      if (suspended && suspended.renewedAt !== undefined)
-        await this.opts.leases
-          .releaseSuspended(slot.orderId, suspended.fence, suspended.renewedAt)
-          .catch(() => {});
-      await this.opts.leases.release(slot.orderId).catch((error: unknown) => {
-        this.logger.warn(
-          { orderId: slot.orderId, err: { message: (error as Error).message } },
-          'lease release failed (it will expire)',
-        );
-      });
+    // A resting order's lease is suspended, not kept: freed by its token if it may still be ours in Redis. These
+    // wait their turn (leaseReleaseConcurrency): a release by token touches only that grant, so one that waits cannot
+    // free a lease this replica takes again meanwhile (a later grant has a higher fence).
+    if (suspended && suspended.renewedAt !== undefined) {
+      const { fence, renewedAt } = suspended;
+      await this.releases(() =>
+        this.opts.leases.releaseSuspended(slot.orderId, fence, renewedAt).catch(() => {}),
+      );
+    }
+    // A kept lease is let go of by order id (whatever grant is kept now), so never after such a wait.
+    await this.opts.leases.release(slot.orderId).catch((error: unknown) => {
+      this.logger.warn(
+        { orderId: slot.orderId, err: { message: (error as Error).message } },
+        'lease release failed (it will expire)',
+      );
     });
   }
 
