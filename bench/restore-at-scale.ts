@@ -1,7 +1,8 @@
 // Restore of a partition holding N open orders, and what those orders cost a replica at rest. N records of open
 // CeFi orders waiting for their deposit - clones of one record the real host, journal and XState binding wrote
-// (bench/open-order-memory.ts), each with its own order id and exchange reference, next poll a day ahead - are
-// written to the state topic of a one-partition topic set. A real worker process then starts on it and restores
+// (bench/open-order-memory.ts), each with its own order id, exchange reference, create hash, deposit address,
+// amounts, rate, random state and times (what differs from one real order to the next; see cloneRecord), next poll a day
+// ahead - are written to the state topic of a one-partition topic set. A real worker process then starts on it and restores
 // them (leases in the real Redis, passivation on as by default). Measured: spawn to /readyz (every partition
 // restored) beside the same worker's start on empty topics; RSS and heap of the restored replica over the empty
 // one, per order, at rest: once each replica ran its memory-reducing collection after the restore (it waits for the
@@ -14,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CompressionTypes } from 'kafkajs';
 // The worker's own codec: the records are written as the worker writes its state topic (zstd), so a restore reads
 // and decompresses what it would read in production (GZIP here cost the restore a gunzip on zlib's thread pool).
-import '../src/kafka/zstd-codec.ts';
+import { zstdTotals } from '../src/kafka/zstd-codec.ts';
 import { startWorker } from '../test/support/worker-process.ts';
 import { createCommandValue, inProcessHost } from './open-order-memory.ts';
 import { ProcessMeter, benchServices, heapUsed, metricSum, mib, round, saveResult } from './lib/harness.ts';
@@ -24,6 +25,8 @@ export interface RestoreResult {
   orders: number;
   /** Bytes of one record as written (JSON). */
   recordBytes: number;
+  /** The records' bytes over their compressed bytes, as the benchmark's producer wrote them (zstd, 1,000 a batch). */
+  compression: number;
   writeMs: number;
   /** Spawn to ready on empty topics, and with the N records. */
   emptyBootMs: number;
@@ -69,8 +72,76 @@ async function restingHeap(metricsPort: number, ms: number): Promise<number> {
   return least;
 }
 
+interface Template {
+  text: string;
+  orderId: string;
+  reference: string;
+}
+
+/**
+ * The template's record made another order's: its order id, reference and partition, and, so that the state topic
+ * compresses as one of distinct orders does, the values that differ between real orders: the create command's
+ * hash, the deposit address the exchange gave, the amounts and rate, the machine's random state, its times. Clones
+ * of one record that differed only in ids compressed about 100x in batches of 1,000 (40-80x as fetched) and decoded
+ * to 20-40 MiB per 1 MiB fetched.
+ */
+export function cloneRecord(
+  template: Template,
+  i: number,
+  partitions: number,
+  run: string,
+): { key: string; value: string } {
+  const record = JSON.parse(template.text) as {
+    create_hash: string;
+    machine: {
+      context: {
+        rngState: number;
+        request: { depositAmount: string };
+        order: { depositAddress: string; depositAmount: string; withdrawAmount: string; rate: string };
+      };
+    };
+  };
+  const { context } = record.machine;
+  const orderId = `rs-${run}-${i.toString(36).padStart(10, '0')}`;
+  const reference = `X${run}${i.toString(36).padStart(8, '0')}`.toUpperCase();
+  const deposit = 0.01 + Math.random() * 10;
+  const rate = 0.05 * (0.95 + Math.random() * 0.1);
+  const hash = `v2:${randomBytes(16).toString('hex')}`;
+  const replacements: [string, string][] = [
+    [template.orderId, orderId],
+    [template.reference, reference],
+    [record.create_hash, hash],
+    [
+      `"depositAddress":"${context.order.depositAddress}"`,
+      `"depositAddress":"0x${randomBytes(20).toString('hex')}"`,
+    ],
+    [`"depositAmount":"${context.order.depositAmount}"`, `"depositAmount":"${deposit.toFixed(8)}"`],
+    [
+      `"withdrawAmount":"${context.order.withdrawAmount}"`,
+      `"withdrawAmount":"${(deposit * rate).toFixed(8)}"`,
+    ],
+    [`"rate":"${context.order.rate}"`, `"rate":"${rate.toFixed(8)}"`],
+    [`"rngState":${context.rngState},`, `"rngState":${randomBytes(4).readUInt32LE(0) >>> 1},`],
+    // The record names its partition (the one its order's commands arrive on): the clone's, not the template's.
+    ['"partition":0,', `"partition":${i % partitions},`],
+  ];
+  let text = template.text;
+  for (const [from, to] of replacements) {
+    if (!text.includes(from)) throw new Error(`the template record has no ${from}`);
+    text = text.split(from).join(to);
+  }
+  // Its times, every one moved by the same few seconds later (the order came a little after the template's).
+  const later = Math.floor(Math.random() * 60_000);
+  text = text
+    .replace(/(?<=[:,])1\d{12}(?=[,}])/g, (ms) => String(Number(ms) + later))
+    .replace(/"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"/g, (_, iso: string) =>
+      JSON.stringify(new Date(Date.parse(iso) + later).toISOString()),
+    );
+  return { key: orderId, value: text };
+}
+
 /** One open CeFi order's state record as the real host wrote it, and the strings that make it this order. */
-async function templateRecord(): Promise<{ text: string; orderId: string; reference: string }> {
+export async function templateRecord(): Promise<Template> {
   const { host, records, created } = inProcessHost(true);
   const orderId = 'tmpl-order-0000000000';
   host.setAssignment([0]);
@@ -124,23 +195,12 @@ export async function runRestore(opts: {
     const producer = system.kafka.producer();
     await producer.connect();
     const writeStarted = Date.now();
+    const zstdBefore = { ...zstdTotals };
     const batch = 1_000;
     for (let from = 0; from < opts.orders; from += batch) {
       const messages = [];
       for (let i = from; i < Math.min(opts.orders, from + batch); i++) {
-        const orderId = `rs-${run}-${i.toString(36).padStart(10, '0')}`;
-        const reference = `X${run}${i.toString(36).padStart(8, '0')}`.toUpperCase();
-        messages.push({
-          key: orderId,
-          partition: i % partitions,
-          // The record names its partition (the one its order's commands arrive on): the clone's, not the template's.
-          value: template.text
-            .split(template.orderId)
-            .join(orderId)
-            .split(template.reference)
-            .join(reference)
-            .replace('"partition":0,', `"partition":${i % partitions},`),
-        });
+        messages.push({ ...cloneRecord(template, i, partitions, run), partition: i % partitions });
       }
       await producer.send({
         topic: `${env.topics.commands}.state`,
@@ -149,6 +209,10 @@ export async function runRestore(opts: {
       });
     }
     const writeMs = Date.now() - writeStarted;
+    const compression = round(
+      (zstdTotals.bytesIn - zstdBefore.bytesIn) / Math.max(1, zstdTotals.bytesOut - zstdBefore.bytesOut),
+      1,
+    );
     await producer.disconnect();
 
     // ---- fresh replicas restore them (started together, so the group forms once; BENCH_RESTORE_STAGGER_MS starts
@@ -203,6 +267,7 @@ export async function runRestore(opts: {
     return {
       orders: opts.orders,
       recordBytes: Buffer.byteLength(template.text),
+      compression,
       writeMs,
       emptyBootMs,
       readyMs,
@@ -238,7 +303,7 @@ export function printRestore(r: RestoreResult): void {
       ? 'one partition'
       : `${r.partitions} partitions, ${r.replicas} fresh replicas started together`;
   console.log(
-    `  ${r.orders} open orders on ${where} (${r.recordBytes} B per record, written in ${r.writeMs} ms): ready in ${r.readyMs} ms (one replica on empty topics: ${r.emptyBootMs} ms); driving ${r.activeOrders}, ${r.passivatedOrders} at rest; memory given back ${r.atRestMs} ms after ready${r.notAtRest ? ` (NOT by ${r.notAtRest} replica(s) within ${restCapMs} ms: their figures hold the restore's read)` : ''}`,
+    `  ${r.orders} open orders on ${where} (${r.recordBytes} B per record, ${r.compression}x smaller compressed, written in ${r.writeMs} ms): ready in ${r.readyMs} ms (one replica on empty topics: ${r.emptyBootMs} ms); driving ${r.activeOrders}, ${r.passivatedOrders} at rest; memory given back ${r.atRestMs} ms after ready${r.notAtRest ? ` (NOT by ${r.notAtRest} replica(s) within ${restCapMs} ms: their figures hold the restore's read)` : ''}`,
   );
   console.log(
     `    RSS ${r.rssMiB.empty} (empty replica) -> ${r.rssMiB.restored} MiB = ${r.rssKiBPerOrder} KiB per order; heap ${r.heapMiB.empty} -> ${r.heapMiB.restored} MiB = ${r.heapKiBPerOrder} KiB per order${r.replicas === 1 ? '' : ' (all replicas together, each over an empty one)'}`,
