@@ -1,13 +1,13 @@
-// Restore of a partition holding N open orders, and what those orders cost a replica at rest. N records of open
-// CeFi orders waiting for their deposit - clones of one record the real host, journal and XState binding wrote
+// Restore of a partition holding N open orders, and what those orders cost a replica at rest. N records of open CeFi
+// orders waiting for their deposit - clones of one record the real host, journal and XState binding wrote
 // (bench/open-order-memory.ts), each with its own order id, exchange reference, create hash, deposit address,
-// amounts, rate, random state and times (what differs from one real order to the next; see cloneRecord), next poll a day
-// ahead - are written to the state topic of a one-partition topic set. A real worker process then starts on it and restores
-// them (leases in the real Redis, passivation on as by default). Measured: spawn to /readyz (every partition
-// restored) beside the same worker's start on empty topics; RSS and heap of the restored replica over the empty
-// one, per order, at rest: once each replica ran its memory-reducing collection after the restore (it waits for the
-// restore's follow-up; the time from ready to it is reported), over 15 s (heap: the least of one sample a second),
-// RSS after them; the orders it drives and how many of them rest (its gauges).
+// amounts, rate, random state and times (what differs from one real order to the next; see cloneRecord), next poll a
+// day ahead - are written to the state topic of a one-partition topic set. A real worker process then starts on it
+// and restores them (leases in the real Redis, passivation on as by default). Measured: spawn to /readyz (every
+// partition restored) beside the same worker's start on empty topics; RSS and heap of the restored replica over the
+// empty one, per order, at rest: once each replica ran its memory-reducing collection after the restore (it waits
+// for the restore's follow-up; the time from ready to it is reported), over 15 s (heap: the least of one sample a
+// second), RSS after them; the orders it drives and how many of them rest (its gauges).
 //
 //   BENCH_RESTORE_ORDERS=10000,100000 node bench/restore-at-scale.ts
 import { randomBytes } from 'node:crypto';
@@ -96,7 +96,6 @@ export function cloneRecord(
     machine: {
       context: {
         rngState: number;
-        request: { depositAmount: string };
         order: { depositAddress: string; depositAmount: string; withdrawAmount: string; rate: string };
       };
     };
@@ -115,6 +114,7 @@ export function cloneRecord(
       `"depositAddress":"${context.order.depositAddress}"`,
       `"depositAddress":"0x${randomBytes(20).toString('hex')}"`,
     ],
+    // The request's and the exchange's order's alike (the template has the same amount in both).
     [`"depositAmount":"${context.order.depositAmount}"`, `"depositAmount":"${deposit.toFixed(8)}"`],
     [
       `"withdrawAmount":"${context.order.withdrawAmount}"`,
