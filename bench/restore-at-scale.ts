@@ -76,6 +76,12 @@ interface Template {
   text: string;
   orderId: string;
   reference: string;
+  /** The template's values that differ between orders (cloneRecord replaces them in each clone). */
+  values: {
+    createHash: string;
+    rngState: number;
+    order: { depositAddress: string; depositAmount: string; withdrawAmount: string; rate: string };
+  };
 }
 
 /**
@@ -91,16 +97,7 @@ export function cloneRecord(
   partitions: number,
   run: string,
 ): { key: string; value: string } {
-  const record = JSON.parse(template.text) as {
-    create_hash: string;
-    machine: {
-      context: {
-        rngState: number;
-        order: { depositAddress: string; depositAmount: string; withdrawAmount: string; rate: string };
-      };
-    };
-  };
-  const { context } = record.machine;
+  const { values } = template;
   const orderId = `rs-${run}-${i.toString(36).padStart(10, '0')}`;
   const reference = `X${run}${i.toString(36).padStart(8, '0')}`.toUpperCase();
   const deposit = 0.01 + Math.random() * 10;
@@ -109,19 +106,19 @@ export function cloneRecord(
   const replacements: [string, string][] = [
     [template.orderId, orderId],
     [template.reference, reference],
-    [record.create_hash, hash],
+    [values.createHash, hash],
     [
-      `"depositAddress":"${context.order.depositAddress}"`,
+      `"depositAddress":"${values.order.depositAddress}"`,
       `"depositAddress":"0x${randomBytes(20).toString('hex')}"`,
     ],
     // The request's and the exchange's order's alike (the template has the same amount in both).
-    [`"depositAmount":"${context.order.depositAmount}"`, `"depositAmount":"${deposit.toFixed(8)}"`],
+    [`"depositAmount":"${values.order.depositAmount}"`, `"depositAmount":"${deposit.toFixed(8)}"`],
     [
-      `"withdrawAmount":"${context.order.withdrawAmount}"`,
+      `"withdrawAmount":"${values.order.withdrawAmount}"`,
       `"withdrawAmount":"${(deposit * rate).toFixed(8)}"`,
     ],
-    [`"rate":"${context.order.rate}"`, `"rate":"${rate.toFixed(8)}"`],
-    [`"rngState":${context.rngState},`, `"rngState":${randomBytes(4).readUInt32LE(0) >>> 1},`],
+    [`"rate":"${values.order.rate}"`, `"rate":"${rate.toFixed(8)}"`],
+    [`"rngState":${values.rngState},`, `"rngState":${randomBytes(4).readUInt32LE(0) >>> 1},`],
     // The record names its partition (the one its order's commands arrive on): the clone's, not the template's.
     ['"partition":0,', `"partition":${i % partitions},`],
   ];
@@ -157,7 +154,13 @@ export async function templateRecord(): Promise<Template> {
   if (!record?.unique_reference || host.passivatedOrders !== 1)
     throw new Error('the template order did not come to rest');
   await host.unloadAll();
-  return { text: JSON.stringify(record), orderId, reference: record.unique_reference };
+  const { context } = record.machine as { context: Omit<Template['values'], 'createHash'> };
+  return {
+    text: JSON.stringify(record),
+    orderId,
+    reference: record.unique_reference,
+    values: { createHash: record.create_hash, rngState: context.rngState, order: context.order },
+  };
 }
 
 export async function runRestore(opts: {
