@@ -37,9 +37,14 @@ function home(key: number, bits: number): number {
 
 type Column = Float64Array | Int32Array | Uint32Array;
 
+/** The smallest table: 2^10 rows. */
+const minBits = 10;
+
 /**
  * Open addressing with linear probing over typed arrays: a key column (0 is an empty row) and value columns moved
- * with it. Grows at 3/4 full; removal shifts the rows after it back, so no deleted markers pile up.
+ * with it. Grows at 3/4 full; removal shifts the rows after it back, so no deleted markers pile up, and halves the
+ * table once it is less than 1/8 full: a replica that held every partition's orders here before its first
+ * assignment and then owned them all (a lone replica) kept columns sized for all of them (about 10 MiB at 100k).
  */
 class Rows<C extends Record<string, Column>> {
   private bits: number;
@@ -51,7 +56,7 @@ class Rows<C extends Record<string, Column>> {
 
   constructor(make: (capacity: number) => C) {
     this.make = make;
-    this.bits = 10;
+    this.bits = minBits;
     this.keys = new Float64Array(1 << this.bits);
     this.columns = make(1 << this.bits);
   }
@@ -95,6 +100,7 @@ class Rows<C extends Record<string, Column>> {
     this.keys[hole] = 0;
     for (const column of Object.values(this.columns)) column[hole] = 0;
     this.size--;
+    if (this.bits > minBits && this.size * 8 < this.keys.length) this.resize(this.bits - 1);
   }
 
   private move(from: number, to: number): void {
@@ -103,9 +109,14 @@ class Rows<C extends Record<string, Column>> {
   }
 
   private grow(): void {
+    this.resize(this.bits + 1);
+  }
+
+  /** Moves every row into a table of 2^bits rows. */
+  private resize(bits: number): void {
     const keys = this.keys;
     const columns = this.columns;
-    this.bits++;
+    this.bits = bits;
     this.keys = new Float64Array(1 << this.bits);
     this.columns = this.make(1 << this.bits);
     this.size = 0;
