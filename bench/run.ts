@@ -27,7 +27,7 @@ import {
 } from './webhooks.ts';
 import { describeCores, printThroughput, runThroughput, type ThroughputResult } from './worker-throughput.ts';
 import { runListingLadder } from './cefi-listing.ts';
-import { printRestore, runRestore, type RestoreResult } from './restore-at-scale.ts';
+import { printRestore, replicaShares, runRestore, type RestoreResult } from './restore-at-scale.ts';
 
 const only = process.env['BENCH_ONLY'];
 const wanted = (name: string): boolean => !only || only === name;
@@ -161,15 +161,14 @@ if (wanted('restore')) {
     );
     if (three && three.orders === largest.orders) {
       // Each replica's RSS over an empty replica's, against the one replica that restored all N alone.
-      const alone = (largest.rssMiB.restored - largest.rssMiB.empty) * 1024;
-      const shares = three.perReplica.map((r) => round(((r.rssMiB - three.rssMiB.empty) * 1024) / alone, 2));
+      const shares = replicaShares(largest, three);
       verdicts.push(
         verdict(
           'with 3 replicas each holds about a third',
           Math.max(...shares),
           'x one replica',
           { op: '<=', bound: 0.4 },
-          `${three.orders} open orders on 6 partitions; each replica's RSS over an empty one against one replica holding all: ${shares.join(' / ')}; summed ${three.rssKiBPerOrder} KiB per order (heap ${three.heapKiBPerOrder}); at rest ${round(three.atRestMs / 1000, 1)} s after ready${three.notAtRest ? ` (${three.notAtRest} replica(s) NOT at rest within the cap)` : ''}`,
+          `${three.orders} open orders on 6 partitions; each replica's RSS over an empty one against one replica holding all: ${shares.map((share) => round(share, 3)).join(' / ')}; summed ${three.rssKiBPerOrder} KiB per order (heap ${three.heapKiBPerOrder}); at rest ${round(three.atRestMs / 1000, 1)} s after ready${three.notAtRest ? ` (${three.notAtRest} replica(s) NOT at rest within the cap)` : ''}`,
         ),
       );
     }

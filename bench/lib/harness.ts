@@ -480,16 +480,16 @@ export function verdict(
   note?: string,
 ): Verdict {
   const measured = value !== null && Number.isFinite(value);
-  const ok =
-    measured &&
-    (target.op === '>='
-      ? value >= target.bound
-      : target.op === '<'
-        ? value < target.bound
-        : value <= target.bound);
+  const holds = (v: number): boolean =>
+    target.op === '>=' ? v >= target.bound : target.op === '<' ? v < target.bound : v <= target.bound;
+  const ok = measured && holds(value);
+  // Two decimals, or as many more as it takes for the figure shown to fall on the same side of the bound as the
+  // figure measured (0.402 is shown as 0.402 against a bound of 0.40, not as 0.4 beside "missed").
+  let digits = 2;
+  while (measured && digits < 6 && holds(round(value, digits)) !== ok) digits++;
   return {
     figure,
-    value: measured ? round(value, 2) : null,
+    value: measured ? round(value, digits) : null,
     unit,
     target: `${target.op} ${target.bound} ${unit}`,
     verdict: measured ? (ok ? 'met' : 'missed') : 'not measured',

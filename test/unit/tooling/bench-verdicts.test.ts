@@ -1,0 +1,63 @@
+// The benchmark's verdicts (bench/lib/harness.ts verdict, bench/restore-at-scale.ts replicaShares): a figure is
+// judged as measured, never after rounding, and the figure shown falls on the same side of the bound as the one judged.
+import { describe, expect, it } from 'vitest';
+import { verdict } from '../../../bench/lib/harness.ts';
+import { replicaShares, type RestoreResult } from '../../../bench/restore-at-scale.ts';
+
+const restore = (rssMiB: RestoreResult['rssMiB'], replicaRss: number[] = []): RestoreResult => ({
+  orders: 100_000,
+  recordBytes: 2_513,
+  compression: 17,
+  writeMs: 0,
+  emptyBootMs: 0,
+  readyMs: 0,
+  atRestMs: 0,
+  notAtRest: 0,
+  activeOrders: 100_000,
+  passivatedOrders: 100_000,
+  rssMiB,
+  heapMiB: { empty: 0, restored: 0 },
+  rssKiBPerOrder: 0,
+  heapKiBPerOrder: 0,
+  replicas: replicaRss.length || 1,
+  partitions: 6,
+  perReplica: replicaRss.map((rss) => ({ activeOrders: 33_333, rssMiB: rss, heapMiB: 0, shareOfOne: 1 / 3 })),
+});
+
+describe('benchmark verdicts', () => {
+  it('judges the 3 replicas by their unrounded shares (the full run of 2026-11-29 03:57)', () => {
+    const alone = restore({ empty: 114.9, restored: 433 });
+    const three = restore({ empty: 113.8, restored: 717.1 }, [239.5, 241.6, 236]);
+    const shares = replicaShares(alone, three);
+    expect(shares[0]).toBeCloseTo(0.395, 3);
+    expect(shares[1]).toBeCloseTo(0.402, 3);
+    expect(shares[2]).toBeCloseTo(0.384, 3);
+    const judged = verdict('3 replicas', Math.max(...shares), 'x', { op: '<=', bound: 0.4 });
+    expect(judged.verdict).toBe('missed');
+    expect(judged.value).toBe(0.402);
+  });
+
+  it('shows a figure on the side of its bound it was judged on, with two decimals where they suffice', () => {
+    expect(verdict('a', 0.3952, 'x', { op: '<=', bound: 0.4 })).toMatchObject({ verdict: 'met', value: 0.4 });
+    expect(verdict('b', 0.4004, 'x', { op: '<=', bound: 0.4 })).toMatchObject({
+      verdict: 'missed',
+      value: 0.4004,
+    });
+    expect(verdict('c', 0.4999, 'x', { op: '>=', bound: 0.5 })).toMatchObject({
+      verdict: 'missed',
+      value: 0.4999,
+    });
+    expect(verdict('d', 19.996, 'ms', { op: '<', bound: 20 })).toMatchObject({
+      verdict: 'met',
+      value: 19.996,
+    });
+    expect(verdict('e', 580.74, '/s', { op: '>=', bound: 300 })).toMatchObject({
+      verdict: 'met',
+      value: 580.74,
+    });
+    expect(verdict('f', null, '/s', { op: '>=', bound: 300 })).toMatchObject({
+      verdict: 'not measured',
+      value: null,
+    });
+  });
+});
