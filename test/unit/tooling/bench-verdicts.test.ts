@@ -37,27 +37,22 @@ describe('benchmark verdicts', () => {
     expect(judged.value).toBe(0.402);
   });
 
-  it('shows a figure on the side of its bound it was judged on, with two decimals where they suffice', () => {
-    expect(verdict('a', 0.3952, 'x', { op: '<=', bound: 0.4 })).toMatchObject({ verdict: 'met', value: 0.4 });
-    expect(verdict('b', 0.4004, 'x', { op: '<=', bound: 0.4 })).toMatchObject({
-      verdict: 'missed',
-      value: 0.4004,
-    });
-    expect(verdict('c', 0.4999, 'x', { op: '>=', bound: 0.5 })).toMatchObject({
-      verdict: 'missed',
-      value: 0.4999,
-    });
-    expect(verdict('d', 19.996, 'ms', { op: '<', bound: 20 })).toMatchObject({
-      verdict: 'met',
-      value: 19.996,
-    });
-    expect(verdict('e', 580.74, '/s', { op: '>=', bound: 300 })).toMatchObject({
-      verdict: 'met',
-      value: 580.74,
-    });
-    expect(verdict('f', null, '/s', { op: '>=', bound: 300 })).toMatchObject({
-      verdict: 'not measured',
-      value: null,
-    });
-  });
+  // [measured, op, bound, verdict, shown]
+  const cases: [number | null, '>=' | '<' | '<=', number, string, number | null][] = [
+    [0.3952, '<=', 0.4, 'met', 0.4],
+    [0.4004, '<=', 0.4, 'missed', 0.4004],
+    [0.4999, '>=', 0.5, 'missed', 0.4999],
+    [19.996, '<', 20, 'met', 19.996],
+    [580.74, '>=', 300, 'met', 580.74],
+    [null, '>=', 300, 'not measured', null],
+  ];
+  it.each(cases)(
+    'shows %s (%s %s) on the side of its bound it was judged on: %s, shown as %s',
+    (measured, op, bound, judged, shown) => {
+      expect(verdict('figure', measured, 'unit', { op, bound })).toMatchObject({
+        verdict: judged,
+        value: shown,
+      });
+    },
+  );
 });
