@@ -16,7 +16,7 @@ const { CompressionCodecs, CompressionTypes } = kafkajs;
  * 128 KiB window (the default at level 1 is 512 KiB-1 MiB): the same ratio on batches of such records, and a
  * quarter of the CPU per small batch, which went to setting up the larger window's tables.
  */
-const compressOptions = {
+export const zstdCompressOptions = {
   params: { [constants.ZSTD_c_compressionLevel]: 1, [constants.ZSTD_c_windowLog]: 17 },
 };
 
@@ -29,7 +29,7 @@ export const zstdTotals = { batches: 0, bytesIn: 0, bytesOut: 0 };
 // against 32 to decompress it.
 const zstdCodec = {
   compress: (encoder: { buffer: Buffer }): Promise<Buffer> => {
-    const out = zstdCompressSync(encoder.buffer, compressOptions);
+    const out = zstdCompressSync(encoder.buffer, zstdCompressOptions);
     zstdTotals.batches++;
     zstdTotals.bytesIn += encoder.buffer.length;
     zstdTotals.bytesOut += out.length;

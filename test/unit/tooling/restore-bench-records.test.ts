@@ -2,13 +2,11 @@
 // of its own order and partition, and together as compressible as distinct orders' records are, not as clones of
 // one record (those compressed about 100x in the benchmark's batches of 1,000, so a restore decoded 20-40 MiB per
 // MiB fetched and the benchmark measured a peak no worker's own state topic makes).
-import { constants, zstdCompressSync } from 'node:zlib';
+import { zstdCompressSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { cloneRecord, templateRecord } from '../../../bench/restore-at-scale.ts';
 import { orderRecordSchema } from '../../../src/kafka/order-state-store.ts';
-
-/** The worker's own zstd settings (src/kafka/zstd-codec.ts). */
-const zstd = { params: { [constants.ZSTD_c_compressionLevel]: 1, [constants.ZSTD_c_windowLog]: 17 } };
+import { zstdCompressOptions } from '../../../src/kafka/zstd-codec.ts';
 
 describe('the restore benchmark records', () => {
   it('are records of distinct orders that compress as distinct orders do', async () => {
@@ -29,7 +27,7 @@ describe('the restore benchmark records', () => {
     expect(new Set(contexts.map((o) => o.depositAddress)).size).toBe(1_000);
     expect(new Set(contexts.map((o) => o.rate)).size).toBeGreaterThan(900);
     const text = Buffer.from(clones.map((c) => c.value).join(''));
-    const ratio = text.length / zstdCompressSync(text, zstd).length;
+    const ratio = text.length / zstdCompressSync(text, zstdCompressOptions).length;
     // Clones that differ only in their ids: about 100x. The worker's own batches: about 14x.
     expect(ratio).toBeLessThan(30);
   });
