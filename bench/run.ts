@@ -120,11 +120,11 @@ if (wanted('throughput')) {
 }
 
 // ---- restore of one partition holding N open orders, and their memory at rest in the restored replica ----------
-// Then the largest N again on 6 partitions, restored by 3 fresh replicas together: what each one holds.
+// Then each N again on 6 partitions, restored by 3 fresh replicas together: what each one holds (judged at the
+// largest N; the smaller ones are reported).
 if (wanted('restore')) {
-  const shared = plan.restoreOrders.at(-1);
   console.log(
-    `\n=== restore: ${plan.restoreOrders.join(', ')} open orders on one partition, one fresh replica; ${shared} on 6 partitions, 3 replicas`,
+    `\n=== restore: ${plan.restoreOrders.join(', ')} open orders on one partition, one fresh replica; then on 6 partitions, 3 replicas`,
   );
   const restores: RestoreResult[] = [];
   for (const orders of plan.restoreOrders) {
@@ -132,12 +132,28 @@ if (wanted('restore')) {
     printRestore(r);
     restores.push(r);
   }
-  const three =
-    shared === undefined ? undefined : await runRestore({ ...common, orders: shared, replicas: 3 });
-  if (three) {
-    printRestore(three);
-    restores.push(three);
+  const shared: RestoreResult[] = [];
+  for (const orders of plan.restoreOrders) {
+    const r = await runRestore({ ...common, orders, replicas: 3 });
+    printRestore(r);
+    shared.push(r);
   }
+  restores.push(...shared);
+  const smallerShares: Verdict[] = [];
+  for (const three of shared.slice(0, -1)) {
+    const alone = restores.find((r) => r.replicas === 1 && r.orders === three.orders);
+    if (!alone) continue;
+    const shares = replicaShares(alone, three);
+    smallerShares.push(
+      reported(
+        `with 3 replicas each holds, at ${three.orders}`,
+        Math.max(...shares),
+        'x one replica',
+        `judged at the largest N above; each replica's RSS over an empty one against one replica holding all ${three.orders}: ${shares.map((share) => round(share, 3)).join(' / ')}; summed ${three.rssKiBPerOrder} KiB per order (heap ${three.heapKiBPerOrder}); at rest ${round(three.atRestMs / 1000, 1)} s after ready`,
+      ),
+    );
+  }
+  const three = shared.at(-1);
   await saveResult('restore-at-scale', restores);
   summary['restore'] = restores;
   const largest = restores.filter((r) => r.replicas === 1).at(-1);
@@ -173,6 +189,7 @@ if (wanted('restore')) {
       );
     }
   }
+  verdicts.push(...smallerShares);
 }
 
 // ---- webhook latency and API economy -------------------------------------------------------------------------
