@@ -70,7 +70,8 @@ export interface OrderActorStatus {
 export interface OrderActorHandle {
   can(event: OrderActorEvent): boolean;
   send(event: OrderActorEvent): void;
-  status(): OrderActorStatus;
+  /** The current snapshot's status (the same object until the order's next transition: not to be changed). */
+  status(): Readonly<OrderActorStatus>;
   /** The JSON-serialisable durable form of the current snapshot. */
   durable(): unknown;
   stop(): void;

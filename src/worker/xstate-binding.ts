@@ -33,6 +33,7 @@ import type {
   EmittedDomainEvent,
   MachineBinding,
   OrderActorHandle,
+  OrderActorStatus,
   RestingOrder,
   StartOrderOptions,
 } from './machine-binding.ts';
@@ -71,13 +72,17 @@ export function createXStateBinding(opts: {
     actor.on('*', (event) => start.onChange([event as unknown as EmittedDomainEvent]));
     actor.subscribe({ next: () => start.onChange([]), error: (error) => start.onError(error) });
     actor.start();
+    // The host asks for the status many times per transition (about 19 times per created order); a snapshot never
+    // changes, so its status is computed once, when first asked for.
+    let statusOf: { snapshot: unknown; status: Readonly<OrderActorStatus> } | undefined;
     const handle: OrderActorHandle = {
       can: (event) => actor.getSnapshot().can(event),
       send: (event) => actor.send(event),
       status: () => {
         const snapshot = actor.getSnapshot();
+        if (statusOf?.snapshot === snapshot) return statusOf.status;
         const context = snapshot.context;
-        return {
+        const status: Readonly<OrderActorStatus> = {
           state: JSON.stringify(snapshot.value),
           terminal: snapshot.status === 'done',
           uniqueReference: context.order?.uniqueReference ?? null,
@@ -87,6 +92,8 @@ export function createXStateBinding(opts: {
           confirmedAt: context.confirmedAt ?? null,
           hintDueAt: context.hintDueAt ?? null,
         };
+        statusOf = { snapshot, status };
+        return status;
       },
       durable: () => toDurable(actor.getSnapshot()),
       stop: () => (actor as AnyActorRef).stop(),
