@@ -25,7 +25,13 @@ import {
   type EconomyResult,
   type LatencyResult,
 } from './webhooks.ts';
-import { describeCores, printThroughput, runThroughput, type ThroughputResult } from './worker-throughput.ts';
+import {
+  describeCeiling,
+  describeCores,
+  printThroughput,
+  runThroughput,
+  type ThroughputResult,
+} from './worker-throughput.ts';
 import { runListingLadder } from './cefi-listing.ts';
 import { printRestore, replicaShares, runRestore, type RestoreResult } from './restore-at-scale.ts';
 
@@ -95,7 +101,7 @@ if (wanted('throughput')) {
         one.createdPerSecond / largest.floor.createdPerSecond,
         'x floor',
         { op: '>=', bound: 0.5 },
-        `floor ${largest.floor.createdPerSecond}/s; cores busy creating: floor's ${describeCores(largest.floor.createCores, 1)}; worker's ${describeCores(one.createCores, 1)}`,
+        `floor ${largest.floor.createdPerSecond}/s; cores busy creating: floor's ${describeCores(largest.floor.createCores, 1)}; worker's ${describeCores(one.createCores, 1)}; ${describeCeiling(one, largest.floor)}`,
       ),
       // Measured 2 s after a creation burst, not at rest: what the burst left behind counts. The target (< 5 KB per
       // open order at 100k) is judged on the restore's orders at rest, in the rows below.

@@ -564,6 +564,30 @@ export async function runThroughput(opts: {
 }
 
 /** "system 0.93, exchange 0.37, Kafka broker 0.24, Redis 0.05, machine 1.71 of 2": a process near 1 is bound by its one thread. */
+/**
+ * What the whole machine spends per created order in a phase (CPU ms of every process, from /proc/stat), and the
+ * creation rate that cost would allow with every CPU of the machine busy: the ceiling no scheduling of the same work
+ * passes. Beside the floor's rate it says whether a ratio is out of reach at this cost per order, on this machine.
+ */
+export function machineCeiling(
+  createdPerSecond: number,
+  cores: Pick<PhaseCores, 'machine'>,
+  cpuCount: number = cpus().length,
+): { machineMsPerOrder: number; ordersPerSecond: number } {
+  const machineMsPerOrder = (cores.machine * 1000) / createdPerSecond;
+  return { machineMsPerOrder, ordersPerSecond: (cpuCount * 1000) / machineMsPerOrder };
+}
+
+/** The machine's CPU per created order of a phase and of the floor's, and the ceiling that cost allows, in words. */
+export function describeCeiling(
+  r: Pick<ThroughputResult, 'createdPerSecond' | 'createCores'>,
+  floor: Pick<ThroughputResult, 'createdPerSecond' | 'createCores'>,
+): string {
+  const own = machineCeiling(r.createdPerSecond, r.createCores);
+  const floors = machineCeiling(floor.createdPerSecond, floor.createCores);
+  return `machine CPU per created order ${own.machineMsPerOrder.toFixed(2)} ms (floor's ${floors.machineMsPerOrder.toFixed(2)}); with all ${cpus().length} CPUs busy at that cost ${own.ordersPerSecond.toFixed(0)} orders/s = ${(own.ordersPerSecond / floor.createdPerSecond).toFixed(2)}x the floor`;
+}
+
 export function describeCores(cores: PhaseCores, processes: number): string {
   const system = processes > 1 ? `system ${cores.system} (${processes} processes)` : `system ${cores.system}`;
   const exchange = cores.exchange === null ? '' : `, exchange ${cores.exchange}`;
@@ -584,6 +608,8 @@ export function printThroughput(r: ThroughputResult, floor?: ThroughputResult): 
     `    CPU per created order           ${r.createCpuMsPerOrder} ms${ratio(r.createCpuMsPerOrder, floor?.createCpuMsPerOrder)}; exchange calls ${r.exchangeCallsPerOrder.create} per order`,
   );
   console.log(`    cores busy while creating       ${describeCores(r.createCores, r.workers)}`);
+  if (floor && r.system === 'worker' && r.createdPerSecond > 0 && floor.createdPerSecond > 0)
+    console.log(`    machine-wide ceiling            ${describeCeiling(r, floor)}`);
   if (r.completionSkipped) console.log(`    COMPLETED -> order.completed    skipped: ${r.completionSkipped}`);
   else if (r.completed === 0 && r.completedMs === 0)
     console.log('    COMPLETED -> order.completed    not measured (creation only)');

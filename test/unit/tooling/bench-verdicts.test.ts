@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { verdict } from '../../../bench/lib/harness.ts';
 import { replicaShares, type RestoreResult } from '../../../bench/restore-at-scale.ts';
+import { machineCeiling } from '../../../bench/worker-throughput.ts';
 
 const restore = (rssMiB: RestoreResult['rssMiB'], replicaRss: number[] = []): RestoreResult => ({
   orders: 100_000,
@@ -55,4 +56,17 @@ describe('benchmark verdicts', () => {
       });
     },
   );
+  it("gives the rate the machine allows at a phase's CPU per order (the full run of 2026-11-29 07:37, 10k)", () => {
+    // The worker created 617.6 /s with 1.65 of 2 cores busy machine-wide: 2.67 ms per order, 749 /s at most.
+    const worker = machineCeiling(617.6, { machine: 1.65 }, 2);
+    expect(worker.machineMsPerOrder).toBeCloseTo(2.672, 3);
+    expect(worker.ordersPerSecond).toBeCloseTo(748.6, 1);
+    // The floor: 1,601.3 /s with 1.46 cores busy: 0.91 ms per order.
+    expect(machineCeiling(1601.3, { machine: 1.46 }, 2).machineMsPerOrder).toBeCloseTo(0.912, 3);
+    // Half the cores busy at the same rate: twice the ceiling.
+    expect(machineCeiling(617.6, { machine: 0.825 }, 2).ordersPerSecond).toBeCloseTo(
+      2 * worker.ordersPerSecond,
+      6,
+    );
+  });
 });
