@@ -13,6 +13,7 @@ import {
   reported,
   round,
   saveResult,
+  summaryName,
   verdict,
   type Verdict,
 } from './lib/harness.ts';
@@ -350,5 +351,5 @@ const elapsedSeconds = round((Date.now() - startedAt.getTime()) / 1000, 0);
 summary['elapsedSeconds'] = elapsedSeconds;
 console.log(`\n=== targets (issue 12), profile ${plan.name}, ${elapsedSeconds} s`);
 printVerdicts(verdicts);
-await saveResult(`summary-${plan.name}`, summary);
+await saveResult(summaryName(plan.name, only), summary);
 await services.stop();

@@ -505,6 +505,14 @@ export function printVerdicts(verdicts: Verdict[]): void {
     );
 }
 
+/**
+ * The name of a run's summary: `summary-<profile>` for a whole run, `summary-<profile>-only-<part>` for one part
+ * (BENCH_ONLY), so that a part run alone never replaces the summary of the last whole run.
+ */
+export function summaryName(profile: string, only: string | undefined): string {
+  return only ? `summary-${profile}-only-${only}` : `summary-${profile}`;
+}
+
 /** Writes bench/results/<name>.json, formatted as the repository's prettier check expects. */
 export async function saveResult(name: string, data: unknown): Promise<string> {
   mkdirSync(resultsDir, { recursive: true });

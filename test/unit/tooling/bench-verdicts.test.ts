@@ -1,7 +1,7 @@
 // The benchmark's verdicts (bench/lib/harness.ts verdict, bench/restore-at-scale.ts replicaShares): a figure is
 // judged as measured, never after rounding, and the figure shown falls on the same side of the bound as the one judged.
 import { describe, expect, it } from 'vitest';
-import { verdict } from '../../../bench/lib/harness.ts';
+import { summaryName, verdict } from '../../../bench/lib/harness.ts';
 import { replicaShares, type RestoreResult } from '../../../bench/restore-at-scale.ts';
 import { machineCeiling } from '../../../bench/worker-throughput.ts';
 
@@ -68,5 +68,10 @@ describe('benchmark verdicts', () => {
       2 * worker.ordersPerSecond,
       6,
     );
+  });
+  it("keeps the whole run's summary when one part runs alone (BENCH_ONLY)", () => {
+    expect(summaryName('full', undefined)).toBe('summary-full');
+    expect(summaryName('full', 'webhooks')).toBe('summary-full-only-webhooks');
+    expect(summaryName('small', 'restore')).not.toBe(summaryName('small', undefined));
   });
 });
