@@ -563,7 +563,6 @@ export async function runThroughput(opts: {
   }
 }
 
-/** "system 0.93, exchange 0.37, Kafka broker 0.24, Redis 0.05, machine 1.71 of 2": a process near 1 is bound by its one thread. */
 /**
  * What the whole machine spends per created order in a phase (CPU ms of every process, from /proc/stat), and the
  * creation rate that cost would allow with every CPU of the machine busy: the ceiling no scheduling of the same work
@@ -588,6 +587,7 @@ export function describeCeiling(
   return `machine CPU per created order ${own.machineMsPerOrder.toFixed(2)} ms (floor's ${floors.machineMsPerOrder.toFixed(2)}); with all ${cpus().length} CPUs busy at that cost ${own.ordersPerSecond.toFixed(0)} orders/s = ${(own.ordersPerSecond / floor.createdPerSecond).toFixed(2)}x the floor`;
 }
 
+/** "system 0.93, exchange 0.37, Kafka broker 0.24, Redis 0.05, machine 1.71 of 2": a process near 1 is bound by its one thread. */
 export function describeCores(cores: PhaseCores, processes: number): string {
   const system = processes > 1 ? `system ${cores.system} (${processes} processes)` : `system ${cores.system}`;
   const exchange = cores.exchange === null ? '' : `, exchange ${cores.exchange}`;
