@@ -96,3 +96,18 @@ export function matchCreate(order: ExchangeOrderView, create: CreateOrderInput):
 export function describeDifferences(differences: readonly MatchDifference[]): string {
   return differences.map((d) => `${d.field} "${d.ours}" vs "${d.theirs}"`).join('; ');
 }
+
+/**
+ * What makes orders siblings, whose exchange orders a lookup could mistake for one another: one mode (one API key's
+ * listing), one pair, one withdraw address (compared loosely: every spelling a match or a near match could have).
+ */
+export function siblingKeyOf(
+  create: Pick<CreateOrderInput, 'mode' | 'depositCurrency' | 'withdrawCurrency' | 'withdrawAddress'>,
+): string {
+  return [
+    create.mode,
+    create.depositCurrency.trim().toUpperCase(),
+    create.withdrawCurrency.trim().toUpperCase(),
+    create.withdrawAddress.trim().toLowerCase(),
+  ].join('|');
+}
