@@ -137,8 +137,9 @@ export function createActors(
               ...(input.userTimezone ? { userTimezone: input.userTimezone } : {}),
             });
           } catch (error) {
-            // A POST that may still land keeps its mark until it expires: its order may appear after this.
-            if (!(error instanceof ExchangeError && error.action === 'unknown_outcome')) closeMark();
+            // No answer will be claimed by this call: an order its POST may have made is this order's lookup's to
+            // find, in fair competition (claims) with its siblings' lookups.
+            closeMark();
             throw error;
           }
           const reference = result.order.uniqueReference;
@@ -166,7 +167,8 @@ export function createActors(
           try {
             ours = await claim(reference, input.orderId);
           } catch (error) {
-            // Not known to be ours: in doubt. The mark stays up until it expires; the lookup claims it then.
+            // Not known to be ours: in doubt; the lookup claims it later.
+            closeMark();
             throw unknown(
               createCodes.claimUnconfirmed,
               `created ${reference}, but its claim could not be taken (${(error as Error).message}); the lookup claims it later`,
