@@ -109,11 +109,15 @@ function eventCatalogue(snapshot: OrderSnapshot): OrderEvent[] {
     error('createOrder', 'unknown_outcome'),
     error('createOrder', 'backoff'),
     error('createOrder', 'mode_mismatch'),
-    // The POST made an exchange order another order holds (its claim said so).
-    error('createOrder', 'unknown_outcome', {
-      code: 'created_order_claimed_elsewhere',
-      evidence: { uniqueReference: 'HELD1', claim: 'another_order', created: true },
-    }),
+    // The POST made an exchange order another order holds (its claim said so): what only a CeFi lookup acts on.
+    ...(snapshot.context.request.mode === 'defi'
+      ? []
+      : [
+          error('createOrder', 'unknown_outcome', {
+            code: 'created_order_claimed_elsewhere',
+            evidence: { uniqueReference: 'HELD1', claim: 'another_order', created: true },
+          }),
+        ]),
     done('findExistingOrder', { order: view('INITIAL'), at }),
     done('findExistingOrder', { order: null, at }),
     // Another order's POST of the same siblings is out: nothing can be concluded yet.
