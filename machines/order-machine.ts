@@ -202,6 +202,7 @@ export const orderMachineSetup = setup({
     /** The lookup could conclude nothing yet (another order's POST of the same siblings is out): look again later. */
     lookupDeferred: (_, params: { readonly output: FindExistingOrderOutput }) =>
       params.output.order === null && params.output.recheckAt !== undefined,
+    /** The same, for a parked order's re-check: it waits parked (quietly) until then. */
     parkedLookupDeferred: ({ context }, params: { readonly output: FindExistingOrderOutput }) =>
       context.parkedAt !== null && params.output.order === null && params.output.recheckAt !== undefined,
     /** A re-check of a parked order (it goes back to waiting parked, whatever it finds short of an order). */
