@@ -83,6 +83,17 @@ export function isRetryableAction(action: FailureAction): boolean {
   return failureRetryPolicy[action] !== 'never';
 }
 
+/**
+ * What a create that did not end in order.created learnt of the exchange order its POST was answered with: its
+ * reference, whether that order is this one's (`claim`: claimed by it, the claim could not be confirmed, or another
+ * order's), and whether a POST of this order made it (false: a 200 reuse answering a first POST named it).
+ */
+export interface CreateEvidence {
+  readonly uniqueReference: string;
+  readonly claim: 'ours' | 'unconfirmed' | 'another_order';
+  readonly created: boolean;
+}
+
 /** A failed exchange call as the machine sees it (thrown by the runtime's actors; JSON-serialisable). */
 export interface ExchangeFailure {
   readonly kind: 'exchange_failure';
@@ -93,7 +104,22 @@ export interface ExchangeFailure {
   readonly message: string;
   readonly httpStatus?: number;
   readonly retryAfterMs?: number;
+  /** A create's POST was answered, yet the create is not done (see CreateEvidence). */
+  readonly evidence?: CreateEvidence;
 }
+
+/**
+ * Codes of the create's own conclusions that both the runtime (which finds them) and the machine (which acts on
+ * them) name. `lookup_unreachable`: the window of a create in doubt lies beyond what the lookup's page cap can ever
+ * reach (the listing only grows), so re-checking it is pointless; the order stays parked for order.settle.
+ */
+export const createCodes = {
+  lookupUnreachable: 'lookup_unreachable',
+  claimedElsewhere: 'created_order_claimed_elsewhere',
+  reusedForeign: 'reused_foreign_order',
+  claimUnconfirmed: 'create_claim_unconfirmed',
+  nearMatch: 'lookup_near_match',
+} as const;
 
 export function isExchangeFailure(value: unknown): value is ExchangeFailure {
   return (

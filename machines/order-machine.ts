@@ -6,8 +6,14 @@
 // in context on entry to the state that performs it, before the call starts.
 
 import { and, assign, emit, enqueueActions, not, setup } from 'xstate';
-import { exchangeStatusRank, movesBackwards, terminalExchangeStatuses } from './domain.ts';
-import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
+import {
+  createCodes,
+  exchangeStatusRank,
+  isExchangeFailure,
+  movesBackwards,
+  terminalExchangeStatuses,
+} from './domain.ts';
+import type { ExchangeFailure, ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
 import {
   canRequote,
   failureReasonOf,
@@ -28,7 +34,9 @@ import {
   hintCoalescingOf,
   initialOrderContext,
   isCreateInDoubt,
+  maxForeignReferences,
   needsQuote,
+  parkedRecheckAt,
   preScreenInputOf,
   quoteRequestOf,
   remainingMs,
@@ -191,6 +199,24 @@ export const orderMachineSetup = setup({
     pairingRejected: (_, params: { readonly output: CheckAddressOutput }) => !params.output.ok,
     existingOrderFound: (_, params: { readonly output: FindExistingOrderOutput }) =>
       params.output.order !== null,
+    /** The lookup could conclude nothing yet (another order's POST of the same siblings is out): look again later. */
+    lookupDeferred: (_, params: { readonly output: FindExistingOrderOutput }) =>
+      params.output.order === null && params.output.recheckAt !== undefined,
+    /** The same, for a parked order's re-check: it waits parked (quietly) until then. */
+    parkedLookupDeferred: ({ context }, params: { readonly output: FindExistingOrderOutput }) =>
+      context.parkedAt !== null && params.output.order === null && params.output.recheckAt !== undefined,
+    /** A re-check of a parked order (it goes back to waiting parked, whatever it finds short of an order). */
+    parkedRecheck: ({ context }) => context.parkedAt !== null,
+    /** The parked create's lookup can never finish: it is re-checked no more (it waits for order.settle). */
+    parkedRecheckStopped: ({ context }) => context.lookupUnreachableAt != null,
+    /**
+     * A POST of this doubt made an exchange order that another order holds: "not created" is not a conclusion this
+     * order may draw (it would POST again), however the scan came out.
+     */
+    createdOrderHeldElsewhere: ({ context }) =>
+      context.pendingIntent?.kind === 'create' &&
+      context.pendingIntent.reference != null &&
+      (context.pendingIntent.foreign ?? []).includes(context.pendingIntent.reference),
     exchangeReports: (_, params: { readonly order: ExchangeOrderView; readonly status: ExchangeStatus }) =>
       params.order.status === params.status,
     hintPending: ({ context }) => context.hintPending,
@@ -250,6 +276,34 @@ export const orderMachineSetup = setup({
               ? context.pendingIntent.startedAt
               : context.now,
           outcome: inDoubt ? ('unknown' as const) : ('in_flight' as const),
+          // What the doubt learnt of the exchange orders its POSTs were answered with stays with it.
+          ...(context.pendingIntent?.kind === 'create' && inDoubt
+            ? {
+                reference: context.pendingIntent.reference ?? null,
+                foreign: context.pendingIntent.foreign ?? [],
+              }
+            : {}),
+        },
+      };
+    }),
+    /**
+     * A POST was answered, yet the create did not finish (its claim or confirmation failed, or the order named is
+     * another order's): the doubt keeps the reference, so the lookup asks for it first and the park names it, and
+     * never takes one that belongs to another order.
+     */
+    noteCreateEvidence: assign(({ context }, params: ThrownFailure) => {
+      const evidence = isExchangeFailure(params.error) ? params.error.evidence : undefined;
+      const intent = context.pendingIntent;
+      if (evidence === undefined || intent?.kind !== 'create') return {};
+      const foreign = intent.foreign ?? [];
+      return {
+        pendingIntent: {
+          ...intent,
+          reference: evidence.created ? evidence.uniqueReference : (intent.reference ?? null),
+          foreign:
+            evidence.claim === 'another_order' && !foreign.includes(evidence.uniqueReference)
+              ? [...foreign, evidence.uniqueReference].slice(-maxForeignReferences)
+              : foreign,
         },
       };
     }),
@@ -303,19 +357,42 @@ export const orderMachineSetup = setup({
     doubtCleared: assign({ parkedAt: null }),
     parkOrder: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
+      const rechecks = context.parkedAt === null ? 0 : (context.parkedRechecks ?? 0);
+      // A lookup that can never finish is not tried again: it would spend its share of the budget for nothing.
+      const unreachable =
+        context.lookupUnreachableAt != null
+          ? context.lookupUnreachableAt
+          : failure.code === createCodes.lookupUnreachable
+            ? failure.at
+            : null;
       enqueue.assign({
         now: failure.at,
         lastFailure: failure,
         parkedAt: context.parkedAt ?? failure.at,
-        retryAt: failure.at + context.config.parkedRecheckMs,
+        parkedRechecks: rechecks,
+        lookupUnreachableAt: unreachable,
+        retryAt:
+          unreachable !== null ? null : parkedRecheckAt({ ...context, parkedRechecks: rechecks }, failure.at),
       });
       // Published once per doubt; re-checks that change nothing stay quiet.
       if (context.parkedAt === null) enqueue.emit(parkedEventOf(context, failure));
     }),
+    /** A re-check of a parked order could conclude nothing yet: it waits parked until then (quietly). */
+    deferParkedRecheck: assign((_, params: { readonly output: FindExistingOrderOutput }) => ({
+      now: params.output.at,
+      retryAt: params.output.recheckAt ?? params.output.at,
+    })),
+    /** The lookup could conclude nothing yet: it looks again then; it did not fail (the failure streak ends). */
+    deferLookup: assign((_, params: { readonly output: FindExistingOrderOutput }) => ({
+      now: params.output.at,
+      attempt: 0,
+      retryAt: params.output.recheckAt ?? params.output.at,
+    })),
     parkedRecheckDue: assign(({ context }) => ({
       now: Math.max(context.now, context.retryAt ?? context.now),
       retryAt: null,
       attempt: 0,
+      parkedRechecks: (context.parkedRechecks ?? 0) + 1,
     })),
     noteAdoptReference: assign((_, params: { readonly event: SettleEvent }) => ({
       now: params.event.at,
@@ -327,7 +404,7 @@ export const orderMachineSetup = setup({
         now: failure.at,
         lastFailure: failure,
         adoptReference: null,
-        retryAt: failure.at + context.config.parkedRecheckMs,
+        retryAt: context.lookupUnreachableAt != null ? null : parkedRecheckAt(context, failure.at),
       });
       enqueue.emit({
         type: 'order.settle_refused',
@@ -670,6 +747,18 @@ const endedAtExchange = <Announce extends 'emitCompleted' | 'emitRefunded' | 'ca
 
 const seenOf = ({ event }: { event: { output: ObservedOrder } }) => event.output;
 
+/** Why a doubt whose POST made an exchange order another order holds is parked (its lookup found no other). */
+function heldElsewhere(context: OrderContext, at: number): ExchangeFailure & { readonly at: number } {
+  const reference = context.pendingIntent?.kind === 'create' ? context.pendingIntent.reference : null;
+  return {
+    kind: 'exchange_failure',
+    action: 'fatal',
+    code: createCodes.claimedElsewhere,
+    message: `POST /orders/ made exchange order ${reference ?? '?'}, which another order holds; no other order of this content is free, so this one is not created again`,
+    at,
+  };
+}
+
 /** An end the answer to a status poll confirms: to its final state, announced. */
 const pollEnds = () =>
   [
@@ -855,12 +944,20 @@ export const orderMachine = orderMachineSetup.createMachine({
               {
                 guard: { type: 'doubtMayRetry', params: thrown },
                 target: 'waiting',
-                actions: ['markCreateInDoubt', { type: 'scheduleDoubtCheck', params: thrown }],
+                actions: [
+                  'markCreateInDoubt',
+                  { type: 'noteCreateEvidence', params: thrown },
+                  { type: 'scheduleDoubtCheck', params: thrown },
+                ],
               },
               {
                 guard: { type: 'doubtRemains', params: thrown },
                 target: 'parked',
-                actions: ['markCreateInDoubt', { type: 'parkOrder', params: thrown }],
+                actions: [
+                  'markCreateInDoubt',
+                  { type: 'noteCreateEvidence', params: thrown },
+                  { type: 'parkOrder', params: thrown },
+                ],
               },
               // Expired or invalid rate_id, promised-rate mismatch, non-actionable rate: a fresh quote, a bounded number of times.
               {
@@ -895,6 +992,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             input: ({ context }): FindExistingOrderInput => ({
               create: createInputOf(context),
               since: context.pendingIntent?.kind === 'create' ? context.pendingIntent.startedAt : context.now,
+              parked: context.parkedAt !== null,
             }),
             onDone: [
               {
@@ -909,6 +1007,26 @@ export const orderMachine = orderMachineSetup.createMachine({
                   }),
                 },
               },
+              // Nothing can be concluded while another order's POST of the same siblings is out: look again later.
+              {
+                guard: { type: 'parkedLookupDeferred', params: outputOf },
+                target: 'parked',
+                actions: { type: 'deferParkedRecheck', params: outputOf },
+              },
+              {
+                guard: { type: 'lookupDeferred', params: outputOf },
+                target: 'waiting',
+                actions: { type: 'deferLookup', params: outputOf },
+              },
+              // A POST of this doubt made an exchange order another order holds: never POST again; park.
+              {
+                guard: 'createdOrderHeldElsewhere',
+                target: 'parked',
+                actions: {
+                  type: 'parkOrder',
+                  params: ({ context, event }) => ({ error: heldElsewhere(context, event.output.at) }),
+                },
+              },
               // Definitely not created (complete scan, settle window passed): the POST may go out again.
               {
                 target: 'posting',
@@ -916,6 +1034,8 @@ export const orderMachine = orderMachineSetup.createMachine({
               },
             ],
             onError: [
+              // A parked order's re-check looks once: whatever stops it, the next re-check comes after the back-off.
+              { guard: 'parkedRecheck', target: 'parked', actions: { type: 'parkOrder', params: thrown } },
               {
                 guard: { type: 'mayRetry', params: thrown },
                 target: 'waiting',
@@ -965,6 +1085,8 @@ export const orderMachine = orderMachineSetup.createMachine({
           },
           after: {
             parkedRecheckDelay: [
+              // Only setTimeout's limit brings this timer back for an order no re-check can help: wait on.
+              { guard: 'parkedRecheckStopped', target: 'parked', reenter: true },
               { guard: 'createRepeatable', target: 'posting', actions: 'parkedRecheckDue' },
               { target: 'verifying', actions: 'parkedRecheckDue' },
             ],

@@ -26,6 +26,7 @@ import { ListingShare } from './redis/listing-share.ts';
 import { OrderIndex } from './redis/order-index.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
+import { RedisCreatesInFlight } from './redis/creates-in-flight.ts';
 import { RedisReferenceClaims } from './redis/reference-claims.ts';
 import { CurrencyCatalog } from './exchange/currency-catalog.ts';
 import { tradingModes } from '../machines/domain.ts';
@@ -99,6 +100,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       redisLog.warn({ code: error.code }, 'quote cooldown refused: Redis did not answer'),
   });
   const referenceClaims = new RedisReferenceClaims(redis);
+  const createsInFlight = new RedisCreatesInFlight(redis);
   // The routes of other replicas' orders this one routed webhooks for lately (about 2 MiB at most): an order's
   // later webhooks are routed without reading Redis again.
   const orderIndex = new OrderIndex(redis, { cacheEntries: 10_000 });
@@ -117,11 +119,14 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         );
       await referenceClaims.reassert(reference, orderId).then(
         (ours) => {
-          if (!ours)
-            routeLog.error(
-              { orderId, uniqueReference: reference },
-              'exchange order claimed by another order',
-            );
+          if (ours) return;
+          // This order published the exchange order (its record names it), yet another order claims it: both
+          // may have handed its deposit address out. Nothing is undone automatically (docs/operations.md).
+          telemetry.metrics.createDoubts.add(1, { kind: 'route_claimed_elsewhere' });
+          routeLog.error(
+            { orderId, uniqueReference: reference },
+            'exchange order claimed by another order: two orders may have published it (worker_create_doubts{kind="route_claimed_elsewhere"}; see docs/operations.md)',
+          );
         },
         () => {},
       );
@@ -200,6 +205,14 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     client,
     cooldown,
     claims: referenceClaims,
+    inFlight: createsInFlight,
+    onCreateDoubt: ({ kind, orderId, uniqueReference, message }) => {
+      telemetry.metrics.createDoubts.add(1, { kind });
+      exchangeLog.warn(
+        { orderId, kind, ...(uniqueReference ? { uniqueReference } : {}) },
+        `create in doubt: ${message} (worker_create_doubts{kind="${kind}"}; see docs/operations.md)`,
+      );
+    },
     ...(catalog ? { catalog } : {}),
     onUnchecked: (orderId, unchecked) =>
       pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),

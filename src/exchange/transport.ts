@@ -38,6 +38,7 @@ import {
   LocalRequestBudget,
   type RequestBudget,
   type RequestPriority,
+  type RequestShare,
 } from './request-budget.ts';
 import { userTimezoneProblem } from './user-timezone.ts';
 
@@ -93,6 +94,8 @@ export interface ExchangeTransportOptions {
 export interface CallOptions {
   readonly signal?: AbortSignal;
   readonly priority?: RequestPriority;
+  /** The part of the key's budget this call is held to, on top of its priority (request-budget.ts, requestShares). */
+  readonly share?: RequestShare;
   /** `X-User-Timezone`: "GMT +HH:MM (Area/City)"; a value the exchange could not use is dropped with a warning. */
   readonly userTimezone?: string;
   /**
@@ -378,15 +381,24 @@ export class ExchangeTransport {
     priority: RequestPriority,
     signal: AbortSignal | undefined,
     parent: Context,
+    share: RequestShare | undefined,
   ): Promise<void> {
     const startedAt = performance.now();
     const span = this.#tracer.startSpan(
       'exchange budget wait',
-      { attributes: { 'exchange.trading_mode': spec.mode, 'exchange.priority': priority } },
+      {
+        attributes: {
+          'exchange.trading_mode': spec.mode,
+          'exchange.priority': priority,
+          ...(share !== undefined ? { 'exchange.budget_share': share } : {}),
+        },
+      },
       parent,
     );
     try {
-      await this.#budget.acquire(budgetKey, priority, signal);
+      await (share === undefined
+        ? this.#budget.acquire(budgetKey, priority, signal)
+        : this.#budget.acquire(budgetKey, priority, signal, share));
     } finally {
       span.end();
       this.#observer?.budgetWaited({
@@ -447,7 +459,7 @@ export class ExchangeTransport {
     const priority = options.priority ?? spec.priority;
 
     for (let attempt = 1; ; attempt++) {
-      await this.#waitForBudget(spec, credential.budgetKey, priority, options.signal, parent);
+      await this.#waitForBudget(spec, credential.budgetKey, priority, options.signal, parent, options.share);
       options.signal?.throwIfAborted();
       await options.beforeSend?.();
       const span = this.#startAttemptSpan(spec, method, url, attempt, parent);

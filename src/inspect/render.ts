@@ -49,6 +49,11 @@ export function renderReport(report: OrderReport, ctx: { brokers: string[]; comm
     );
     lines.push(`  attempts   ${p.attempts ?? '?'} POST /orders/; rate_id ${p.rateId ?? '-'}`);
     if (p.tried.length) lines.push(`  checked    ${p.tried.join('; ')}`);
+    if (p.knownReference)
+      lines.push(
+        `  answered   ${p.knownReference.uniqueReference}${p.knownReference.heldElsewhere ? ' (made by this order, held by another: do not adopt it here)' : ' (its POST was answered with it; check it first)'}`,
+      );
+    if (p.recheck) lines.push(`  re-checks  ${p.recheck}`);
     lines.push('  what an operator can do (a command on the commands topic, key = order_id):');
     for (const action of p.actions) {
       lines.push(`  - ${action.resolution}: ${action.when}`);

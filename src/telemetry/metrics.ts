@@ -66,6 +66,7 @@ export class WorkerMetrics {
   readonly webhooks;
   readonly webhookToEvent;
   readonly heapReductions;
+  readonly createDoubts;
 
   /** The exporter must be one of the meter provider's readers (see sdk.ts); `meter` comes from that provider. */
   constructor(meter: Meter, exporter: PrometheusExporter) {
@@ -162,6 +163,10 @@ export class WorkerMetrics {
     this.webhookToEvent = seconds(
       'worker_webhook_to_event_seconds',
       'from a webhook received to the committed event of the poll it triggered',
+    );
+    this.createDoubts = counter(
+      'worker_create_doubts',
+      'creates that did not end as their POST answer suggested (kind: claimed_elsewhere, reused_foreign, claim_unconfirmed, near_match, lookup_unreachable; route_claimed_elsewhere: a published order whose reference another order claims); see docs/operations.md',
     );
     this.heapReductions = counter(
       'worker_heap_reductions',

@@ -83,6 +83,46 @@ describe('describeOrder', () => {
     ]);
   });
 
+  it("shows a parked order's next re-check, or that it stopped for good, and the reference its POST returned", () => {
+    const parkedEvents = [event(1, 'order.parked', { reason: 'create_outcome_unknown', attempts: 1 })];
+    const scheduled = describeOrder({
+      orderId: 'o-1',
+      record: record(
+        {
+          resumeFrom: 'creating.parked',
+          stateValue: {},
+          context: {
+            retryAt: now + 600_000,
+            parkedRechecks: 1,
+            pendingIntent: { kind: 'create', reference: 'HELD', foreign: ['HELD'] },
+          },
+        },
+        1,
+      ),
+      events: parkedEvents,
+      lease: null,
+      now,
+    });
+    expect(scheduled.parked?.recheck).toMatch(/^next at 2026-01-01T00:10:00.000Z \(1 made so far/);
+    expect(scheduled.parked?.knownReference).toEqual({ uniqueReference: 'HELD', heldElsewhere: true });
+    const stopped = describeOrder({
+      orderId: 'o-1',
+      record: record(
+        {
+          resumeFrom: 'creating.parked',
+          stateValue: {},
+          context: { retryAt: null, lookupUnreachableAt: now - 1_000, pendingIntent: { kind: 'create' } },
+        },
+        1,
+      ),
+      events: parkedEvents,
+      lease: null,
+      now,
+    });
+    expect(stopped.parked?.recheck).toMatch(/^stopped since .*can never finish.*order\.settle/);
+    expect(stopped.parked?.knownReference).toBeNull();
+  });
+
   it('is no longer parked once the order was settled (created or finished after order.parked)', () => {
     const report = describeOrder({
       orderId: 'o-1',
