@@ -329,6 +329,8 @@ export const configVariables = z.object({
   /** Commands of one partition whose Kafka writes may be in flight at once; 1: each waits for its transaction. */
   COMMAND_PIPELINE_DEPTH: intFromEnv(32, 1, 1_000),
   API_BUDGET_PER_MINUTE: intFromEnv(2_500, 1, 100_000),
+  /** The longest a throttle's Retry-After holds an API key for every replica (src/exchange/retry-after.ts). */
+  EXCHANGE_RETRY_AFTER_MAX_MS: intFromEnv(60_000, 1_000, 600_000),
   QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
   CREATE_SETTLE_MS: intFromEnv(60_000, 1_000, 600_000),
   PARKED_RECHECK_MS: intFromEnv(300_000, 1_000, 3_600_000),
@@ -409,6 +411,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
       cefi_fixed: value.EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED,
     },
     budgetPerMinute: value.API_BUDGET_PER_MINUTE,
+    retryAfterMaxMs: value.EXCHANGE_RETRY_AFTER_MAX_MS,
     currencyCatalogRefreshMs: value.CURRENCY_CATALOG_REFRESH_MS,
   },
   webhooks: {

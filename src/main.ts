@@ -175,6 +175,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
     referralTokens: config.exchange.referralTokens,
     budget,
+    retryAfterMaxMs: config.exchange.retryAfterMaxMs,
     tracer: telemetry.tracer,
     observer: exchangeObserver,
     logger: exchangeLog,

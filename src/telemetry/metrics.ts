@@ -46,6 +46,7 @@ export class WorkerMetrics {
   readonly commands;
   readonly exchangeCallDuration;
   readonly exchangeErrors;
+  readonly retryAfterCapped;
   readonly budgetWait;
   readonly kafkaCommitDuration;
   readonly kafkaTransactions;
@@ -92,6 +93,10 @@ export class WorkerMetrics {
     this.exchangeErrors = counter(
       'worker_exchange_errors',
       'failed exchange attempts by classification (operation, error_type, action)',
+    );
+    this.retryAfterCapped = counter(
+      'worker_exchange_retry_after_capped',
+      'throttled answers whose Retry-After exceeded EXCHANGE_RETRY_AFTER_MAX_MS and was cut to it (operation)',
     );
     this.budgetWait = seconds(
       'worker_exchange_budget_wait_seconds',
@@ -243,6 +248,8 @@ export class WorkerMetrics {
         }),
       budgetWaited: (wait: { mode: string; priority: string; seconds: number }): void =>
         this.budgetWait.record(wait.seconds, { mode: wait.mode, priority: wait.priority }),
+      retryAfterCapped: (capped: { operation: string }): void =>
+        this.retryAfterCapped.add(1, { operation: capped.operation }),
     };
   }
 
