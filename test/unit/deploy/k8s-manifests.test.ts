@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema, loadConfig } from '../../../src/config.ts';
+import { workerImageEnv } from './image-environment.ts';
 import { deployRoot, renderKustomization, type K8sObject } from './kustomize-renderer.ts';
 
 const targets = {
@@ -223,7 +224,8 @@ describe.each(['dev', 'production'] as const)('the %s overlay', (overlay) => {
       ...(config['KAFKA_SASL_MECHANISM'] ? { KAFKA_SASL_PASSWORD: 'p' } : {}),
       ...(config['REDIS_USERNAME'] ? { REDIS_PASSWORD: 'p' } : {}),
     };
-    expect(() => loadConfig({ ...files, ...secrets })).not.toThrow();
+    // As the pod sees it: the image's environment (NODE_ENV=production) under the ConfigMap's and the Secret's.
+    expect(() => loadConfig({ ...workerImageEnv(), ...files, ...secrets })).not.toThrow();
   });
 
   it('keeps the webhook Service to webhooks and puts metrics on the headless pods Service', () => {
