@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_MAX_COMMAND_BYTES } from './contract/commands.ts';
+import { DEFAULT_WEBHOOK_MAX_CONNECTIONS, DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES } from './http/http-server.ts';
 import { insecureTransportProblems, insecureTransportWarnings, isProduction } from './insecure-transport.ts';
 
 const secretVariables = new Set([
@@ -286,6 +287,10 @@ export const configVariables = z.object({
   WEBHOOK_SECRET: optionalSecret,
   WEBHOOK_SECRETS: secretList,
   WEBHOOK_ALLOW_UNSIGNED: booleanFromEnv,
+  /** Concurrent connections of the webhook server; more are refused at accept (http-server.ts). */
+  WEBHOOK_MAX_CONNECTIONS: intFromEnv(DEFAULT_WEBHOOK_MAX_CONNECTIONS, 16, 65_536),
+  /** Bytes of webhook bodies, unauthenticated until whole and verified, in flight at once (http-server.ts). */
+  WEBHOOK_MAX_UNVERIFIED_BYTES: intFromEnv(DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES, 1_048_576, 1_073_741_824),
   HTTP_PORT: intFromEnv(8080, 0, 65535),
   METRICS_PORT: intFromEnv(9464, 0, 65535),
   TOPIC_COMMANDS: topicName.default('exchange.orders.commands'),
@@ -433,6 +438,8 @@ export const configSchema = configVariables
         ]),
       ],
       allowUnsigned: value.WEBHOOK_ALLOW_UNSIGNED,
+      maxConnections: value.WEBHOOK_MAX_CONNECTIONS,
+      maxUnverifiedBytes: value.WEBHOOK_MAX_UNVERIFIED_BYTES,
     },
     httpPort: value.HTTP_PORT,
     metricsPort: value.METRICS_PORT,

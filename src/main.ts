@@ -287,7 +287,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     // The consumer is built below; a rewind is asked for only once commands flow.
     rewind: (partition, offset) => consumer.rewind(partition, offset),
     maxCommandBytes: config.maxCommandBytes,
-    metrics: telemetry.metrics.hostObserver(),
+    metrics: telemetry.metrics.hostObserver({
+      topic: config.topics.commands,
+      consumerGroup: config.consumerGroup,
+    }),
     homes,
   });
   restoring = () => host.restoring;
@@ -356,13 +359,18 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     }),
     now: () => Date.now(),
   });
+  telemetry.metrics.observeWebhookReceiver(receiver);
   const http = new HttpFace({
     logger,
     receiver,
+    limits: {
+      maxConnections: config.webhooks.maxConnections,
+      maxUnverifiedBytes: config.webhooks.maxUnverifiedBytes,
+    },
     verify,
     readiness: () => health.readiness(),
     liveness: () => health.liveness(),
-    metrics: telemetry.metrics,
+    metrics: { render: () => telemetry.metrics.render(), webhooks: telemetry.metrics.webhookObserver() },
   });
 
   const worker = new Worker(config, logger, {
