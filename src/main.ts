@@ -370,6 +370,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     verify,
     readiness: () => health.readiness(),
     liveness: () => health.liveness(),
+    startup: () => health.startup(),
+    acceptsWebhooks: () => health.acceptsWebhooks(),
     metrics: { render: () => telemetry.metrics.render(), webhooks: telemetry.metrics.webhookObserver() },
   });
 

@@ -37,6 +37,8 @@ export interface HttpFaceDeps {
   verify: WebhookReceiverDeps['verify'];
   readiness: OpsServerDeps['readiness'];
   liveness: NonNullable<OpsServerDeps['liveness']>;
+  startup: NonNullable<OpsServerDeps['startup']>;
+  acceptsWebhooks: NonNullable<OpsServerDeps['acceptsWebhooks']>;
   metrics: {
     /** The OpenTelemetry metrics in Prometheus text: the whole /metrics body. */
     render(): Promise<string>;
@@ -84,6 +86,8 @@ export class HttpFace {
       logger: deps.logger,
       readiness: deps.readiness,
       liveness: deps.liveness,
+      startup: deps.startup,
+      acceptsWebhooks: deps.acceptsWebhooks,
       metrics: () => deps.metrics.render(),
     });
   }

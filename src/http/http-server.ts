@@ -73,6 +73,10 @@ export interface OpsServerDeps {
   metrics: () => string | Promise<string>;
   /** /healthz answers 503 when this says not alive (the orchestrator restarts the process). */
   liveness?: () => { alive: boolean; detail?: string };
+  /** /startupz answers 503 until this says started (every assigned partition restored once). */
+  startup?: () => { started: boolean; detail?: string };
+  /** /readyz/webhooks answers 503 once this says false (stopping): the webhook Service's readiness. */
+  acceptsWebhooks?: () => boolean;
 }
 
 export const webhookPath = '/webhooks/exchange';
@@ -213,6 +217,17 @@ export function createOpsServer(deps: OpsServerDeps): http.Server {
           ? { status: 'alive' }
           : { status: 'dead', ...(live.detail ? { detail: live.detail } : {}) },
       );
+    }
+    if (path === '/startupz') {
+      const startup = deps.startup?.() ?? { started: true };
+      return send(res, startup.started ? 200 : 503, {
+        status: startup.started ? 'started' : 'starting',
+        ...(startup.detail ? { detail: startup.detail } : {}),
+      });
+    }
+    if (path === '/readyz/webhooks') {
+      const accepting = deps.acceptsWebhooks?.() ?? true;
+      return send(res, accepting ? 200 : 503, { status: accepting ? 'accepting' : 'stopping' });
     }
     if (path === '/readyz') {
       deps

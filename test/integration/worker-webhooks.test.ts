@@ -156,6 +156,8 @@ describe('webhook receiver', () => {
       expect((await fetch(`${webhookBase}${path}`)).status, path).toBe(404);
     expect((await fetch(`${metricsBase}/healthz`)).status).toBe(200);
     expect((await fetch(`${metricsBase}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`${metricsBase}/startupz`)).json()).toMatchObject({ status: 'started' });
+    expect((await fetch(`${metricsBase}/readyz/webhooks`)).status).toBe(200);
     const metrics = await (await fetch(`${metricsBase}/metrics`)).text();
     expect(metrics).toContain('worker_webhooks_total{result=');
     // Every request to the webhook server is timed, the 404s above included (HTTP semantic conventions).
@@ -256,6 +258,9 @@ describe('webhook signing configuration', () => {
       }
       expect(health).toBe(200);
       expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(503);
+      // Alive, but not started: the start-up probe holds the pod back until its partitions are restored.
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/startupz`)).status).toBe(503);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz/webhooks`)).status).toBe(200);
       const body = JSON.stringify({ unique_reference: 'STARTING1', status: 'PAID', id: 'x' });
       const url = `http://127.0.0.1:${webhookPort}/webhooks/exchange`;
       const signed = await fetch(url, {
