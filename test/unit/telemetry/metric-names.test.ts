@@ -2,6 +2,8 @@
 // one exists, and /metrics shows them as the specification's Prometheus compatibility rules translate them (unit
 // suffix, then `_total`). Every instrument the worker creates is exported; the webhook receiver's counters are
 // among them (one metrics path: nothing hand-written beside the SDK's exposition).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { prometheusName, unitSuffix } from '../../../src/telemetry/prometheus-names.ts';
 import { workerMetricFamilies } from '../../support/worker-metric-families.ts';
@@ -77,5 +79,30 @@ describe('the worker metrics', async () => {
     expect(
       [...families.keys()].filter((name) => /^worker_webhooks_[a-z_]+_total$/.test(name)).sort(),
     ).toEqual(['worker_webhooks_shed_total', 'worker_webhooks_verified_total']);
+  });
+
+  it('is what the README and the runbook name (the renames table aside)', () => {
+    const root = join(import.meta.dirname, '..', '..', '..');
+    const runbook = readFileSync(join(root, 'docs', 'operations.md'), 'utf8');
+    const renames = runbook.slice(
+      runbook.indexOf('## Metric names'),
+      runbook.indexOf('\n## ', runbook.indexOf('## Metric names') + 5),
+    );
+    const docs = readFileSync(join(root, 'README.md'), 'utf8') + runbook.replace(renames, '');
+    const named = new Set(
+      [...docs.matchAll(/\b((?:worker|messaging|http_server|process_memory)_[a-z0-9_]+)/g)].map((m) =>
+        (m[1] as string).replace(/_(bucket|count|sum)$/, ''),
+      ),
+    );
+    // Label names and a log field that look like metric names.
+    const notMetrics = new Set([
+      'worker_id',
+      'messaging_system',
+      'messaging_operation_name',
+      'messaging_destination_name',
+      'messaging_consumer_group_name',
+    ]);
+    const exported = new Set([...families.keys(), ...notMetrics]);
+    expect([...named].filter((name) => !exported.has(name))).toEqual([]);
   });
 });
