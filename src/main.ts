@@ -180,6 +180,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
     referralTokens: config.exchange.referralTokens,
     budget,
+    retryAfterMaxMs: config.exchange.retryAfterMaxMs,
     tracer: telemetry.tracer,
     observer: exchangeObserver,
     logger: exchangeLog,
@@ -299,7 +300,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     // The consumer is built below; a rewind is asked for only once commands flow.
     rewind: (partition, offset) => consumer.rewind(partition, offset),
     maxCommandBytes: config.maxCommandBytes,
-    metrics: telemetry.metrics.hostObserver(),
+    metrics: telemetry.metrics.hostObserver({
+      topic: config.topics.commands,
+      consumerGroup: config.consumerGroup,
+    }),
     homes,
   });
   restoring = () => host.restoring;
@@ -368,13 +372,20 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     }),
     now: () => Date.now(),
   });
+  telemetry.metrics.observeWebhookReceiver(receiver);
   const http = new HttpFace({
     logger,
     receiver,
+    limits: {
+      maxConnections: config.webhooks.maxConnections,
+      maxUnverifiedBytes: config.webhooks.maxUnverifiedBytes,
+    },
     verify,
     readiness: () => health.readiness(),
     liveness: () => health.liveness(),
-    metrics: telemetry.metrics,
+    startup: () => health.startup(),
+    acceptsWebhooks: () => health.acceptsWebhooks(),
+    metrics: { render: () => telemetry.metrics.render(), webhooks: telemetry.metrics.webhookObserver() },
   });
 
   const worker = new Worker(config, logger, {

@@ -105,7 +105,9 @@ export const classificationTable: readonly ClassificationRow[] = [
     patterns: ['Too many cross-chain fixed-rate quote requests'],
     action: 'throttled',
   },
-  { code: 'throttled', patterns: ['throttled'], action: 'throttled', globalThrottle: true },
+  // The global throttle is a 429 (the document: "HTTP 429, header Retry-After"); "throttled" in a 5xx or 4xx body
+  // from a proxy or a bug must not hold the key for every replica.
+  { code: 'throttled', patterns: ['throttled'], action: 'throttled', globalThrottle: true, httpStatus: 429 },
   // Authentication
   { code: 'credentials_missing', patterns: ['credentials were not provided'], action: 'fatal' },
   // The document names two causes of a 401 - missing or invalid credentials, which answer with the
