@@ -235,7 +235,8 @@ export class WorkerMetrics {
       'from a webhook received to the committed event of the poll it triggered',
     );
     this.createDoubts = counter(
-      'worker_create_doubts',
+      'worker.create_doubts',
+      '{create}',
       'creates that did not end as their POST answer suggested (kind: claimed_elsewhere, reused_foreign, claim_unconfirmed, near_match, lookup_unreachable; route_claimed_elsewhere: a published order whose reference another order claims); see docs/operations.md',
     );
     this.heapReductions = counter(
