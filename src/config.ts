@@ -5,6 +5,13 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_MAX_COMMAND_BYTES } from './contract/commands.ts';
+import {
+  operationsConfig,
+  operationsProblems,
+  operationsVariables,
+  operatorToolSchema,
+  type OperatorToolConfig,
+} from './config-operations.ts';
 
 const secretVariables = new Set([
   'EXCHANGE_API_KEY_DEFI',
@@ -21,6 +28,7 @@ const secretVariables = new Set([
   'REDIS_PASSWORD',
   'OTEL_EXPORTER_OTLP_HEADERS',
   'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'OPS_API_TOKEN',
 ]);
 
 const httpUrl = z
@@ -370,6 +378,7 @@ export const configVariables = z.object({
   OTEL_PROPAGATORS: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ...connectionSecurityVariables,
+  ...operationsVariables,
 });
 
 /** Rules between the variables of the connections and topics (shared by the worker and the operator tools). */
@@ -461,6 +470,7 @@ export const configSchema = configVariables.superRefine(refineConnections).trans
   logLevel: value.LOG_LEVEL,
   otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
   security: connectionSecurity(value),
+  operations: operationsConfig(value),
   telemetry: {
     serviceName: value.OTEL_SERVICE_NAME,
     // Spans leave the process only when an exporter or an endpoint is named (the SDK's own default would send
@@ -518,6 +528,7 @@ function crossFieldProblems(env: Record<string, string | undefined>): string[] {
     problems.push(
       'WEBHOOK_ALLOW_UNSIGNED: must not be true while a webhook signing secret is set (signed deliveries would sit beside unsigned ones)',
     );
+  problems.push(...operationsProblems(env));
   const port = (name: string, fallback: string): string => env[name]?.trim() || fallback;
   if (port('HTTP_PORT', '8080') === port('METRICS_PORT', '9464') && port('HTTP_PORT', '8080') !== '0')
     problems.push(
@@ -565,6 +576,7 @@ export function secretValues(config: WorkerConfig): string[] {
       ? undefined
       : config.security.kafka.sasl?.password,
     config.security.redis.password,
+    ...config.operations.apiTokens,
   ].filter((value): value is string => value !== undefined && value !== '');
 }
 
@@ -613,4 +625,11 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
     throw new ConfigError(parsed.error.issues.map(problemOf));
   }
   return deepFreeze(parsed.data);
+}
+
+/** The operator tools' own variables (signing key, exchange access, console), beside loadOperatorConfig's. */
+export function loadOperatorToolConfig(env: Record<string, string | undefined>): OperatorToolConfig {
+  const parsed = operatorToolSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map(problemOf));
+  return parsed.data;
 }

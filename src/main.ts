@@ -10,7 +10,10 @@ import { ConfigError, configWarnings, loadConfig, secretValues, type WorkerConfi
 import { createOrderTimeoutMs, ExchangeClient } from './exchange/client.ts';
 import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
 import { webhookVerifier } from './exchange/webhook-signature.ts';
+import { FleetView } from './fleet/fleet-view.ts';
+import { bearerCheck } from './http/bearer-auth.ts';
 import { HttpFace } from './http/http-face.ts';
+import { createOrdersApi } from './http/orders-api.ts';
 import { normalizeWebhook } from './http/normalize-webhook.ts';
 import { createWebhookReceiver, type WebhookReceiverDeps } from './http/webhook-receiver.ts';
 import { BestEffortProducer } from './kafka/best-effort-producer.ts';
@@ -31,6 +34,7 @@ import { CurrencyCatalog } from './exchange/currency-catalog.ts';
 import { tradingModes } from '../machines/domain.ts';
 import { WebhookDedupe } from './redis/webhook-dedupe.ts';
 import { createLogger, onceEvery, type Logger } from './telemetry/logger.ts';
+import { observeFleet } from './telemetry/fleet-metrics.ts';
 import { startTelemetry, type Telemetry } from './telemetry/sdk.ts';
 import { CefiListing, listedModes } from './worker/cefi-listing.ts';
 import { createExchangeActors } from './worker/exchange-actors.ts';
@@ -240,6 +244,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       if (outcome === 'committed') telemetry.metrics.kafkaTransactions.add(1);
     },
   });
+  const fleet = new FleetView();
   const store = new OrderStateStore({
     kafka,
     topic: config.topics.state,
@@ -248,6 +253,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     onReference: (reference, orderId, partition) => orderRoutes.record(reference, orderId, partition),
+    // Every replica's read view of every order: the read API answers for any order from it.
+    onRecord: (record) => ('forgotten' in record ? fleet.forget(record.forgotten) : fleet.apply(record)),
   });
   const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
   const eventLoopLoad = new EventLoopLoad();
@@ -355,10 +362,29 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     }),
     now: () => Date.now(),
   });
+  const leaseReads = new OrderLease(redis);
+  const ordersApi = createOrdersApi({
+    auth: bearerCheck(config.operations.apiTokens),
+    view: fleet,
+    replicaOf: async (orderId) => {
+      const holder = await leaseReads.holder(orderId);
+      // A lease owner is `<WORKER_ID>:<pid>:<random>` (WORKER_ID has no colon).
+      return holder
+        ? {
+            worker_id: holder.owner.split(':')[0] ?? holder.owner,
+            fence: holder.fence,
+            lease_remaining_ms: holder.remainingMs,
+          }
+        : null;
+    },
+    workerId: config.workerId,
+    now: () => Date.now(),
+  });
   const http = new HttpFace({
     logger,
     receiver,
     verify,
+    routes: ordersApi,
     readiness: () => health.readiness(),
     liveness: () => health.liveness(),
     metrics: telemetry.metrics,
@@ -417,6 +443,15 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     consumerLag: () => worker.consumerLag,
     // The exchange's longest recommended interval between two confirmations of an order.
     confirmationFreshness: () => host.confirmationFreshness(Date.now(), 60_000),
+  });
+
+  observeFleet({
+    counts: () => {
+      const owned = new Set(store.ownedPartitions());
+      return fleet.counts(Date.now(), config.operations.stalledAfterMs, (order) =>
+        owned.has(order.partition),
+      );
+    },
   });
 
   if (config.webhooks.secrets.length === 0)

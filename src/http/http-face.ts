@@ -36,6 +36,8 @@ export interface HttpFaceDeps {
   verify: WebhookReceiverDeps['verify'];
   readiness: OpsServerDeps['readiness'];
   liveness: NonNullable<OpsServerDeps['liveness']>;
+  /** The read API's routes (orders-api.ts), when built. */
+  routes?: OpsServerDeps['routes'];
   metrics: {
     /** The OpenTelemetry metrics in Prometheus text. */
     render(): Promise<string>;
@@ -111,6 +113,7 @@ export class HttpFace {
       logger: deps.logger,
       readiness: deps.readiness,
       liveness: deps.liveness,
+      ...(deps.routes ? { routes: deps.routes } : {}),
       metrics: async () => `${await deps.metrics.render()}${webhookCounterText(deps.receiver)}`,
     });
   }

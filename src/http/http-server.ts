@@ -36,6 +36,8 @@ export interface OpsServerDeps {
   metrics: () => string | Promise<string>;
   /** /healthz answers 503 when this says not alive (the orchestrator restarts the process). */
   liveness?: () => { alive: boolean; detail?: string };
+  /** Further routes (the read API): answers the request and returns true, or leaves it to the routes above. */
+  routes?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
 }
 
 export const webhookPath = '/webhooks/exchange';
@@ -120,6 +122,7 @@ export function createWebhookServer(deps: WebhookServerDeps): http.Server {
 export function createOpsServer(deps: OpsServerDeps): http.Server {
   const server = http.createServer({ headersTimeout: 5_000, requestTimeout: 10_000 }, (req, res) => {
     const path = pathOf(req);
+    if (deps.routes?.(req, res)) return;
     if (req.method !== 'GET') return send(res, 405, { detail: 'method not allowed' });
     if (path === '/healthz') {
       // Dead when the command consumer crashed for good: the orchestrator restarts the process.
