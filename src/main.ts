@@ -41,6 +41,7 @@ import { createExchangeActors } from './worker/exchange-actors.ts';
 import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
+import { OperatorAuthority } from './worker/operator-authority.ts';
 import { HeapReducer } from './worker/heap-reducer.ts';
 import { EventLoopLoad } from './worker/event-loop-load.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
@@ -260,7 +261,20 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   const eventLoopLoad = new EventLoopLoad();
   // Where each order lives, kept from its create and again from the retention sweep's tombstone (marked retired).
   const homes = new OrderHomes(redis, { ttlMs: orderHomeTtlMs(config.finishedOrderRetentionMs) });
+  const operatorLog = logger.child({ component: 'operator-authority' });
+  const operatorAuthority = new OperatorAuthority({
+    keys: config.operations.operatorKeys,
+    allowUnsigned: config.operations.operatorCommandsUnsigned,
+    maxAgeMs: config.operations.operatorSignatureMaxAgeMs,
+    // Counted as worker_commands_total{result="rejected",reason="unauthorized"}; the line says who tried.
+    onRefused: ({ orderId, keyId, problem }) =>
+      operatorLog.warn(
+        { orderId, keyId, problem },
+        'operator command refused: not signed by an operator key',
+      ),
+  });
   const host = new OrderHost({
+    operatorAuthority,
     state: store,
     journal,
     leases,
@@ -454,6 +468,17 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     },
   });
 
+  if (config.operations.operatorKeys.length === 0)
+    logger.warn(
+      {
+        variable: config.operations.operatorCommandsUnsigned
+          ? 'OPERATOR_COMMANDS_UNSIGNED'
+          : 'OPERATOR_PUBLIC_KEYS',
+      },
+      config.operations.operatorCommandsUnsigned
+        ? 'operator commands (order.settle) are accepted UNSIGNED (OPERATOR_COMMANDS_UNSIGNED=true): anyone who can write the commands topic can abandon an order; development only'
+        : 'no OPERATOR_PUBLIC_KEYS: every operator command (order.settle) is refused (command.rejected, unauthorized)',
+    );
   if (config.webhooks.secrets.length === 0)
     logger.warn(
       { variable: 'WEBHOOK_ALLOW_UNSIGNED' },
