@@ -14,6 +14,7 @@ import type { OrderSummary } from '../fleet/order-summary.ts';
 import { createKafka } from '../kafka/kafka-client.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { rankCandidates, windowSkewMs, type CandidateReport } from './exchange-candidates.ts';
+import { listExchangeOrders } from './exchange-listing.ts';
 import { readFleet } from './fleet-reader.ts';
 import {
   prepare,
@@ -80,26 +81,6 @@ export function renderList(orders: readonly OrderSummary[], now: number): string
       o.parked ? `${o.parked.reason}${o.parked.last_failure ? ` (${o.parked.last_failure.code})` : ''}` : '-',
     ]),
   ]);
-}
-
-/** Every exchange order listed from the newest back to the window's start (pages are newest first). */
-async function listExchangeOrders(
-  client: ExchangeClient,
-  mode: 'cefi' | 'cefi_fixed',
-  fromMs: number,
-  maxPages = 200,
-): Promise<{ orders: ExchangeOrderView[]; complete: boolean }> {
-  const orders: ExchangeOrderView[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < maxPages; page++) {
-    const result = await client.listOrders(mode, cursor ? { cursor } : {});
-    orders.push(...result.results);
-    const allBefore =
-      result.results.length > 0 && result.results.every((order) => Date.parse(order.createdOn) < fromMs);
-    if (!result.next || allBefore) return { orders, complete: true };
-    cursor = result.next;
-  }
-  return { orders, complete: false };
 }
 
 function parsePlanLine(line: string): SettleRequest | string {
