@@ -376,7 +376,13 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     }),
     now: () => Date.now(),
   });
-  const leaseReads = new OrderLease(redis);
+  // A connection of its own: a read of the API must not queue behind the lease renewals of every open order.
+  const readsRedis = createRedis(config.redisUrl, {
+    keyPrefix: `eow:${config.consumerGroup}:`,
+    security: config.security.redis,
+    onError: () => {},
+  });
+  const leaseReads = new OrderLease(readsRedis);
   const ordersApi = createOrdersApi({
     auth: bearerCheck(config.operations.apiTokens),
     view: fleet,
@@ -443,6 +449,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
+      await closeRedis(readsRedis).catch(() => {});
       await telemetry.shutdown().catch(() => {});
     },
   });
