@@ -50,10 +50,16 @@ export function renderReport(report: OrderReport, ctx: { brokers: string[]; comm
     lines.push(`  attempts   ${p.attempts ?? '?'} POST /orders/; rate_id ${p.rateId ?? '-'}`);
     if (p.tried.length) lines.push(`  checked    ${p.tried.join('; ')}`);
     lines.push('  what an operator can do (a command on the commands topic, key = order_id):');
+    const seq = report.state ? ` --seq ${report.state.seq}` : '';
     for (const action of p.actions) {
       lines.push(`  - ${action.resolution}: ${action.when}`);
-      lines.push(`    ${kcatLine(action.command, ctx.brokers, ctx.commandsTopic)}`);
+      // Signed with OPERATOR_KEY_FILE (the worker refuses an unsigned order.settle); --dry-run prints the signed kcat line.
+      lines.push(
+        `    npm run -s inspect -- settle ${report.orderId} ${action.resolution === 'adopt' ? 'adopt <UNIQUE_REFERENCE>' : 'abandon'}${seq}`,
+      );
+      lines.push(`    unsigned: ${kcatLine(action.command, ctx.brokers, ctx.commandsTopic)}`);
     }
+    lines.push(`  find the exchange order: npm run -s inspect -- find-exchange-order ${report.orderId}`);
   }
 
   lines.push('', 'timeline');
