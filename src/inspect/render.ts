@@ -50,6 +50,9 @@ export function renderReport(report: OrderReport, ctx: { brokers: string[]; comm
     lines.push(`  attempts   ${p.attempts ?? '?'} POST /orders/; rate_id ${p.rateId ?? '-'}`);
     if (p.tried.length) lines.push(`  checked    ${p.tried.join('; ')}`);
     lines.push('  what an operator can do (a command on the commands topic, key = order_id):');
+    lines.push(
+      '  (the inspector settle commands sign with OPERATOR_KEY_FILE; the kcat lines are unsigned, which a worker with OPERATOR_PUBLIC_KEYS refuses: settle ... --dry-run prints them signed)',
+    );
     const seq = report.state ? ` --seq ${report.state.seq}` : '';
     for (const action of p.actions) {
       lines.push(`  - ${action.resolution}: ${action.when}`);
@@ -57,7 +60,7 @@ export function renderReport(report: OrderReport, ctx: { brokers: string[]; comm
       lines.push(
         `    npm run -s inspect -- settle ${report.orderId} ${action.resolution === 'adopt' ? 'adopt <UNIQUE_REFERENCE>' : 'abandon'}${seq}`,
       );
-      lines.push(`    unsigned: ${kcatLine(action.command, ctx.brokers, ctx.commandsTopic)}`);
+      lines.push(`    ${kcatLine(action.command, ctx.brokers, ctx.commandsTopic)}`);
     }
     lines.push(`  find the exchange order: npm run -s inspect -- find-exchange-order ${report.orderId}`);
   }
