@@ -47,6 +47,17 @@ function inspect(args: string[]): Promise<Run> {
 
 /** Every answer of the read API, kept to look for secrets in. */
 const answers: string[] = [];
+/** A gauge summed over both replicas (each counts the orders of the partitions it owns). */
+async function gauge(name: string): Promise<number> {
+  let sum = 0;
+  for (const worker of cluster.workers) {
+    const text = await (await fetch(`http://127.0.0.1:${worker.metricsPort}/metrics`)).text();
+    const line = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+    sum += Number(line?.[1] ?? NaN);
+  }
+  return sum;
+}
+
 async function api(worker: number, path: string, token: string | null = apiToken) {
   const response = await fetch(`http://127.0.0.1:${cluster.workers[worker]!.metricsPort}${path}`, {
     headers: token === null ? {} : { authorization: `Bearer ${token}` },
@@ -115,6 +126,10 @@ describe('fleet operations', () => {
       cluster.sandbox.orders.list().filter((o) => Number(o.order['deposit_amount']) === Number(amount));
     for (const order of plan) expect(exchangeOrderOf(order.amount)).toHaveLength(1);
     const ids = plan.map((o) => o.orderId);
+    // The fleet gauges: three parked over the replicas together, the oldest for a few seconds already.
+    expect(await gauge('worker_parked_orders')).toBe(3);
+    expect(await gauge('worker_oldest_parked_order_age_seconds')).toBeGreaterThan(0);
+    expect(await gauge('worker_stalled_orders')).toBe(0);
 
     // 1. inspect list --state parked (and --mode).
     const listed = await inspect(['list', '--state', 'parked', '--json']);
@@ -274,6 +289,12 @@ describe('fleet operations', () => {
       phase: 'finished',
       state: 'failed',
     });
+
+    // Settled: no parked order left (the gauges are read on scrape, from the records the replicas hold).
+    for (let deadline = Date.now() + 10_000; (await gauge('worker_parked_orders')) !== 0;) {
+      if (Date.now() > deadline) throw new Error('worker_parked_orders did not come back to 0');
+      await new Promise((r) => setTimeout(r, 200));
+    }
 
     // No answer of the read API carried a secret of the configuration.
     const secrets = [
