@@ -22,4 +22,3 @@ export async function listExchangeOrders(
   }
   return { orders, complete: false };
 }
-

@@ -171,7 +171,7 @@ describe('fleet operations', () => {
           state: 'creating.parked',
         });
       }
-      const holder = (answers[0]!.body['replica'] as { worker_id: string } | null)?.worker_id;
+      const holder = (answers[0].body['replica'] as { worker_id: string } | null)?.worker_id;
       expect(cluster.workers.map((w) => w.name)).toContain(holder);
       // One of the two is not the holder: it answered all the same.
       expect(answers.map((a) => a.body['answered_by'])).toEqual(cluster.workers.map((w) => w.name));
