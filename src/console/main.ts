@@ -146,7 +146,7 @@ async function main(): Promise<number> {
     },
     signer: tools.signer,
     traceUiUrl: tools.traceUiUrl,
-    stalledAfterMs: 3_600_000,
+    stalledAfterMs: tools.stalledAfterMs,
     now: () => Date.now(),
   });
   await new Promise<void>((resolve, reject) => {
