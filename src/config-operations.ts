@@ -131,7 +131,12 @@ export const operatorToolSchema = z
     CONSOLE_PORT: z.coerce.number().int().min(0).max(65535).default(9470),
     OPS_API_TOKEN: tokenList,
     /** As on the workers: the console's stalled list shows open orders unchanged this long. */
-    STALLED_AFTER_MS: z.coerce.number().int().min(60_000).max(30 * 86_400_000).default(3_600_000),
+    STALLED_AFTER_MS: z.coerce
+      .number()
+      .int()
+      .min(60_000)
+      .max(30 * 86_400_000)
+      .default(3_600_000),
     /** A trace UI's address for one trace, with `{trace_id}` in it (Jaeger: http://localhost:16686/trace/{trace_id}). */
     TRACE_UI_URL: z
       .string()
