@@ -222,8 +222,8 @@ export async function runFleetCommand(argv: string[]): Promise<number> {
       const page = view.list({ ...query.data, ...(cursor ? { cursor } : {}) }, ctx.now);
       orders.push(...page.orders);
       const last = page.orders.at(-1);
-      if (!page.next_cursor || !last || orders.length >= query.data.limit || args.values.limit !== undefined)
-        break;
+      // --limit N: the first N; without it, every page.
+      if (!page.next_cursor || !last || args.values.limit !== undefined) break;
       cursor = [last.since, last.order_id];
     }
     if (ctx.json)
