@@ -7,6 +7,13 @@ import { z } from 'zod';
 import { DEFAULT_MAX_COMMAND_BYTES } from './contract/commands.ts';
 import { DEFAULT_WEBHOOK_MAX_CONNECTIONS, DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES } from './http/http-server.ts';
 import { insecureTransportProblems, insecureTransportWarnings, isProduction } from './insecure-transport.ts';
+import {
+  operationsConfig,
+  operationsProblems,
+  operationsVariables,
+  operatorToolSchema,
+  type OperatorToolConfig,
+} from './config-operations.ts';
 
 const secretVariables = new Set([
   'EXCHANGE_API_KEY_DEFI',
@@ -23,6 +30,7 @@ const secretVariables = new Set([
   'REDIS_PASSWORD',
   'OTEL_EXPORTER_OTLP_HEADERS',
   'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'OPS_API_TOKEN',
 ]);
 
 const httpUrl = z
@@ -381,6 +389,7 @@ export const configVariables = z.object({
   NODE_ENV: z.string().trim().optional(),
   ALLOW_INSECURE_TRANSPORT: booleanFromEnv,
   ...connectionSecurityVariables,
+  ...operationsVariables,
 });
 
 /** Rules between the variables of the connections and topics (shared by the worker and the operator tools). */
@@ -481,6 +490,7 @@ export const configSchema = configVariables
     logLevel: value.LOG_LEVEL,
     otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
     security: connectionSecurity(value),
+    operations: operationsConfig(value),
     production: isProduction(value.NODE_ENV),
     /** Set only when ALLOW_INSECURE_TRANSPORT=true lets production send secrets in clear: the warning at start. */
     insecureTransportWarnings: insecureTransportWarnings(value),
@@ -541,6 +551,7 @@ function crossFieldProblems(env: Record<string, string | undefined>): string[] {
     problems.push(
       'WEBHOOK_ALLOW_UNSIGNED: must not be true while a webhook signing secret is set (signed deliveries would sit beside unsigned ones)',
     );
+  problems.push(...operationsProblems(env));
   const port = (name: string, fallback: string): string => env[name]?.trim() || fallback;
   if (port('HTTP_PORT', '8080') === port('METRICS_PORT', '9464') && port('HTTP_PORT', '8080') !== '0')
     problems.push(
@@ -592,6 +603,7 @@ export function secretValues(config: WorkerConfig): string[] {
       ? undefined
       : config.security.kafka.sasl?.password,
     config.security.redis.password,
+    ...config.operations.apiTokens,
   ].filter((value): value is string => value !== undefined && value !== '');
 }
 
@@ -640,4 +652,11 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
     throw new ConfigError(parsed.error.issues.map(problemOf));
   }
   return deepFreeze(parsed.data);
+}
+
+/** The operator tools' own variables (signing key, exchange access, console), beside loadOperatorConfig's. */
+export function loadOperatorToolConfig(env: Record<string, string | undefined>): OperatorToolConfig {
+  const parsed = operatorToolSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map(problemOf));
+  return parsed.data;
 }

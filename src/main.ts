@@ -10,7 +10,10 @@ import { ConfigError, configWarnings, loadConfig, secretValues, type WorkerConfi
 import { createOrderTimeoutMs, ExchangeClient } from './exchange/client.ts';
 import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
 import { webhookVerifier } from './exchange/webhook-signature.ts';
+import { FleetView } from './fleet/fleet-view.ts';
+import { bearerCheck } from './http/bearer-auth.ts';
 import { HttpFace } from './http/http-face.ts';
+import { createOrdersApi } from './http/orders-api.ts';
 import { normalizeWebhook } from './http/normalize-webhook.ts';
 import { createWebhookReceiver, type WebhookReceiverDeps } from './http/webhook-receiver.ts';
 import { BestEffortProducer } from './kafka/best-effort-producer.ts';
@@ -38,6 +41,7 @@ import { createExchangeActors } from './worker/exchange-actors.ts';
 import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
+import { OperatorAuthority } from './worker/operator-authority.ts';
 import { HeapReducer } from './worker/heap-reducer.ts';
 import { EventLoopLoad } from './worker/event-loop-load.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
@@ -254,6 +258,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       if (outcome === 'committed') telemetry.metrics.kafkaTransactions.add(1);
     },
   });
+  const fleet = new FleetView();
   const store = new OrderStateStore({
     kafka,
     topic: config.topics.state,
@@ -262,12 +267,27 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     onReference: (reference, orderId, partition) => orderRoutes.record(reference, orderId, partition),
+    // Every replica's read view of every order: the read API answers for any order from it.
+    onRecord: (record) => ('forgotten' in record ? fleet.forget(record.forgotten) : fleet.apply(record)),
   });
   const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
   const eventLoopLoad = new EventLoopLoad();
   // Where each order lives, kept from its create and again from the retention sweep's tombstone (marked retired).
   const homes = new OrderHomes(redis, { ttlMs: orderHomeTtlMs(config.finishedOrderRetentionMs) });
+  const operatorLog = logger.child({ component: 'operator-authority' });
+  const operatorAuthority = new OperatorAuthority({
+    keys: config.operations.operatorKeys,
+    allowUnsigned: config.operations.operatorCommandsUnsigned,
+    maxAgeMs: config.operations.operatorSignatureMaxAgeMs,
+    // Counted as messaging_client_consumed_messages_total{result="rejected",reason="unauthorized"}; the line says who tried.
+    onRefused: ({ orderId, keyId, problem }) =>
+      operatorLog.warn(
+        { orderId, keyId, problem },
+        'operator command refused: not signed by an operator key',
+      ),
+  });
   const host = new OrderHost({
+    operatorAuthority,
     state: store,
     journal,
     leases,
@@ -373,6 +393,30 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     now: () => Date.now(),
   });
   telemetry.metrics.observeWebhookReceiver(receiver);
+  // A connection of its own: a read of the API must not queue behind the lease renewals of every open order.
+  const readsRedis = createRedis(config.redisUrl, {
+    keyPrefix: `eow:${config.consumerGroup}:`,
+    security: config.security.redis,
+    onError: () => {},
+  });
+  const leaseReads = new OrderLease(readsRedis);
+  const ordersApi = createOrdersApi({
+    auth: bearerCheck(config.operations.apiTokens),
+    view: fleet,
+    replicaOf: async (orderId) => {
+      const holder = await leaseReads.holder(orderId);
+      // A lease owner is `<WORKER_ID>:<pid>:<random>` (WORKER_ID has no colon).
+      return holder
+        ? {
+            worker_id: holder.owner.split(':')[0] ?? holder.owner,
+            fence: holder.fence,
+            lease_remaining_ms: holder.remainingMs,
+          }
+        : null;
+    },
+    workerId: config.workerId,
+    now: () => Date.now(),
+  });
   const http = new HttpFace({
     logger,
     receiver,
@@ -381,6 +425,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       maxUnverifiedBytes: config.webhooks.maxUnverifiedBytes,
     },
     verify,
+    routes: ordersApi,
     readiness: () => health.readiness(),
     liveness: () => health.liveness(),
     startup: () => health.startup(),
@@ -427,6 +472,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
+      await closeRedis(readsRedis).catch(() => {});
       await telemetry.shutdown().catch(() => {});
     },
   });
@@ -443,6 +489,26 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     confirmationFreshness: () => host.confirmationFreshness(Date.now(), 60_000),
   });
 
+  telemetry.metrics.observeFleet({
+    counts: () => {
+      const owned = new Set(store.ownedPartitions());
+      return fleet.counts(Date.now(), config.operations.stalledAfterMs, (order) =>
+        owned.has(order.partition),
+      );
+    },
+  });
+
+  if (config.operations.operatorKeys.length === 0)
+    logger.warn(
+      {
+        variable: config.operations.operatorCommandsUnsigned
+          ? 'OPERATOR_COMMANDS_UNSIGNED'
+          : 'OPERATOR_PUBLIC_KEYS',
+      },
+      config.operations.operatorCommandsUnsigned
+        ? 'operator commands (order.settle) are accepted UNSIGNED (OPERATOR_COMMANDS_UNSIGNED=true): anyone who can write the commands topic can abandon an order; development only'
+        : 'no OPERATOR_PUBLIC_KEYS: every operator command (order.settle) is refused (command.rejected, unauthorized)',
+    );
   if (config.webhooks.secrets.length === 0)
     logger.warn(
       { variable: 'WEBHOOK_ALLOW_UNSIGNED' },

@@ -8,7 +8,12 @@ import {
   orderSubmitDepositCommand,
   orderWebhookHintCommand,
 } from './commands.ts';
-import { commandRejectedEvent, kycStatusChangedEvent, publishedOrderEvents } from './events.ts';
+import {
+  commandRejectedEvent,
+  kycStatusChangedEvent,
+  operatorCommandEvent,
+  publishedOrderEvents,
+} from './events.ts';
 
 export const commandSchemas = {
   'order.create': orderCreateCommand,
@@ -22,6 +27,7 @@ export const eventSchemas = {
   ...publishedOrderEvents,
   'exchange.kyc_status_changed': kycStatusChangedEvent,
   'command.rejected': commandRejectedEvent,
+  'order.operator_command': operatorCommandEvent,
 } as const;
 
 function messageId(type: string): string {

@@ -141,7 +141,8 @@ export type ParsedCommand =
   | { ok: true; command: OrderCommand }
   | {
       ok: false;
-      reason: 'malformed' | 'unknown_type' | 'too_large';
+      /** `unauthorized`: an operator command without a valid operator signature (src/worker/operator-authority.ts). */
+      reason: 'malformed' | 'unknown_type' | 'too_large' | 'unauthorized';
       message: string;
       /** The order the command names (its order_id, else its key), when that is a plausible identifier. */
       orderId: string | null;

@@ -39,6 +39,8 @@ export interface HttpFaceDeps {
   liveness: NonNullable<OpsServerDeps['liveness']>;
   startup: NonNullable<OpsServerDeps['startup']>;
   acceptsWebhooks: NonNullable<OpsServerDeps['acceptsWebhooks']>;
+  /** The read API's routes (orders-api.ts), when built. */
+  routes?: OpsServerDeps['routes'];
   metrics: {
     /** The OpenTelemetry metrics in Prometheus text: the whole /metrics body. */
     render(): Promise<string>;
@@ -88,6 +90,7 @@ export class HttpFace {
       liveness: deps.liveness,
       startup: deps.startup,
       acceptsWebhooks: deps.acceptsWebhooks,
+      ...(deps.routes ? { routes: deps.routes } : {}),
       metrics: () => deps.metrics.render(),
     });
   }

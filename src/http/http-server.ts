@@ -77,6 +77,8 @@ export interface OpsServerDeps {
   startup?: () => { started: boolean; detail?: string };
   /** /readyz/webhooks answers 503 once this says false (stopping): the webhook Service's readiness. */
   acceptsWebhooks?: () => boolean;
+  /** Further routes (the read API): answers the request and returns true, or leaves it to the routes above. */
+  routes?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
 }
 
 export const webhookPath = '/webhooks/exchange';
@@ -206,6 +208,7 @@ export function createWebhookServer(deps: WebhookServerDeps): http.Server {
 export function createOpsServer(deps: OpsServerDeps): http.Server {
   const server = http.createServer({ headersTimeout: 5_000, requestTimeout: 10_000 }, (req, res) => {
     const path = pathOf(req);
+    if (deps.routes?.(req, res)) return;
     if (req.method !== 'GET') return send(res, 405, { detail: 'method not allowed' });
     if (path === '/healthz') {
       // Dead when the command consumer crashed for good: the orchestrator restarts the process.

@@ -6,6 +6,7 @@
 // namespace of another. Label values come from small closed sets (command types, rejection reasons, operations,
 // modes, error codes, machine states, HTTP methods and status codes): never an order id, a key, a token or a URL.
 // Renames and the reasons: docs/operations.md, "Metric names".
+import { observeFleet, type FleetGaugeSource } from './fleet-metrics.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Meter } from '@opentelemetry/api';
 import { PrometheusSerializer, type PrometheusExporter } from '@opentelemetry/exporter-prometheus';
@@ -103,8 +104,11 @@ export class WorkerMetrics {
   readonly createDoubts;
 
   /** The exporter must be one of the meter provider's readers (see sdk.ts); `meter` comes from that provider. */
+  readonly #meter: Meter;
+
   constructor(meter: Meter, exporter: PrometheusExporter) {
     this.#exporter = exporter;
+    this.#meter = meter;
     const seconds = (name: string, description: string, buckets = latencyBucketsSeconds) =>
       meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: buckets } });
     const counter = (name: string, unit: string, description: string) =>
@@ -437,6 +441,11 @@ export class WorkerMetrics {
   /** Binds the webhook receiver's hint failures and verifying secrets (read on scrape). */
   observeWebhookReceiver(receiver: WebhookReceiverCounts): void {
     this.#webhookCounts = receiver;
+  }
+
+  /** The fleet's gauges (parked, oldest parked age, stalled), read from the read view on scrape (fleet-metrics.ts). */
+  observeFleet(source: FleetGaugeSource): void {
+    observeFleet(this.#meter, source);
   }
 
   /** The Prometheus text exposition of every instrument (the body of `GET /metrics`). */

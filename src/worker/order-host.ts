@@ -19,6 +19,7 @@ import {
 import pLimit from 'p-limit';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 import { commandTypes, parseCommand } from '../contract/commands.ts';
+import { operatorEvents, screenOperator, type OperatorAuthority } from './operator-authority.ts';
 import { rejectedCommandFingerprint } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
@@ -145,6 +146,8 @@ export interface OrderHostOptions {
   metrics?: OrderHostMetrics;
   /** Recognises an order.create of an order that lives on a partition this replica does not hold. */
   homes?: OrderHomes;
+  /** Screens operator commands (order.settle) for an operator's signature; absent: no screening (unit tests). */
+  operatorAuthority?: OperatorAuthority;
   /**
    * An order only waiting (see MachineBinding.resting) for this long, its latest record durable, is passivated:
    * its actor stops and the slot keeps the record and a deadline. 0 or absent: never (PASSIVATE_IDLE_MS).
@@ -1929,11 +1932,18 @@ export class OrderHost {
       partition: message.partition,
       offset: message.offset,
     };
-    const parsed = parseCommand(
-      message.value,
-      message.key,
-      this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
+    // An operator command (order.settle) without a valid operator signature is refused like a malformed one.
+    const screened = screenOperator(
+      this.opts.operatorAuthority,
+      parseCommand(
+        message.value,
+        message.key,
+        this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
+      ),
+      message,
+      this.opts.now(),
     );
+    const parsed = screened.parsed;
     const commandType = parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown');
     // The metric label only takes a known type: a producer's typo must not create a new time series.
     noteCommandType((commandTypes as readonly string[]).includes(commandType) ? commandType : 'unknown');
@@ -2013,6 +2023,7 @@ export class OrderHost {
             command: [command.command_id, decision.hash],
             terminal: true,
             events: [
+              ...operatorEvents(command, screened.operator),
               {
                 type: 'order.failed',
                 reason: 'abandoned_by_operator',
@@ -2041,6 +2052,8 @@ export class OrderHost {
           await this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
           return;
         }
+        // Who sent an operator command comes first in what it writes (before order.failed, for an abandon).
+        slot.pendingEvents.push(...operatorEvents(command, screened.operator));
         slot.actor.send(event);
         await this.settleCommand(
           offset,

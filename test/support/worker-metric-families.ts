@@ -69,6 +69,7 @@ export async function workerMetricFamilies(): Promise<MetricFamilies> {
     webhooks.requestDone({ method: 'POST', route: '/webhooks/exchange', status: 401, seconds: 0.002 });
     metrics.heapReduced('restore');
     metrics.createDoubts.add(1, { kind: 'near_match' });
+    metrics.observeFleet({ counts: () => ({ parked: 1, oldestParkedSeconds: 2, stalled: 0 }) });
     metrics.kafkaTransactions.add(1);
     metrics.kafkaCommitDuration.record(0.02, { outcome: 'committed' });
     metrics.observe({
