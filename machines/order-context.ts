@@ -161,6 +161,7 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     hintCoalesceBounds.maxWaitMs,
     Math.max(hintCoalesceMs, input?.hintCoalesceMaxMs ?? defaultOrderConfig.hintCoalesceMaxMs ?? 0),
   );
+  const createSettleMs = input?.createSettleMs ?? defaultOrderConfig.createSettleMs;
   return {
     pollIntervalMs,
     webhookPollIntervalMs,
@@ -171,8 +172,10 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
     quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
     fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
-    createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
-    parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+    createSettleMs,
+    // A parked order re-checks by repeating the POST (DeFi) or by a lookup (CeFi): never sooner after the failure
+    // that parked it than a doubt's own check (scheduleDoubtCheck), or the repeat could overlap the POST in doubt.
+    parkedRecheckMs: Math.max(createSettleMs, input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs),
     requoteLimits: { ...defaultOrderConfig.requoteLimits, ...input?.requoteLimits },
   };
 }

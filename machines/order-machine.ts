@@ -287,16 +287,24 @@ export const orderMachineSetup = setup({
       };
     }),
     /**
-     * A create fell (or stays) in doubt: wait, then repeat (DeFi, same rate_id) or look it up (CeFi). A CeFi
-     * lookup is not run before the settle window has passed: a POST still in flight could land after it.
+     * A create fell (or stays) in doubt: wait, then repeat it (DeFi, same rate_id) or look it up (CeFi), in either
+     * mode not before the settle window has passed. The POST in doubt may still be under way at the exchange (our
+     * client gave up on it, or the replica that sent it lost the order): a lookup run before it lands can miss it,
+     * and a second POST beside it is safe only if the exchange serialises two POSTs with one rate_id, which the
+     * interface document does not promise (docs/decisions/create-in-doubt.md).
      */
     scheduleDoubtCheck: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.attempt);
-      const repeatable = context.request.mode === 'defi' && boundRateId(context) !== null;
-      const settle = repeatable ? 0 : context.config.createSettleMs;
-      return { ...noted, attempt: context.attempt + 1, retryAt: at + Math.max(delayMs, settle) };
+      return {
+        ...noted,
+        attempt: context.attempt + 1,
+        retryAt: at + Math.max(delayMs, context.config.createSettleMs),
+      };
     }),
-    /** Taken over in doubt from another replica: its POST may still land; look only after the settle window. */
+    /**
+     * Taken over in doubt (another replica, or this one after a lost lease): the POST it made may still land, so the
+     * repeat (DeFi) or the lookup (CeFi) waits for the settle window.
+     */
     scheduleSettle: assign(({ context }) => ({ retryAt: context.now + context.config.createSettleMs })),
     countLookup: assign(({ context }) => ({ lookupScans: context.lookupScans + 1 })),
     /** A complete lookup found nothing: the create definitely did not happen; a later doubt is a new one. */
@@ -704,13 +712,8 @@ export const orderMachine = orderMachineSetup.createMachine({
         { guard: 'isFreshOrder', target: 'checkingAddress' },
         // A quote request that may have gone out used its slot: ask for a slot again (the cooldown may still run).
         { guard: resumesIn('quoting.acquiringSlot', 'quoting.requesting'), target: 'quoting.acquiringSlot' },
-        // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse); CeFi looks for the
-        // order, but only once the settle window has passed (the previous owner's POST may still be in flight).
-        {
-          guard: and([resumesIn('creating.posting'), 'createRepeatable']),
-          target: 'creating.posting',
-          actions: 'markCreateInDoubt',
-        },
+        // A POST that may have gone out: once the settle window has passed (the previous owner's POST may still be
+        // in flight or land late), DeFi repeats it with the same rate_id (200 reuse) and CeFi looks for the order.
         {
           guard: resumesIn('creating.posting'),
           target: 'creating.waiting',

@@ -40,11 +40,14 @@ export interface OrderConfigInput {
   readonly fixedRateThrottleDelayMs?: number;
   /**
    * How long after a create fell into doubt (or after an order in doubt was taken over from another replica) its
-   * lookup may conclude "not created": covers a POST still in flight, the exchange's create timeout and the
-   * lease TTL. Default 60 000.
+   * lookup may conclude "not created", and its DeFi repeat may go out: covers a POST still in flight, the exchange's
+   * create timeout and the lease TTL. Default 60 000.
    */
   readonly createSettleMs?: number;
-  /** How often a parked order re-checks the evidence (a DeFi repeat with the same rate_id, a CeFi scan); default 300 000. */
+  /**
+   * How often a parked order re-checks the evidence (a DeFi repeat with the same rate_id, a CeFi scan); default
+   * 300 000, never below createSettleMs (a re-check must not overlap the POST in doubt).
+   */
   readonly parkedRecheckMs?: number;
   /**
    * Fresh quotes allowed per failure code, within maxRequotes. Default `{ rate_id_invalid_or_expired: 1 }`: the

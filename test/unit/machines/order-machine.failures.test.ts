@@ -319,6 +319,39 @@ describe('order machine: creating failures', () => {
     expect(h.emitted.at(-1)).toMatchObject({ type: 'order.created', reused: true });
   });
 
+  it('repeats a DeFi create in doubt only once the settle window has passed: never beside the POST in doubt', async () => {
+    const h = await OrderHarness.start(
+      orderInput({ config: { createSettleMs: 60_000 } }),
+      {
+        createOrder: [
+          fails('unknown_outcome', { code: 'timeout' }),
+          ok({ order: exchangeOrder(), reused: true }),
+        ],
+      },
+      { always: { acquireQuoteSlot: granted, requestQuote: quoteReply('rate-9') } },
+    );
+    expect(h.state).toBe('creating.waiting');
+    const failedAt = h.context.now;
+    expect(h.context.retryAt).toBe(failedAt + 60_000);
+    expect(h.snapshot.can({ type: 'CANCEL', at: h.context.now })).toBe(false);
+    await h.advance(59_999);
+    expect(h.calls.createOrder).toHaveLength(1);
+    await h.advance(1);
+    expect(h.calls.createOrder.map((call) => [call.input.rateId, call.at])).toEqual([
+      ['rate-9', T0],
+      ['rate-9', failedAt + 60_000],
+    ]);
+    expect(h.emitted.at(-1)).toMatchObject({ type: 'order.created', reused: true });
+  });
+
+  it('never re-checks a parked create sooner than the settle window after the failure that parked it', () => {
+    expect(resolveOrderConfig({ createSettleMs: 60_000, parkedRecheckMs: 1_000 }).parkedRecheckMs).toBe(
+      60_000,
+    );
+    expect(resolveOrderConfig({ createSettleMs: 1_000, parkedRecheckMs: 5_000 }).parkedRecheckMs).toBe(5_000);
+    expect(resolveOrderConfig(undefined).parkedRecheckMs).toBe(300_000);
+  });
+
   it('parks a create in doubt whose verification keeps failing past maxAttempts, and keeps re-checking', async () => {
     const h = await OrderHarness.start(
       orderInput({
