@@ -52,6 +52,7 @@ import type { FetchOrderInput } from '../../machines/order-types.ts';
 import { decide, misrouted, retired, type Rejection } from './command-intake.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
+import { defaultCallsSettleTimeoutMs } from './order-reload.ts';
 
 /** One order's lease asked for with others (`OrderLeases.acquireMany`): as `acquire`'s arguments. */
 export interface LeaseRequest {
@@ -134,10 +135,14 @@ export interface OrderHostOptions {
   now: () => number;
   /**
    * Resolves once no exchange call of the order is in progress (or after the bound). The lease is released only
-   * after it, so a request already sent ends before another replica may act for the order.
+   * after it, and a reload of the order acts only after it, so a request already sent ends before another life of
+   * the order (on another replica, or this one) may act for it.
    */
   callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
-  /** The bound of that wait: the longest exchange call (a DeFi create: 30 s) plus a margin. Default 35 000. */
+  /**
+   * The bound of that wait: the create timeout plus a margin (order-reload.ts callsSettleTimeoutOf; main.ts derives
+   * it from the exchange client's create timeout). Default: for createOrderTimeoutMs, 35 000.
+   */
   callsSettleTimeoutMs?: number;
   /** Commands above this many bytes are refused unread (MAX_COMMAND_BYTES). */
   maxCommandBytes?: number;
@@ -968,7 +973,7 @@ export class OrderHost {
     await slot.lastWrite.catch(() => {});
     // A request that already left (stopping the actor does not recall a POST in flight) must end before the
     // lease does: the next owner's lookup must not run while it can still land.
-    await this.opts.callsSettled?.(slot.orderId, this.opts.callsSettleTimeoutMs ?? 35_000);
+    await this.callsSettled(slot.orderId);
     // A resting order's lease is suspended, not kept: freed by its token if it may still be ours in Redis. These
     // wait their turn (leaseReleaseConcurrency): a release by token touches only that grant, so one that waits cannot
     // free a lease this replica takes again meanwhile (a later grant has a higher fence).
@@ -1077,21 +1082,43 @@ export class OrderHost {
     if (!slot || slot.stopped) return;
     this.opts.metrics?.leaseLost();
     this.logger.warn({ orderId }, 'order lease lost; reloading the order from its last durable record');
+    await this.reload(slot, { live });
+  }
+
+  /**
+   * Stops the order's slot and loads the order again from its last durable record, under a new grant of its lease
+   * (or the one still held, `keepFence`). The load first waits for the slot's last write and for every exchange call
+   * of the order still out (bounded: callsSettleTimeoutMs): the restored machine may repeat a call whose outcome its
+   * record leaves open (a DeFi create in doubt is repeated after its settle window, a deposit PATCH at once), and it
+   * must never do so beside the first one. The load is registered at once, so the order's commands wait for it and
+   * no other path (a command's adopt, the orphan sweep) loads it around that wait. Never rejects: a failed load is
+   * retried with backoff while the order's partition is ours.
+   */
+  private async reload(slot: OrderSlot, opts: { live?: boolean; keepFence?: number } = {}): Promise<void> {
+    const { orderId, partition } = slot;
     slot.stopped = true;
     slot.actor?.stop();
     this.dropSlot(slot);
     this.forgetDeadlines(slot);
-    await slot.lastWrite.catch(() => {});
+    const settled = (async () => {
+      await slot.lastWrite.catch(() => {});
+      await this.callsSettled(orderId);
+    })();
     for (let attempt = 0; ; attempt++) {
-      if (!this.assigned.has(slot.partition)) {
+      if (!this.assigned.has(partition)) {
         this.logger.info(
-          { orderId, partition: slot.partition },
+          { orderId, partition },
           'order not reloaded: its partition is no longer assigned here (its next owner restores it)',
         );
+        // A lease kept for the reload is not this replica's to keep any more (unload would have let it go).
+        if (opts.keepFence !== undefined) {
+          await settled;
+          await this.opts.leases.release(orderId).catch(() => {});
+        }
         return;
       }
       try {
-        await this.adopt(orderId, slot.partition, live);
+        await this.adopt(orderId, partition, { ...opts, after: settled });
         return;
       } catch (error) {
         this.logger.error(
@@ -1105,18 +1132,38 @@ export class OrderHost {
     }
   }
 
+  /** Resolves once no exchange call of the order is out here, or after callsSettleTimeoutMs. */
+  private callsSettled(orderId: string): Promise<void> {
+    return (
+      this.opts.callsSettled?.(orderId, this.opts.callsSettleTimeoutMs ?? defaultCallsSettleTimeoutMs) ??
+      Promise.resolve()
+    );
+  }
+
   /**
    * Starts driving an unfinished order of an assigned partition that no replica drives here (its lease was lost,
    * or a previous owner created it after this replica's restore): takes its lease, reads up to a barrier, restores.
    * One load per order at a time; its commands wait for it. Throws (retryable) when the partition goes meanwhile.
+   * A reload passes what its previous life must finish first (`after`) and, when it still holds the lease, its fence
+   * (`keepFence`: used while the lease stays valid, released if nothing is restored).
    */
-  private adopt(orderId: string, partition: number, live = false): Promise<void> {
+  private adopt(
+    orderId: string,
+    partition: number,
+    opts: { live?: boolean; after?: Promise<void>; keepFence?: number } = {},
+  ): Promise<void> {
     const pending = this.reloading.get(orderId);
     if (pending) return pending;
+    const { live = false, after, keepFence } = opts;
     const load = (async () => {
+      await after;
       const record = this.opts.state.get(orderId);
-      if (!record || record.terminal || this.slots.has(orderId)) return;
-      const fence = await this.acquireLease(orderId, record.fence, partition);
+      const kept = keepFence !== undefined && this.opts.leases.isValid(orderId);
+      if (!record || record.terminal || this.slots.has(orderId)) {
+        if (kept && !this.slots.has(orderId)) await this.opts.leases.release(orderId).catch(() => {});
+        return;
+      }
+      const fence = kept ? keepFence : await this.acquireLease(orderId, record.fence, partition);
       if (fence === null) {
         throw new WorkerError(
           'partition_revoked',
