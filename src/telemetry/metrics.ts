@@ -66,6 +66,7 @@ export class WorkerMetrics {
   readonly webhooks;
   readonly webhookToEvent;
   readonly heapReductions;
+  readonly orderWritesFailed;
 
   /** The exporter must be one of the meter provider's readers (see sdk.ts); `meter` comes from that provider. */
   constructor(meter: Meter, exporter: PrometheusExporter) {
@@ -162,6 +163,10 @@ export class WorkerMetrics {
     this.webhookToEvent = seconds(
       'worker_webhook_to_event_seconds',
       'from a webhook received to the committed event of the poll it triggered',
+    );
+    this.orderWritesFailed = counter(
+      'worker_order_writes_failed',
+      'writes of an order that failed (not refused), by what followed: reloaded (from its last durable record) or halted (a second failure in a row: order.parked internal_error, code write_failed)',
     );
     this.heapReductions = counter(
       'worker_heap_reductions',
@@ -275,6 +280,7 @@ export class WorkerMetrics {
       orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
       pollDeferred: (reason: string): void => this.pollsDeferred.add(1, { reason }),
       polledAtRest: (outcome: string): void => this.pollsAtRest.add(1, { outcome }),
+      writeFailed: (outcome: string): void => this.orderWritesFailed.add(1, { outcome }),
     };
   }
 

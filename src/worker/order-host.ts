@@ -52,7 +52,7 @@ import type { FetchOrderInput } from '../../machines/order-types.ts';
 import { decide, misrouted, retired, type Rejection } from './command-intake.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
-import { defaultCallsSettleTimeoutMs } from './order-reload.ts';
+import { defaultCallsSettleTimeoutMs, WriteFailures } from './order-reload.ts';
 
 /** One order's lease asked for with others (`OrderLeases.acquireMany`): as `acquire`'s arguments. */
 export interface LeaseRequest {
@@ -203,6 +203,11 @@ export interface OrderHostMetrics {
   orderPassivated(): void;
   /** A passivated order's actor was re-created: its deadline came, or a hint, a command or a sweep woke it. */
   orderReactivated(reason: WakeReason): void;
+  /**
+   * A write of an order failed (not refused): it was reloaded from its last durable record, or halted when a write
+   * of it failed again before any succeeded.
+   */
+  writeFailed?(outcome: 'reloaded' | 'halted'): void;
   /**
    * A resting order's routine poll was put off by one step: the replica was saturated ('saturated', within 60 s of
    * its last confirmation), or maxPollsAtRest polls at rest were out ('calls_at_capacity').
@@ -390,6 +395,8 @@ export class OrderHost {
   private readonly redelivering = new Map<number, bigint>();
   /** The suspended-lease releases of resting orders leaving this replica (leaseReleaseConcurrency). */
   private readonly releases = pLimit(leaseReleaseConcurrency);
+  /** Orders whose writes failed in a row: reloaded once, then halted. */
+  private readonly writeFailures = new WriteFailures();
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
@@ -970,6 +977,7 @@ export class OrderHost {
     slot.actor?.stop();
     this.dropSlot(slot);
     this.forgetDeadlines(slot);
+    this.writeFailures.forget(slot.orderId);
     await slot.lastWrite.catch(() => {});
     // A request that already left (stopping the actor does not recall a POST in flight) must end before the
     // lease does: the next owner's lookup must not run while it can still land.
@@ -1737,6 +1745,7 @@ export class OrderHost {
     this.indexReference(slot);
     const write = written.then((done) => {
       if (done) {
+        this.writeFailures.forget(slot.orderId);
         if (slot.record === record) {
           slot.durableRev = record.rev;
           this.noteQuiet(slot);
@@ -1746,6 +1755,8 @@ export class OrderHost {
       }
       return done;
     });
+    // Before anyone waiting for this write (a command's settleCommand, durable()) hears of its failure.
+    write.catch((error: unknown) => this.writeFailed(slot, error));
     const lastWrite = write.then((done) => {
       if (!done) throw new Error(`order ${slot.orderId}: a write was refused (lease lost)`);
     });
@@ -1759,7 +1770,7 @@ export class OrderHost {
    * keep the lease and the last good state, and refuse commands but order.settle abandon. A replica that restores
    * the order later (a restart, a fixed build) tries its last good state again.
    */
-  private haltOrder(slot: OrderSlot, error: unknown): void {
+  private haltOrder(slot: OrderSlot, error: unknown, code = 'actor_error'): void {
     if (slot.stopped || slot.halted) return;
     slot.halted = true;
     // The last written record keeps the last good state (the errored snapshot may be half-way through a step).
@@ -1768,7 +1779,7 @@ export class OrderHost {
     const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
     const at = new Date(this.opts.now()).toISOString();
     const alreadyReported = Boolean(slot.record.halted);
-    slot.record = { ...slot.record, halted: { code: 'actor_error', message, at } };
+    slot.record = { ...slot.record, halted: { code, message, at } };
     const events: EventPayload[] = alreadyReported
       ? []
       : [
@@ -1781,11 +1792,53 @@ export class OrderHost {
             window_to: at,
             attempts: 0,
             tried: [],
-            code: 'actor_error',
+            code,
             message,
           },
         ];
     void this.persist(slot, { events }).catch(() => {});
+  }
+
+  /**
+   * A write of the order failed (not refused: the broker refused it for its size, say): it never became durable, yet
+   * the slot's record holds it already - its events, its state, the command it remembered. Left so, the slot would be
+   * ahead of Kafka: the command, delivered again, would be taken for a duplicate of itself and its offset committed
+   * with no effect, and the slot's next write would skip the seq numbers of events never published. So the order is
+   * reloaded from its last durable record, under the lease it holds (the journal writes nothing queued on top of the
+   * failed record meanwhile), and what the write carried is applied again. A write that fails again before any of
+   * the order's writes succeeded halts the order instead (order.parked internal_error, code write_failed), keeping
+   * its last durable state. Nothing to do once the writer failed for good: halt() stopped every order.
+   */
+  private writeFailed(slot: OrderSlot, error: unknown): void {
+    if (this.writerFailed || slot.stopped || this.slots.get(slot.orderId) !== slot) return;
+    const { orderId } = slot;
+    const err = { message: (error as Error)?.message ?? String(error) };
+    if (slot.halted) {
+      this.logger.error(
+        { orderId, err },
+        'the record of a halted order could not be written; it stays halted',
+      );
+      return;
+    }
+    const durable = this.opts.state.get(orderId);
+    if (this.writeFailures.failed(orderId) === 'halt' && durable) {
+      this.logger.error(
+        { orderId, err },
+        'a write of the order failed again; the order is halted with its last durable state (order.parked internal_error)',
+      );
+      this.opts.metrics?.writeFailed?.('halted');
+      this.writeFailures.forget(orderId);
+      slot.actor?.stop();
+      slot.record = { ...durable, fence: slot.fence };
+      this.haltOrder(slot, error, 'write_failed');
+      return;
+    }
+    this.logger.error(
+      { orderId, err },
+      'a write of the order failed; reloading the order from its last durable record',
+    );
+    this.opts.metrics?.writeFailed?.('reloaded');
+    void this.reload(slot, { keepFence: slot.fence });
   }
 
   /**
@@ -1818,7 +1871,11 @@ export class OrderHost {
   ): Promise<void> {
     const orderId = slot?.orderId ?? null;
     if (this.pipelineDepth <= 1) {
-      const done = await written;
+      const done = await written.catch(async (error: unknown) => {
+        // Failed: the order is being reloaded from its last durable record (writeFailed); the command comes again.
+        if (orderId !== null) await this.reloading.get(orderId);
+        throw error;
+      });
       if (slot) await this.requireWritten(done, slot.orderId, slot);
       return;
     }
@@ -2253,8 +2310,8 @@ export class OrderHost {
         offset,
         guard: () => this.opts.leases.isValid(orderId),
       });
-      const done = await written;
-      await this.opts.leases.release(orderId).catch(() => {});
+      // Let go of whatever the write did: a lease kept after a failed write would hold the order for ever.
+      const done = await written.finally(() => this.opts.leases.release(orderId).catch(() => {}));
       await this.requireWritten(done, orderId);
       return;
     }

@@ -22,3 +22,29 @@ export function callsSettleTimeoutOf(createTimeoutMs: number): number {
 
 /** The bound for the exchange client's own create timeout (createOrderTimeoutMs). */
 export const defaultCallsSettleTimeoutMs = callsSettleTimeoutOf(createOrderTimeoutMs);
+
+/** What the host does about an order's write that failed (not refused): load it again, or halt it. */
+export type AfterFailedWrite = 'reload' | 'halt';
+
+/**
+ * Counts the writes of each order that failed in a row (a success forgets them). The first failure reloads the order
+ * from its last durable record, so whatever the failed write carried (a command, a machine step) is applied again. A
+ * second one before any write of the order succeeded is not transient (the broker refused the same record for its
+ * size again, say): the order is halted (order.parked internal_error) instead of being reloaded in a loop. Only
+ * orders whose writes failed are held here.
+ */
+export class WriteFailures {
+  readonly #failed = new Map<string, number>();
+
+  /** A write of the order failed: what to do about it. */
+  failed(orderId: string): AfterFailedWrite {
+    const count = (this.#failed.get(orderId) ?? 0) + 1;
+    this.#failed.set(orderId, count);
+    return count > 1 ? 'halt' : 'reload';
+  }
+
+  /** A write of the order committed (or the order left this replica): its failures are forgotten. */
+  forget(orderId: string): void {
+    if (this.#failed.size > 0) this.#failed.delete(orderId);
+  }
+}

@@ -15,7 +15,14 @@ import type {
 } from '../../../src/worker/machine-binding.ts';
 import type { OrderHostOptions } from '../../../src/worker/order-host.ts';
 import { callsSettleTimeoutOf } from '../../../src/worker/order-reload.ts';
-import { hostOver, noMetrics, openOrderStatus, openRecord, withSuspend } from './host-fixtures.ts';
+import {
+  createCommand,
+  hostOver,
+  noMetrics,
+  openOrderStatus,
+  openRecord,
+  withSuspend,
+} from './host-fixtures.ts';
 
 /** What the stand-in writer does with the next write: commit it, refuse it (guard), or fail it (a broker error). */
 type WriteOutcome = 'commit' | 'refuse' | 'fail';
@@ -38,7 +45,7 @@ interface Harness {
 }
 
 function harness(
-  options: Partial<Pick<OrderHostOptions, 'callsSettled' | 'commandPipelineDepth'>> = {},
+  options: Partial<Pick<OrderHostOptions, 'callsSettled' | 'commandPipelineDepth' | 'rewind'>> = {},
 ): Harness {
   const records = new Map<string, OrderRecord>();
   const committed: Harness['committed'] = [];
@@ -56,17 +63,21 @@ function harness(
     release: () => {},
     orderIdByReference: () => undefined,
   } as unknown as OrderStateStore;
+  // Each write is decided a turn later, guard included, as the real writer commits after the writes queued with it.
   const writer = {
-    write: (out: OutboundRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean) => {
-      const outcome = outcomes.shift() ?? 'commit';
-      if (outcome === 'fail')
-        return Promise.reject(
-          new WorkerError('kafka_record_too_large', 'a write exceeds the broker maximum message size'),
-        );
-      if (outcome === 'refuse' || (guard && !guard())) return Promise.resolve(false);
-      committed.push({ records: out, offsets });
-      return Promise.resolve(true);
-    },
+    write: (out: OutboundRecord[], offsets: OffsetToCommit[] = [], guard?: () => boolean) =>
+      new Promise<boolean>((resolve, reject) =>
+        setImmediate(() => {
+          const outcome = outcomes.shift() ?? 'commit';
+          if (outcome === 'fail')
+            return reject(
+              new WorkerError('kafka_record_too_large', 'a write exceeds the broker maximum message size'),
+            );
+          if (outcome === 'refuse' || (guard && !guard())) return resolve(false);
+          committed.push({ records: out, offsets });
+          resolve(true);
+        }),
+      ),
   };
   const leases = withSuspend({
     acquire: () => {
@@ -104,13 +115,14 @@ function harness(
       );
     },
     resting: () => null,
+    // As the machine's binding: a change to the form already written is none (a restore writes nothing).
+    unwritten: (written, next) => JSON.stringify(written) === JSON.stringify(next),
   };
   const host = hostOver(
     { store, writer, leases, binding },
     {
       ...options,
-      metrics: noMetrics,
-      ...(options.commandPipelineDepth === undefined ? {} : { rewind: () => {} }),
+      metrics: { ...noMetrics, writeFailed: (outcome) => void writeFailures.push(outcome) },
     },
   );
   host.setAssignment([0]);
@@ -153,7 +165,7 @@ describe('order host: a reload waits for the calls its order still has out', () 
         return settle.promise;
       },
     });
-    h.records.set('o-1', openRecord('o-1', 0));
+    h.records.set('o-1', openRecord('o-1', 0, { machine: { taken: [] } }));
     await h.host.onAssignment([], [0]);
     expect(h.lives).toHaveLength(1);
 
@@ -174,5 +186,113 @@ describe('order host: a reload waits for the calls its order still has out', () 
     // The command waited for the reload and reached the order's new life.
     expect(h.lives[0]).toEqual([]);
     expect(h.lives[1]).toMatchObject([{ type: 'CANCEL' }]);
+  });
+});
+
+/** The events of every committed write, in order. */
+function events(h: Harness): Array<Record<string, unknown>> {
+  return h.committed.flatMap(({ records }) =>
+    records
+      .filter((record) => record.topic === 'events')
+      .map((record) => JSON.parse(record.value) as Record<string, unknown>),
+  );
+}
+
+describe('order host: a write that failed leaves nothing in memory ahead of Kafka', () => {
+  it('applies a command again, delivered again after its write failed, instead of skipping it as a duplicate of itself', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0, { machine: { taken: [] } }));
+    await h.host.onAssignment([], [0]);
+    await ticks();
+    h.outcomes.push('fail');
+    await expect(h.send(cancel, 7)).rejects.toThrow(/maximum message size/);
+    expect(h.writeFailures).toEqual(['reloaded']);
+    // Reloaded from its last durable record, under the lease it holds.
+    expect(h.lives).toHaveLength(2);
+    expect(h.acquires()).toBe(1);
+    expect(h.records.get('o-1')?.commands).toEqual([['c-0', 'h']]);
+
+    await h.send(cancel, 7);
+    const durable = h.records.get('o-1');
+    expect(durable?.commands.map(([id]) => id)).toEqual(['c-0', 'c-cancel']);
+    expect(durable?.machine).toEqual({ taken: ['CANCEL'] });
+    expect(durable?.rev).toBe(4);
+    expect(h.committed.at(-1)?.offsets).toEqual([{ topic: 'commands', partition: 0, offset: '7' }]);
+  });
+
+  it('creates an order again whose first write failed, when its order.create is delivered again', async () => {
+    const h = harness();
+    h.outcomes.push('fail');
+    await expect(h.send(createCommand, 3)).rejects.toThrow(/maximum message size/);
+    // Nothing of it is durable: the order is let go of, its lease too.
+    expect(h.host.activeOrders).toBe(0);
+    expect(h.releases()).toBe(1);
+
+    await h.send(createCommand, 3);
+    expect(h.records.get('o-1')).toMatchObject({ rev: 1, commands: [['c-1', expect.any(String)]] });
+    expect(h.committed.at(-1)?.offsets).toEqual([{ topic: 'commands', partition: 0, offset: '3' }]);
+    expect(h.host.activeOrders).toBe(1);
+  });
+
+  it('has a pipelined partition delivered again from a command whose write failed, and applies it then', async () => {
+    const rewinds: Array<[number, string]> = [];
+    const h = harness({
+      commandPipelineDepth: 4,
+      rewind: (partition, offset) => void rewinds.push([partition, offset]),
+    });
+    h.records.set('o-1', openRecord('o-1', 0, { machine: { taken: [] } }));
+    await h.host.onAssignment([], [0]);
+    await ticks();
+    h.outcomes.push('fail');
+    await h.send(cancel, 7);
+    await ticks();
+    expect(rewinds).toEqual([[0, '7']]);
+    await h.send(cancel, 7);
+    await ticks();
+    expect(h.records.get('o-1')?.commands.map(([id]) => id)).toEqual(['c-0', 'c-cancel']);
+    expect(h.committed.flatMap(({ offsets }) => offsets)).toEqual([
+      { topic: 'commands', partition: 0, offset: '7' },
+    ]);
+  });
+
+  it('halts an order whose write fails again after its reload, with its last durable state, and says so once', async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0, { machine: { taken: [] } }));
+    await h.host.onAssignment([], [0]);
+    await ticks();
+    h.outcomes.push('fail', 'fail');
+    await expect(h.send(cancel, 7)).rejects.toThrow(/maximum message size/);
+    await expect(h.send(cancel, 7)).rejects.toThrow(/maximum message size/);
+    await ticks();
+    expect(h.writeFailures).toEqual(['reloaded', 'halted']);
+    expect(h.records.get('o-1')).toMatchObject({
+      rev: 4,
+      seq: 5,
+      commands: [['c-0', 'h']],
+      machine: { taken: [] },
+      halted: { code: 'write_failed' },
+    });
+    expect(events(h)).toMatchObject([
+      { type: 'order.parked', reason: 'internal_error', code: 'write_failed', seq: 5 },
+    ]);
+    // Delivered once more, the command is refused where the operator sees it: the order is halted.
+    await h.send(cancel, 7);
+    expect(events(h).map((event) => [event['type'], event['reason']])).toEqual([
+      ['order.parked', 'internal_error'],
+      ['command.rejected', 'not_allowed'],
+    ]);
+  });
+
+  it("lets go of a finished order's lease when the write of a refusal for it failed", async () => {
+    const h = harness();
+    h.records.set('o-1', openRecord('o-1', 0, { terminal: true }));
+    await h.host.onAssignment([], [0]);
+    h.outcomes.push('fail');
+    await expect(h.send(cancel, 7)).rejects.toThrow(/maximum message size/);
+    // Kept, it would be renewed for ever, and every later command of the order would wait for it.
+    expect([h.acquires(), h.releases()]).toEqual([1, 1]);
+    await h.send(cancel, 7);
+    expect(events(h)).toMatchObject([{ type: 'command.rejected', reason: 'not_allowed' }]);
+    expect([h.acquires(), h.releases()]).toEqual([2, 2]);
   });
 });
