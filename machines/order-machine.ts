@@ -6,7 +6,13 @@
 // in context on entry to the state that performs it, before the call starts.
 
 import { and, assign, emit, enqueueActions, not, setup } from 'xstate';
-import { exchangeStatusRank, movesBackwards, terminalExchangeStatuses } from './domain.ts';
+import {
+  boundedCode,
+  boundedMessage,
+  exchangeStatusRank,
+  movesBackwards,
+  terminalExchangeStatuses,
+} from './domain.ts';
 import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
 import {
   canRequote,
@@ -395,8 +401,8 @@ export const orderMachineSetup = setup({
     failPairing: enqueueActions(({ enqueue }, params: { readonly output: CheckAddressOutput }) => {
       const failure = {
         reason: 'address_pairing_rejected' as const,
-        code: params.output.ok ? 'address_pairing_rejected' : params.output.code,
-        message: params.output.ok ? '' : params.output.message,
+        code: params.output.ok ? 'address_pairing_rejected' : boundedCode(params.output.code),
+        message: params.output.ok ? '' : boundedMessage(params.output.message),
       };
       enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
       enqueue.emit({ type: 'order.failed', ...failure });
@@ -405,7 +411,7 @@ export const orderMachineSetup = setup({
       const failure = {
         reason: 'compliance_rejected' as const,
         code: 'pre_screening_failed',
-        message: params.output.message,
+        message: boundedMessage(params.output.message),
       };
       enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
       enqueue.emit({ type: 'order.failed', ...failure });

@@ -1,6 +1,7 @@
 import { SimulatedClock } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { backoffDelay } from '../../../machines/backoff.ts';
+import { exchangeMessageMaxChars, exchangeValueMaxChars } from '../../../machines/domain.ts';
 import { resolveOrderConfig } from '../../../machines/order-context.ts';
 import {
   OrderHarness,
@@ -994,5 +995,34 @@ describe('order machine: address and chain pairing before any quote', () => {
     await h.advance((h.context.retryAt ?? 0) - h.context.now);
     expect(h.calls.checkAddress).toHaveLength(2);
     expect(h.state.startsWith('quoting')).toBe(true);
+  });
+});
+
+describe('order machine: exchange text it keeps is bounded', () => {
+  it('keeps its record and its events small whatever the length of the exchange text in a failure', async () => {
+    const megabyte = 'z'.repeat(1 << 20);
+    const h = await OrderHarness.start(orderInput({ mode: 'cefi' }), {
+      createOrder: [fails('fatal', { code: `address_invalid${megabyte}`, message: megabyte })],
+    });
+    expect(h.state).toBe('failed');
+    const failed = h.emitted.at(-1) as { type: string; message: string; code: string };
+    expect(failed.type).toBe('order.failed');
+    expect(failed.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
+    expect(failed.code.length).toBeLessThanOrEqual(exchangeValueMaxChars);
+    // The whole durable form (the state record's machine) stays far below a broker's record limit.
+    expect(JSON.stringify(h.durable()).length).toBeLessThan(16_384);
+  });
+
+  it('bounds a pre-screening message and an address pairing message it fails with', async () => {
+    const megabyte = 'w'.repeat(1 << 20);
+    const screened = await OrderHarness.start(
+      orderInput({ mode: 'cefi', preScreening: { ip: '203.0.113.7' } }),
+      { preScreen: [ok({ status: 'failed', message: megabyte })] },
+    );
+    expect(screened.context.failure?.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
+    const paired = await OrderHarness.start(orderInput({ mode: 'cefi' }), {
+      checkAddress: [ok({ ok: false, code: 'withdraw_network_mismatch', message: megabyte })],
+    });
+    expect(paired.context.failure?.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
   });
 });
