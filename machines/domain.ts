@@ -125,6 +125,12 @@ export interface ExchangeOrderView {
   refundTransaction: string;
 }
 
+/** Transaction hashes in hex are case-insensitive (with or without 0x); any other spelling must match exactly. */
+export function sameTransactionHash(a: string, b: string): boolean {
+  const hex = /^(0x)?[0-9a-f]+$/i;
+  return a === b || (hex.test(a) && hex.test(b) && a.toLowerCase() === b.toLowerCase());
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Exchange text an order keeps: the caps, in one place. A state record is written to Kafka whole, and a broker
 // refuses a record batch above its max.message.bytes (1 MiB by default): an order whose record it refuses cannot move

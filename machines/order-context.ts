@@ -204,6 +204,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
       queuedHintsMayWait: stored.queuedHintsMayWait ?? false,
       hintDueAt: stored.hintDueAt ?? null,
       hintSince: stored.hintSince ?? null,
+      depositRejected: stored.depositRejected ?? null,
       now: input.now,
       resumeFrom: input.restore.resumeFrom,
     };
@@ -243,6 +244,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     depositRecorded: null,
     depositAttempt: 0,
     depositRetryAt: null,
+    depositRejected: null,
     failure: null,
     cancelReason: null,
   };

@@ -46,6 +46,7 @@ import {
   pollIntervalOf,
   type ListingRow,
 } from './order-context.ts';
+import { unrecordedDepositField, unrecordedDepositOf } from './order-deposits.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
 import type { OrderDomainEvent } from './order-events.ts';
 import { resumableStates } from './resume-keys.ts';
@@ -351,14 +352,14 @@ export const orderMachineSetup = setup({
         message: failure.message,
       });
     }),
-    abandonByOperator: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+    abandonByOperator: enqueueActions(({ context, enqueue }, params: { readonly at: number }) => {
       const failure = {
         reason: 'abandoned_by_operator' as const,
         code: 'operator_abandoned',
         message: 'an operator settled the parked order as abandoned (order.settle)',
       };
       enqueue.assign({ now: params.at, pendingIntent: null, retryAt: null, failure });
-      enqueue.emit({ type: 'order.failed', ...failure });
+      enqueue.emit({ type: 'order.failed', ...failure, ...unrecordedDepositField(context, context.order) });
     }),
     countRequote: assign(({ context }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -396,7 +397,13 @@ export const orderMachineSetup = setup({
         lastFailure: failure,
         failure: { reason, code: failure.code, message: failure.message },
       });
-      enqueue.emit({ type: 'order.failed', reason, code: failure.code, message: failure.message });
+      enqueue.emit({
+        type: 'order.failed',
+        reason,
+        code: failure.code,
+        message: failure.message,
+        ...unrecordedDepositField(context, context.order),
+      });
     }),
     failPairing: enqueueActions(({ enqueue }, params: { readonly output: CheckAddressOutput }) => {
       const failure = {
@@ -423,11 +430,15 @@ export const orderMachineSetup = setup({
         message: `cannot resume an order stored in state "${context.resumeFrom ?? ''}"`,
       };
       enqueue.assign({ failure });
-      enqueue.emit({ type: 'order.failed', ...failure });
+      enqueue.emit({ type: 'order.failed', ...failure, ...unrecordedDepositField(context, context.order) });
     }),
-    cancelByCommand: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+    cancelByCommand: enqueueActions(({ context, enqueue }, params: { readonly at: number }) => {
       enqueue.assign({ now: params.at, cancelReason: 'command', pendingIntent: null, retryAt: null });
-      enqueue.emit({ type: 'order.canceled', reason: 'command' });
+      enqueue.emit({
+        type: 'order.canceled',
+        reason: 'command',
+        ...unrecordedDepositField(context, context.order),
+      });
     }),
     orderCreated: enqueueActions(
       ({ context, enqueue }, params: ObservedOrder & { readonly reused: boolean }) => {
@@ -470,26 +481,39 @@ export const orderMachineSetup = setup({
         });
       }
     }),
-    emitCompleted: emit((_, params: ObservedOrder) => ({
+    // An end says whether a deposit the client submitted was left unrecorded at the exchange (order-deposits.ts).
+    emitCompleted: emit(({ context }, params: ObservedOrder) => ({
       type: 'order.completed' as const,
       unique_reference: params.order.uniqueReference,
       withdraw_transaction: params.order.withdrawTransaction,
+      ...unrecordedDepositField(context, params.order),
     })),
-    emitRefunded: emit((_, params: ObservedOrder) => ({
+    emitRefunded: emit(({ context }, params: ObservedOrder) => ({
       type: 'order.refunded' as const,
       unique_reference: params.order.uniqueReference,
       refund_transaction: params.order.refundTransaction,
+      ...unrecordedDepositField(context, params.order),
     })),
-    /** CANCELED confirmed by a GET: a lapsed payment window when the deadline passed without any deposit. */
+    /**
+     * CANCELED confirmed by a GET: a lapsed payment window when the deadline passed without any deposit, neither on
+     * the exchange order nor submitted by the client (pending, retried or refused); else the exchange's cancel.
+     */
     cancelByExchange: enqueueActions(({ context, enqueue }, params: ObservedOrder) => {
+      const unrecorded = unrecordedDepositOf(context, params.order);
       const lapsed =
         context.paymentDeadline !== null &&
         params.at >= context.paymentDeadline &&
         params.order.depositTransaction === '' &&
-        context.depositRecorded === null;
+        context.depositRecorded === null &&
+        unrecorded === null;
       const reason = lapsed ? ('payment_window_lapsed' as const) : ('exchange' as const);
       enqueue.assign({ cancelReason: reason });
-      enqueue.emit({ type: 'order.canceled', unique_reference: params.order.uniqueReference, reason });
+      enqueue.emit({
+        type: 'order.canceled',
+        unique_reference: params.order.uniqueReference,
+        reason,
+        ...(unrecorded === null ? {} : { unrecorded_deposit: unrecorded }),
+      });
     }),
     /**
      * A listing showed the status last confirmed: that is a confirmation as good as a routine GET's, so the routine
@@ -579,6 +603,7 @@ export const orderMachineSetup = setup({
           depositRecorded: { txHash, alreadyRecorded: params.alreadyRecorded },
           depositAttempt: 0,
           depositRetryAt: null,
+          depositRejected: null,
         });
         enqueue.emit({
           type: 'order.deposit_submitted',
@@ -589,7 +614,13 @@ export const orderMachineSetup = setup({
     ),
     scheduleDepositRetry: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.depositAttempt);
-      return { ...noted, depositAttempt: context.depositAttempt + 1, depositRetryAt: at + delayMs };
+      const { code, message } = failureRecordOf(params.error, context.now);
+      return {
+        ...noted,
+        deposit: context.deposit === null ? null : { ...context.deposit, failure: { code, message } },
+        depositAttempt: context.depositAttempt + 1,
+        depositRetryAt: at + delayMs,
+      };
     }),
     rejectDeposit: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -600,6 +631,13 @@ export const orderMachineSetup = setup({
         depositAttempt: 0,
         depositRetryAt: null,
         lastFailure: failure,
+        // Kept until a deposit is recorded: the user may have paid all the same, and the order's end must say so.
+        depositRejected: {
+          txHash,
+          acceptedAt: context.deposit?.acceptedAt ?? failure.at,
+          code: failure.code,
+          message: failure.message,
+        },
       });
       enqueue.emit({
         type: 'order.deposit_rejected',

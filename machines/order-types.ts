@@ -147,6 +147,16 @@ export interface DepositIntent {
   readonly acceptedAt: number;
   /** Set when a PATCH is (about to be) in flight. */
   readonly startedAt: number | null;
+  /** The last failure of its PATCH, while a retry is scheduled (absent in older snapshots). */
+  readonly failure?: { readonly code: string; readonly message: string } | null;
+}
+
+/** A deposit the exchange refused for good: its hash, when it was accepted, and the refusal. */
+export interface RejectedDeposit {
+  readonly txHash: string;
+  readonly acceptedAt: number;
+  readonly code: string;
+  readonly message: string;
 }
 
 export interface FailureRecord {
@@ -239,6 +249,11 @@ export interface OrderContext {
   readonly depositRecorded: { readonly txHash: string; readonly alreadyRecorded: boolean } | null;
   readonly depositAttempt: number;
   readonly depositRetryAt: number | null;
+  /**
+   * The last deposit the exchange refused for good (order.deposit_rejected), until a deposit is recorded: an end
+   * meanwhile reports it (order-deposits.ts). Absent in older snapshots (none).
+   */
+  readonly depositRejected?: RejectedDeposit | null;
 
   // outcome
   readonly failure: OrderFailure | null;

@@ -67,6 +67,7 @@ export class WorkerMetrics {
   readonly webhookToEvent;
   readonly heapReductions;
   readonly orderWritesFailed;
+  readonly depositsUnrecorded;
 
   /** The exporter must be one of the meter provider's readers (see sdk.ts); `meter` comes from that provider. */
   constructor(meter: Meter, exporter: PrometheusExporter) {
@@ -167,6 +168,10 @@ export class WorkerMetrics {
     this.orderWritesFailed = counter(
       'worker_order_writes_failed',
       'writes of an order that failed (not refused), by what followed: reloaded (from its last durable record) or halted (a second failure in a row: order.parked internal_error, code write_failed)',
+    );
+    this.depositsUnrecorded = counter(
+      'worker_deposits_unrecorded',
+      'orders that ended with a deposit their client submitted and the exchange had not recorded on them (outcome: completed, refunded, canceled, failed; state: unconfirmed, retrying, rejected): the money must be traced by hand',
     );
     this.heapReductions = counter(
       'worker_heap_reductions',
@@ -281,6 +286,8 @@ export class WorkerMetrics {
       pollDeferred: (reason: string): void => this.pollsDeferred.add(1, { reason }),
       polledAtRest: (outcome: string): void => this.pollsAtRest.add(1, { outcome }),
       writeFailed: (outcome: string): void => this.orderWritesFailed.add(1, { outcome }),
+      depositUnrecorded: (outcome: string, state: string): void =>
+        this.depositsUnrecorded.add(1, { outcome, state }),
     };
   }
 

@@ -4,7 +4,7 @@
 // names the intent) is durable in Kafka; the machine's status GET, a read, waits for no write. Every request checks
 // that this replica still holds the order's lease as it leaves; failures reach the machine as plain ExchangeFailure
 // objects stamped with the runtime's clock.
-import type { ExchangeFailure, ExchangeOrderView } from '../../machines/domain.ts';
+import { sameTransactionHash, type ExchangeFailure, type ExchangeOrderView } from '../../machines/domain.ts';
 import type {
   CreateOrderInput,
   FetchOrderInput,
@@ -124,12 +124,6 @@ function matchesCreate(order: ExchangeOrderView, create: CreateOrderInput): bool
       create.depositAmount !== null ||
       sameDecimal(order.withdrawAmount, create.withdrawAmount))
   );
-}
-
-/** Transaction hashes in hex are case-insensitive; any other spelling must match exactly. */
-function sameTransactionHash(a: string, b: string): boolean {
-  const hex = /^(0x)?[0-9a-f]+$/i;
-  return a === b || (hex.test(a) && hex.test(b) && a.toLowerCase() === b.toLowerCase());
 }
 
 /** True when a page of GET /orders/ is newest first (then a page entirely before the window ends the scan). */

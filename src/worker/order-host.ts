@@ -50,6 +50,7 @@ import {
 } from './machine-binding.ts';
 import type { FetchOrderInput } from '../../machines/order-types.ts';
 import { decide, misrouted, retired, type Rejection } from './command-intake.ts';
+import { unrecordedDepositAlerts } from './deposit-alerts.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
 import { defaultCallsSettleTimeoutMs, WriteFailures } from './order-reload.ts';
@@ -208,6 +209,11 @@ export interface OrderHostMetrics {
    * of it failed again before any succeeded.
    */
   writeFailed?(outcome: 'reloaded' | 'halted'): void;
+  /**
+   * An order's end was committed with a deposit its client submitted that the exchange had not recorded
+   * (unrecorded_deposit): `outcome` the end (completed, refunded, canceled, failed), `state` the deposit's.
+   */
+  depositUnrecorded?(outcome: string, state: string): void;
   /**
    * A resting order's routine poll was put off by one step: the replica was saturated ('saturated', within 60 s of
    * its last confirmation), or maxPollsAtRest polls at rest were out ('calls_at_capacity').
@@ -1751,6 +1757,7 @@ export class OrderHost {
           this.noteQuiet(slot);
         }
         if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);
+        if (eventTypes.length) this.alertUnrecordedDeposits(slot, events);
         if (webhookAt !== undefined) this.opts.metrics?.webhookToEvent((this.opts.now() - webhookAt) / 1000);
       }
       return done;
@@ -1763,6 +1770,23 @@ export class OrderHost {
     lastWrite.catch(() => {}); // observed through durable(); never an unhandled rejection
     slot.lastWrite = lastWrite;
     return write;
+  }
+
+  /** An end just committed left a deposit unrecorded at the exchange: the operator hears of it (log and metric). */
+  private alertUnrecordedDeposits(slot: OrderSlot, events: readonly EventPayload[]): void {
+    for (const alert of unrecordedDepositAlerts(events)) {
+      this.logger.warn(
+        {
+          orderId: slot.orderId,
+          outcome: alert.outcome,
+          reason: alert.reason,
+          state: alert.state,
+          txHash: alert.txHash,
+        },
+        'the order ended with a deposit transaction the exchange has not recorded on it: trace it and refund or credit the user (docs/operations.md, "Deposits not recorded")',
+      );
+      this.opts.metrics?.depositUnrecorded?.(alert.outcome, alert.state);
+    }
   }
 
   /**
@@ -2111,6 +2135,8 @@ export class OrderHost {
         // decide() abandons only a halted order driven here; the offset is committed all the same
         if (!slot) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         const { command } = decision;
+        // Its last good state may hold a deposit the exchange never recorded: the end says so, as the machine's do.
+        const unrecorded = this.binding.unrecordedDeposit?.(slot.record.machine) ?? null;
         await this.requireWritten(
           await this.persist(slot, {
             offset,
@@ -2122,6 +2148,7 @@ export class OrderHost {
                 reason: 'abandoned_by_operator',
                 code: 'operator_abandoned',
                 message: 'an operator settled the halted order as abandoned (order.settle)',
+                ...(unrecorded === null ? {} : { unrecorded_deposit: unrecorded }),
               },
             ],
           }),
