@@ -150,3 +150,37 @@ export interface ExchangeOrderView {
   withdrawTransaction: string;
   refundTransaction: string;
 }
+
+/** Transaction hashes in hex are case-insensitive (with or without 0x); any other spelling must match exactly. */
+export function sameTransactionHash(a: string, b: string): boolean {
+  const hex = /^(0x)?[0-9a-f]+$/i;
+  return a === b || (hex.test(a) && hex.test(b) && a.toLowerCase() === b.toLowerCase());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Exchange text an order keeps: the caps, in one place. A state record is written to Kafka whole, and a broker
+// refuses a record batch above its max.message.bytes (1 MiB by default): an order whose record it refuses cannot move
+// on, so text the exchange (or a webhook) controls must never make a record grow without bound.
+// - Values kept as the exchange wrote them (unique_reference, status, side, currencies, addresses and extra ids,
+//   transaction hashes, amounts, rates, rate_id, timestamps) are checked by the wire schemas
+//   (src/exchange/schemas.ts): a longer one makes the response invalid. Never cut: a cut address or hash is another.
+// - Free text (error messages, pre-screening messages) is cut to a bound wherever it enters an order: the error
+//   classification, the wire schema of pre-screening, and the machine's failure records (failure-policy.ts).
+
+/** The longest exchange value an order keeps (an address, a hash, a reference, an amount): longer is invalid. */
+export const exchangeValueMaxChars = 512;
+
+/** The longest exchange message an order keeps or publishes; longer is cut, ending in "…". */
+export const exchangeMessageMaxChars = 1_024;
+
+/** `text` within exchangeMessageMaxChars: cut on a character boundary, ending in "…" when it was longer. */
+export function boundedMessage(text: string): string {
+  if (text.length <= exchangeMessageMaxChars) return text;
+  // A UTF-16 surrogate pair is not split: a lone high surrogate left at the cut is dropped.
+  return `${text.slice(0, exchangeMessageMaxChars - 1).replace(/[\uD800-\uDBFF]$/, '')}…`;
+}
+
+/** A code (a stable identifier, normally ours) within exchangeValueMaxChars. */
+export function boundedCode(code: string): string {
+  return code.length <= exchangeValueMaxChars ? code : code.slice(0, exchangeValueMaxChars);
+}

@@ -162,6 +162,11 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     hintCoalesceBounds.maxWaitMs,
     Math.max(hintCoalesceMs, input?.hintCoalesceMaxMs ?? defaultOrderConfig.hintCoalesceMaxMs ?? 0),
   );
+  const createSettleMs = input?.createSettleMs ?? defaultOrderConfig.createSettleMs;
+  const parkedRecheckMs = Math.max(
+    createSettleMs,
+    input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+  );
   return {
     pollIntervalMs,
     webhookPollIntervalMs,
@@ -172,10 +177,12 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
     quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
     fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
-    createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
-    parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+    createSettleMs,
+    // A parked order re-checks by repeating the POST (DeFi) or by a lookup (CeFi): never sooner after the failure
+    // that parked it than a doubt's own check (scheduleDoubtCheck), or the repeat could overlap the POST in doubt.
+    parkedRecheckMs,
     parkedRecheckMaxMs: Math.max(
-      input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+      parkedRecheckMs,
       input?.parkedRecheckMaxMs ?? defaultOrderConfig.parkedRecheckMaxMs ?? 0,
     ),
     requoteLimits: { ...defaultOrderConfig.requoteLimits, ...input?.requoteLimits },
@@ -208,6 +215,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
       queuedHintsMayWait: stored.queuedHintsMayWait ?? false,
       hintDueAt: stored.hintDueAt ?? null,
       hintSince: stored.hintSince ?? null,
+      depositRejected: stored.depositRejected ?? null,
       now: input.now,
       resumeFrom: input.restore.resumeFrom,
     };
@@ -249,6 +257,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     depositRecorded: null,
     depositAttempt: 0,
     depositRetryAt: null,
+    depositRejected: null,
     failure: null,
     cancelReason: null,
   };

@@ -7,6 +7,8 @@
 
 import { and, assign, emit, enqueueActions, not, setup } from 'xstate';
 import {
+  boundedCode,
+  boundedMessage,
   createCodes,
   exchangeStatusRank,
   isExchangeFailure,
@@ -48,6 +50,7 @@ import {
   pollIntervalOf,
   type ListingRow,
 } from './order-context.ts';
+import { unrecordedDepositField, unrecordedDepositOf } from './order-deposits.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
 import type { OrderDomainEvent } from './order-events.ts';
 import { resumableStates } from './resume-keys.ts';
@@ -341,16 +344,24 @@ export const orderMachineSetup = setup({
       };
     }),
     /**
-     * A create fell (or stays) in doubt: wait, then repeat (DeFi, same rate_id) or look it up (CeFi). A CeFi
-     * lookup is not run before the settle window has passed: a POST still in flight could land after it.
+     * A create fell (or stays) in doubt: wait, then repeat it (DeFi, same rate_id) or look it up (CeFi), in either
+     * mode not before the settle window has passed. The POST in doubt may still be under way at the exchange (our
+     * client gave up on it, or the replica that sent it lost the order): a lookup run before it lands can miss it,
+     * and a second POST beside it is safe only if the exchange serialises two POSTs with one rate_id, which the
+     * interface document does not promise (docs/decisions/create-in-doubt.md).
      */
     scheduleDoubtCheck: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.attempt);
-      const repeatable = context.request.mode === 'defi' && boundRateId(context) !== null;
-      const settle = repeatable ? 0 : context.config.createSettleMs;
-      return { ...noted, attempt: context.attempt + 1, retryAt: at + Math.max(delayMs, settle) };
+      return {
+        ...noted,
+        attempt: context.attempt + 1,
+        retryAt: at + Math.max(delayMs, context.config.createSettleMs),
+      };
     }),
-    /** Taken over in doubt from another replica: its POST may still land; look only after the settle window. */
+    /**
+     * Taken over in doubt (another replica, or this one after a lost lease): the POST it made may still land, so the
+     * repeat (DeFi) or the lookup (CeFi) waits for the settle window.
+     */
     scheduleSettle: assign(({ context }) => ({ retryAt: context.now + context.config.createSettleMs })),
     countLookup: assign(({ context }) => ({ lookupScans: context.lookupScans + 1 })),
     /** A complete lookup found nothing: the create definitely did not happen; a later doubt is a new one. */
@@ -414,14 +425,14 @@ export const orderMachineSetup = setup({
         message: failure.message,
       });
     }),
-    abandonByOperator: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+    abandonByOperator: enqueueActions(({ context, enqueue }, params: { readonly at: number }) => {
       const failure = {
         reason: 'abandoned_by_operator' as const,
         code: 'operator_abandoned',
         message: 'an operator settled the parked order as abandoned (order.settle)',
       };
       enqueue.assign({ now: params.at, pendingIntent: null, retryAt: null, failure });
-      enqueue.emit({ type: 'order.failed', ...failure });
+      enqueue.emit({ type: 'order.failed', ...failure, ...unrecordedDepositField(context, context.order) });
     }),
     countRequote: assign(({ context }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -459,13 +470,19 @@ export const orderMachineSetup = setup({
         lastFailure: failure,
         failure: { reason, code: failure.code, message: failure.message },
       });
-      enqueue.emit({ type: 'order.failed', reason, code: failure.code, message: failure.message });
+      enqueue.emit({
+        type: 'order.failed',
+        reason,
+        code: failure.code,
+        message: failure.message,
+        ...unrecordedDepositField(context, context.order),
+      });
     }),
     failPairing: enqueueActions(({ enqueue }, params: { readonly output: CheckAddressOutput }) => {
       const failure = {
         reason: 'address_pairing_rejected' as const,
-        code: params.output.ok ? 'address_pairing_rejected' : params.output.code,
-        message: params.output.ok ? '' : params.output.message,
+        code: params.output.ok ? 'address_pairing_rejected' : boundedCode(params.output.code),
+        message: params.output.ok ? '' : boundedMessage(params.output.message),
       };
       enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
       enqueue.emit({ type: 'order.failed', ...failure });
@@ -474,7 +491,7 @@ export const orderMachineSetup = setup({
       const failure = {
         reason: 'compliance_rejected' as const,
         code: 'pre_screening_failed',
-        message: params.output.message,
+        message: boundedMessage(params.output.message),
       };
       enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
       enqueue.emit({ type: 'order.failed', ...failure });
@@ -486,11 +503,15 @@ export const orderMachineSetup = setup({
         message: `cannot resume an order stored in state "${context.resumeFrom ?? ''}"`,
       };
       enqueue.assign({ failure });
-      enqueue.emit({ type: 'order.failed', ...failure });
+      enqueue.emit({ type: 'order.failed', ...failure, ...unrecordedDepositField(context, context.order) });
     }),
-    cancelByCommand: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+    cancelByCommand: enqueueActions(({ context, enqueue }, params: { readonly at: number }) => {
       enqueue.assign({ now: params.at, cancelReason: 'command', pendingIntent: null, retryAt: null });
-      enqueue.emit({ type: 'order.canceled', reason: 'command' });
+      enqueue.emit({
+        type: 'order.canceled',
+        reason: 'command',
+        ...unrecordedDepositField(context, context.order),
+      });
     }),
     orderCreated: enqueueActions(
       ({ context, enqueue }, params: ObservedOrder & { readonly reused: boolean }) => {
@@ -533,26 +554,39 @@ export const orderMachineSetup = setup({
         });
       }
     }),
-    emitCompleted: emit((_, params: ObservedOrder) => ({
+    // An end says whether a deposit the client submitted was left unrecorded at the exchange (order-deposits.ts).
+    emitCompleted: emit(({ context }, params: ObservedOrder) => ({
       type: 'order.completed' as const,
       unique_reference: params.order.uniqueReference,
       withdraw_transaction: params.order.withdrawTransaction,
+      ...unrecordedDepositField(context, params.order),
     })),
-    emitRefunded: emit((_, params: ObservedOrder) => ({
+    emitRefunded: emit(({ context }, params: ObservedOrder) => ({
       type: 'order.refunded' as const,
       unique_reference: params.order.uniqueReference,
       refund_transaction: params.order.refundTransaction,
+      ...unrecordedDepositField(context, params.order),
     })),
-    /** CANCELED confirmed by a GET: a lapsed payment window when the deadline passed without any deposit. */
+    /**
+     * CANCELED confirmed by a GET: a lapsed payment window when the deadline passed without any deposit, neither on
+     * the exchange order nor submitted by the client (pending, retried or refused); else the exchange's cancel.
+     */
     cancelByExchange: enqueueActions(({ context, enqueue }, params: ObservedOrder) => {
+      const unrecorded = unrecordedDepositOf(context, params.order);
       const lapsed =
         context.paymentDeadline !== null &&
         params.at >= context.paymentDeadline &&
         params.order.depositTransaction === '' &&
-        context.depositRecorded === null;
+        context.depositRecorded === null &&
+        unrecorded === null;
       const reason = lapsed ? ('payment_window_lapsed' as const) : ('exchange' as const);
       enqueue.assign({ cancelReason: reason });
-      enqueue.emit({ type: 'order.canceled', unique_reference: params.order.uniqueReference, reason });
+      enqueue.emit({
+        type: 'order.canceled',
+        unique_reference: params.order.uniqueReference,
+        reason,
+        ...(unrecorded === null ? {} : { unrecorded_deposit: unrecorded }),
+      });
     }),
     /**
      * A listing showed the status last confirmed: that is a confirmation as good as a routine GET's, so the routine
@@ -642,6 +676,7 @@ export const orderMachineSetup = setup({
           depositRecorded: { txHash, alreadyRecorded: params.alreadyRecorded },
           depositAttempt: 0,
           depositRetryAt: null,
+          depositRejected: null,
         });
         enqueue.emit({
           type: 'order.deposit_submitted',
@@ -652,7 +687,13 @@ export const orderMachineSetup = setup({
     ),
     scheduleDepositRetry: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.depositAttempt);
-      return { ...noted, depositAttempt: context.depositAttempt + 1, depositRetryAt: at + delayMs };
+      const { code, message } = failureRecordOf(params.error, context.now);
+      return {
+        ...noted,
+        deposit: context.deposit === null ? null : { ...context.deposit, failure: { code, message } },
+        depositAttempt: context.depositAttempt + 1,
+        depositRetryAt: at + delayMs,
+      };
     }),
     rejectDeposit: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -663,6 +704,13 @@ export const orderMachineSetup = setup({
         depositAttempt: 0,
         depositRetryAt: null,
         lastFailure: failure,
+        // Kept until a deposit is recorded: the user may have paid all the same, and the order's end must say so.
+        depositRejected: {
+          txHash,
+          acceptedAt: context.deposit?.acceptedAt ?? failure.at,
+          code: failure.code,
+          message: failure.message,
+        },
       });
       enqueue.emit({
         type: 'order.deposit_rejected',
@@ -793,13 +841,8 @@ export const orderMachine = orderMachineSetup.createMachine({
         { guard: 'isFreshOrder', target: 'checkingAddress' },
         // A quote request that may have gone out used its slot: ask for a slot again (the cooldown may still run).
         { guard: resumesIn('quoting.acquiringSlot', 'quoting.requesting'), target: 'quoting.acquiringSlot' },
-        // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse); CeFi looks for the
-        // order, but only once the settle window has passed (the previous owner's POST may still be in flight).
-        {
-          guard: and([resumesIn('creating.posting'), 'createRepeatable']),
-          target: 'creating.posting',
-          actions: 'markCreateInDoubt',
-        },
+        // A POST that may have gone out: once the settle window has passed (the previous owner's POST may still be
+        // in flight or land late), DeFi repeats it with the same rate_id (200 reuse) and CeFi looks for the order.
         {
           guard: resumesIn('creating.posting'),
           target: 'creating.waiting',

@@ -40,13 +40,14 @@ export interface OrderConfigInput {
   readonly fixedRateThrottleDelayMs?: number;
   /**
    * How long after a create fell into doubt (or after an order in doubt was taken over from another replica) its
-   * lookup may conclude "not created": covers a POST still in flight, the exchange's create timeout and the
-   * lease TTL. Default 60 000.
+   * lookup may conclude "not created", and its DeFi repeat may go out: covers a POST still in flight, the exchange's
+   * create timeout and the lease TTL. Default 60 000.
    */
   readonly createSettleMs?: number;
   /**
    * When a parked order first re-checks the evidence (a DeFi repeat with the same rate_id, a CeFi scan); default
-   * 300 000. Each re-check that changes nothing doubles the wait, up to parkedRecheckMaxMs.
+   * 300 000, never below createSettleMs (a re-check must not overlap the POST in doubt). Each re-check that changes
+   * nothing doubles the wait, up to parkedRecheckMaxMs.
    */
   readonly parkedRecheckMs?: number;
   /** The longest wait between two re-checks of a parked order; default 21 600 000 (6 h). */
@@ -159,6 +160,16 @@ export interface DepositIntent {
   readonly acceptedAt: number;
   /** Set when a PATCH is (about to be) in flight. */
   readonly startedAt: number | null;
+  /** The last failure of its PATCH, while a retry is scheduled (absent in older snapshots). */
+  readonly failure?: { readonly code: string; readonly message: string } | null;
+}
+
+/** A deposit the exchange refused for good: its hash, when it was accepted, and the refusal. */
+export interface RejectedDeposit {
+  readonly txHash: string;
+  readonly acceptedAt: number;
+  readonly code: string;
+  readonly message: string;
 }
 
 export interface FailureRecord {
@@ -258,6 +269,11 @@ export interface OrderContext {
   readonly depositRecorded: { readonly txHash: string; readonly alreadyRecorded: boolean } | null;
   readonly depositAttempt: number;
   readonly depositRetryAt: number | null;
+  /**
+   * The last deposit the exchange refused for good (order.deposit_rejected), until a deposit is recorded: an end
+   * meanwhile reports it (order-deposits.ts). Absent in older snapshots (none).
+   */
+  readonly depositRejected?: RejectedDeposit | null;
 
   // outcome
   readonly failure: OrderFailure | null;

@@ -42,6 +42,7 @@ import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
 import { OperatorAuthority } from './worker/operator-authority.ts';
+import { callsSettleTimeoutOf } from './worker/order-reload.ts';
 import { HeapReducer } from './worker/heap-reducer.ts';
 import { EventLoopLoad } from './worker/event-loop-load.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
@@ -308,6 +309,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
     now: () => Date.now(),
     callsSettled: exchangeActors.settled,
+    // A lease is let go of, and a reload acts, once the order's calls ended: at most the create timeout and a margin.
+    callsSettleTimeoutMs: callsSettleTimeoutOf(createOrderTimeoutMs),
     callInFlight: exchangeActors.busy,
     passivateIdleMs: config.passivateIdleMs,
     // Routine polls of resting orders wait (up to 60 s after their last confirmation) while the thread is saturated

@@ -181,8 +181,19 @@ function str(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
+/** An end's unrecorded deposit, for its summary (docs/operations.md, "Deposits not recorded"). */
+function unrecordedDepositNote(fields: Record<string, unknown>): string {
+  const deposit = fields['unrecorded_deposit'] as Record<string, unknown> | undefined;
+  if (deposit === undefined || deposit === null || typeof deposit !== 'object') return '';
+  return `; deposit ${str(deposit['tx_hash']) ?? '?'} NOT recorded at the exchange (${str(deposit['state']) ?? '?'})`;
+}
+
 function summaryOf(event: PublishedEvent): string {
   const f = event as Record<string, unknown>;
+  return endSummaryOf(event, f) + (terminalTypes.has(event.type) ? unrecordedDepositNote(f) : '');
+}
+
+function endSummaryOf(event: PublishedEvent, f: Record<string, unknown>): string {
   switch (event.type) {
     case 'order.quoted':
       return `rate ${str(f['rate']) ?? '?'} (rate_id ${str(f['rate_id']) ?? '?'})`;

@@ -102,6 +102,8 @@ export class WorkerMetrics {
   readonly webhookToEvent;
   readonly heapReductions;
   readonly createDoubts;
+  readonly orderWritesFailed;
+  readonly depositsUnrecorded;
 
   /** The exporter must be one of the meter provider's readers (see sdk.ts); `meter` comes from that provider. */
   readonly #meter: Meter;
@@ -242,6 +244,16 @@ export class WorkerMetrics {
       'worker.create_doubts',
       '{create}',
       'creates that did not end as their POST answer suggested (kind: claimed_elsewhere, reused_foreign, claim_unconfirmed, near_match, lookup_unreachable; route_claimed_elsewhere: a published order whose reference another order claims); see docs/operations.md',
+    );
+    this.orderWritesFailed = counter(
+      'worker.order_writes_failed',
+      '{write}',
+      'writes of an order that failed (not refused), by what followed: reloaded (from its last durable record) or halted (a second failure in a row: order.parked internal_error, code write_failed)',
+    );
+    this.depositsUnrecorded = counter(
+      'worker.deposits_unrecorded',
+      '{order}',
+      'orders that ended with a deposit their client submitted and the exchange had not recorded on them (outcome: completed, refunded, canceled, failed; state: unconfirmed, retrying, rejected): the money must be traced by hand',
     );
     this.heapReductions = counter(
       'worker.heap_reductions',
@@ -398,6 +410,9 @@ export class WorkerMetrics {
       orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
       pollDeferred: (reason: string): void => this.pollsDeferred.add(1, { reason }),
       polledAtRest: (outcome: string): void => this.pollsAtRest.add(1, { outcome }),
+      writeFailed: (outcome: string): void => this.orderWritesFailed.add(1, { outcome }),
+      depositUnrecorded: (outcome: string, state: string): void =>
+        this.depositsUnrecorded.add(1, { outcome, state }),
     };
   }
 

@@ -5,7 +5,7 @@
 // that this replica still holds the order's lease as it leaves; failures reach the machine as plain ExchangeFailure
 // objects stamped with the runtime's clock. The create path (POST, the lookup of a create in doubt, adoption) lives
 // in create-actors.ts, on the same fencing.
-import type { CreateEvidence, ExchangeFailure } from '../../machines/domain.ts';
+import { sameTransactionHash, type CreateEvidence, type ExchangeFailure } from '../../machines/domain.ts';
 import type {
   FetchOrderInput,
   FetchOrderOutput,
@@ -118,12 +118,6 @@ export interface ExchangeActors {
    * request leaves and throws when the order no longer rests; it is counted like any call of the order.
    */
   pollResting: (input: FetchOrderInput, mayAsk: () => void, signal: AbortSignal) => Promise<FetchOrderOutput>;
-}
-
-/** Transaction hashes in hex are case-insensitive; any other spelling must match exactly. */
-function sameTransactionHash(a: string, b: string): boolean {
-  const hex = /^(0x)?[0-9a-f]+$/i;
-  return a === b || (hex.test(a) && hex.test(b) && a.toLowerCase() === b.toLowerCase());
 }
 
 export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {

@@ -59,6 +59,8 @@ export async function workerMetricFamilies(): Promise<MetricFamilies> {
     host.orderReactivated('hint');
     host.pollDeferred('saturated');
     host.polledAtRest('confirmed');
+    host.writeFailed('reloaded');
+    host.depositUnrecorded('canceled', 'unconfirmed');
     const listing = metrics.listingObserver();
     listing.pageFetched('cefi');
     listing.rowsListed('confirmed', 1);

@@ -150,6 +150,32 @@ describe('describeOrder', () => {
   });
 });
 
+describe('describeOrder: an end that left a deposit unrecorded', () => {
+  it('says so in the end event of the timeline', () => {
+    const report = describeOrder({
+      orderId: 'o-1',
+      record: record({ resumeFrom: 'canceled', stateValue: 'canceled', context: {} }, 2, true),
+      events: [
+        event(1, 'order.created'),
+        event(2, 'order.canceled', {
+          unique_reference: 'REF1',
+          reason: 'exchange',
+          unrecorded_deposit: {
+            tx_hash: '0xabc',
+            state: 'unconfirmed',
+            accepted_at: new Date(now).toISOString(),
+          },
+        }),
+      ],
+      lease: 'unknown',
+      now,
+    });
+    expect(report.timeline.at(-1)?.summary).toBe(
+      'reason exchange; deposit 0xabc NOT recorded at the exchange (unconfirmed)',
+    );
+  });
+});
+
 describe('traceIdOf', () => {
   it('reads the trace id of a W3C traceparent and refuses anything else', () => {
     expect(traceIdOf('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')).toBe(

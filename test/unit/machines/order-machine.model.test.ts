@@ -271,14 +271,11 @@ describe('order machine: model-based coverage (@xstate/graph)', () => {
         [],
         coverage,
       );
-      const intent = snapshot.context.pendingIntent;
-      const repeatable =
-        snapshot.context.request.mode === 'defi' && intent?.kind === 'create' && intent.rateId !== null;
       const expected =
         durable.resumeFrom === 'quoting.requesting'
           ? 'quoting.acquiringSlot'
-          : durable.resumeFrom === 'creating.posting' && !repeatable
-            ? 'creating.waiting' // the settle window first: the previous owner's POST may still land
+          : durable.resumeFrom === 'creating.posting'
+            ? 'creating.waiting' // the settle window first, DeFi too: the previous owner's POST may still land
             : durable.resumeFrom;
       expect(resumeKeyOf(restored.value), `restore from ${durable.resumeFrom}`).toBe(expected);
       expect(restored.context.failure).toEqual(snapshot.context.failure);
