@@ -13,7 +13,7 @@ import {
   formatViolations,
   terminalTypes,
 } from '../support/invariants.ts';
-import type { AcceptedOrder, InvariantName, Violation } from '../support/invariants.ts';
+import type { AcceptedOrder, InvariantName, SubmittedDeposit, Violation } from '../support/invariants.ts';
 import { testKafka, type PublishedEvent } from '../support/kafka-helpers.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { recordRun } from '../support/run-record.ts';
@@ -125,6 +125,7 @@ export async function checkRun(
   orders: AcceptedOrder[],
   kafkaBrokers: string[] = services().kafkaBrokers,
   spans?: OtlpReceiver,
+  deposits?: SubmittedDeposit[],
 ): Promise<CheckedRun> {
   // The workers export spans in batches every 200 ms: let the last ones arrive.
   if (spans) await sleep(1_500);
@@ -136,6 +137,7 @@ export async function checkRun(
     orders,
     events: cluster.collector.events,
     ...(spans ? { spans: spans.spans } : {}),
+    ...(deposits ? { deposits } : {}),
   });
   const violations = checkInvariants(history);
   return { violations, checked: checkedInvariants(history), report: formatViolations(violations) };
@@ -240,8 +242,8 @@ export interface FaultRun {
   outcomes: Map<string, Outcome>;
   /** Draws the orders' outcomes from the run's PRNG: 60 % completed, 20 % refunded, 20 % canceled. */
   drawOutcomes: (orders: AcceptedOrder[]) => void;
-  /** Stops the exchange's side and runs the invariant checker over the run. */
-  check: (orders: AcceptedOrder[]) => Promise<CheckedRun>;
+  /** Stops the exchange's side and runs the invariant checker over the run (and its deposits, when given). */
+  check: (orders: AcceptedOrder[], deposits?: SubmittedDeposit[]) => Promise<CheckedRun>;
 }
 
 /**
@@ -301,9 +303,9 @@ export async function startFaultRun(opts: {
         outcomes.set(o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled');
       }
     },
-    check: async (orders) => {
+    check: async (orders, deposits) => {
       await driver.stop();
-      return checkRun(cluster, orders, opts.kafkaBrokers, spans);
+      return checkRun(cluster, orders, opts.kafkaBrokers, spans, deposits);
     },
   };
 }
