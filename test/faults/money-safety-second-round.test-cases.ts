@@ -195,6 +195,8 @@ export interface SecondRoundFigures {
   exchangeOrders: number;
   endings: Record<string, number>;
   unfinished: number;
+  /** From the start of the run to the moment the last order that ended did (the run stops waiting for the others). */
+  lastEndingSeconds: number;
   violationsByInvariant: Record<string, number>;
   checked: string[];
   seconds: number;
@@ -379,11 +381,29 @@ export async function runMoneySafetySecondRound(opts: { orders: number; label: s
     }
 
     // ---- every order ends; nothing is still due to land at the exchange
+    // Every order ends, or the run stops waiting: at its cap, or once no order has ended for `stallMs` (longer than
+    // any wait the worker is designed to make here: the 40 s settle, a 60 s backoff, the 10 s parked re-check).
+    const stallMs = 240_000;
+    const cap = Date.now() + (opts.orders >= 200 ? 900_000 : 420_000);
+    let stillOpen = orders.length;
+    let lastEndingAt = Date.now();
+    for (;;) {
+      const now = await awaitEndings(
+        cluster,
+        orders.map((o) => o.orderId),
+        0,
+      );
+      if (now.length < stillOpen) lastEndingAt = Date.now();
+      stillOpen = now.length;
+      if (stillOpen === 0 || Date.now() > cap || Date.now() - lastEndingAt > stallMs) break;
+      await sleep(1_000);
+    }
     const open = await awaitEndings(
       cluster,
       orders.map((o) => o.orderId),
-      opts.orders >= 200 ? 900_000 : 420_000,
+      0,
     );
+    const lastEndingSeconds = Math.round((lastEndingAt - started) / 1000);
     const landingDeadline = Date.now() + 60_000;
     while (cluster.sandbox.lateLandings().some((l) => l.state === 'pending') && Date.now() < landingDeadline)
       await sleep(250);
@@ -420,6 +440,7 @@ export async function runMoneySafetySecondRound(opts: { orders: number; label: s
       exchangeOrders: cluster.sandbox.orders.list().length,
       endings: count(endings),
       unfinished: open.length,
+      lastEndingSeconds,
       violationsByInvariant: count(checked.violations.map((v) => v.invariant)),
       checked: checked.checked,
       seconds: Math.round((Date.now() - started) / 1000),
