@@ -1,8 +1,7 @@
-// The second money-safety round (issue 50) at the profile's size: 300 orders in `npm run test:faults`, 60 with
-// FAULT_PROFILE=quick. Runs in the faults project only: on main 2c3cb1f some of its invariants fail (the defects of
-// issue 50); once those are fixed, a quick entry in the integration tier is one file
-// (`money-safety-second-round.integration.test.ts` calling runMoneySafetySecondRound with the quick size).
-// Replay: FAULT_SEED=<seed printed> npm run test:faults -- test/faults/money-safety-second-round.faults.test.ts
+// The second money-safety round (issue 50) at the profile's size: 60 orders in `npm test` (the integration tier's
+// quick profile), 300 in `npm run test:faults`. On main 2c3cb1f its invariants failed (the defects of issue 50:
+// duplicated exchange orders, one exchange order published by two orders, accepted deposits no event named).
+// Replay: FAULT_SEED=<seed printed> npm run test:faults -- test/faults/money-safety-second-round.integration.test.ts
 import { describe, it } from 'vitest';
 import { runMoneySafetySecondRound } from './money-safety-second-round.test-cases.ts';
 import { faultProfile } from './profile.ts';

@@ -1,7 +1,5 @@
-// Reproductions of issue 50's defects with the sandbox faults made for them, one real worker process, real Kafka and
-// Redis. EXPECTED TO FAIL on main 2c3cb1f (each test names the defect it shows); they pass once the fixes land.
-// They run in the faults project only (`npm run test:faults -- test/faults/issue-50-defects.faults.test.ts`), not in
-// `npm test`: move a test to test/integration/ once its defect is fixed.
+// Issue 50's defects reproduced with the sandbox faults made for them, one real worker process, real Kafka and Redis.
+// Each failed on main 2c3cb1f (the test names the defect it shows) and passes with the fixes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PublishedEvent } from '../support/kafka-helpers.ts';
@@ -42,7 +40,7 @@ async function eventsUntil(
 const ends = (e: PublishedEvent): boolean =>
   ['order.completed', 'order.refunded', 'order.canceled', 'order.failed', 'order.parked'].includes(e.type);
 
-describe('issue 50 (expected to fail on 2c3cb1f)', () => {
+describe('money safety, second round: the defects of issue 50', () => {
   for (const mode of ['cefi', 'defi'] as const) {
     it(`defect 1: a first ${mode} POST answered 200 with a sibling's exchange order never publishes that order`, async () => {
       cluster.sandbox.clearFaults();
