@@ -80,7 +80,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   });
   const redisLog = logger.child({ component: 'redis' });
   let lastRedisError = 0;
-  const redis = createRedis(config.redisUrl, {
+  const redis = createRedis(config.redis.topology, {
     keyPrefix: `eow:${config.consumerGroup}:`,
     security: config.security.redis,
     onError: (error) => {
