@@ -86,6 +86,9 @@ export function createRedis(where: string | RedisTopology, opts: CreateRedisOpti
       // Fail fast while a slot's primary cannot be reached: no offline queue.
       enableOfflineQueue: false,
       enableAutoPipelining: true,
+      // ioredis groups a Cluster's auto-pipelines by the slot of a command's first argument, which for a script whose
+      // number of keys comes with each call is that number, not a key: such a script is sent on its own instead.
+      autoPipeliningIgnoredCommands: ['leaseAcquireMany'],
       // Every command (reads included) goes to the slot's primary: a replica may lag behind a lease.
       scaleReads: 'master',
       clusterRetryStrategy: backoff(maxDelay),

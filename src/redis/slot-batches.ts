@@ -55,13 +55,17 @@ export function splitBatchesBySlot<Client extends RedisScriptCommands>(
   client: Client,
   keyPrefix: string,
 ): Client {
-  const whole = client.leaseAcquireMany.bind(client);
-  client.leaseAcquireMany = async (numberOfKeys, ...keysThenArgs) => {
+  // The script's own function, unbound: ioredis copies a client's commands onto each pipeline it makes (the
+  // auto-pipeline included), where it must stay the plain script of one run.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with the right `this` below
+  const whole = client.leaseAcquireMany;
+  client.leaseAcquireMany = async function (this: unknown, numberOfKeys, ...keysThenArgs) {
+    if (this !== client) return whole.call(this, numberOfKeys, ...keysThenArgs);
     const keys = keysThenArgs.slice(0, numberOfKeys).map(String);
     const batches = leaseBatchesBySlot(keyPrefix, keys, keysThenArgs.slice(numberOfKeys));
-    if (batches.length <= 1) return whole(numberOfKeys, ...keysThenArgs);
+    if (batches.length <= 1) return whole.call(client, numberOfKeys, ...keysThenArgs);
     const answers = await Promise.all(
-      batches.map((batch) => whole(batch.keys.length, ...batch.keys, ...batch.args)),
+      batches.map((batch) => whole.call(client, batch.keys.length, ...batch.keys, ...batch.args)),
     );
     const fences = new Array<number>(keys.length / 2);
     batches.forEach((batch, b) =>
