@@ -20,7 +20,8 @@ import { createKafka } from './kafka/kafka-client.ts';
 import { OrderStateStore } from './kafka/order-state-store.ts';
 import { ensureTopics } from './kafka/topics.ts';
 import { TransactionalWriter } from './kafka/transactional-writer.ts';
-import { closeRedis, createRedis } from './redis/connect.ts';
+import { closeRedis, createRedis, whenRedisReady, type CreateRedisOptions } from './redis/connect.ts';
+import { primariesShortOfReplicas, replicaAcks } from './redis/replica-acks.ts';
 import { OrderHomes, orderHomeTtlMs } from './redis/order-homes.ts';
 import { ListingShare } from './redis/listing-share.ts';
 import { OrderIndex } from './redis/order-index.ts';
@@ -80,16 +81,33 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   });
   const redisLog = logger.child({ component: 'redis' });
   let lastRedisError = 0;
-  const redis = createRedis(config.redis.topology, {
+  const redisOptions: CreateRedisOptions = {
     keyPrefix: `eow:${config.consumerGroup}:`,
     security: config.security.redis,
     onError: (error) => {
       if (Date.now() - lastRedisError > 5_000) redisLog.warn({ code: error.code }, 'redis unavailable');
       lastRedisError = Date.now();
     },
-  });
+  };
+  const redis = createRedis(config.redis.topology, redisOptions);
+  // With replicas to acknowledge them, the leases get a connection of their own: the WAIT after a grant or renewal
+  // holds up the connection it is sent on until the replicas answer (src/redis/replica-acks.ts).
+  const { leaseReplication } = config.redis;
+  const leaseRedis = leaseReplication.replicas > 0 ? createRedis(config.redis.topology, redisOptions) : redis;
+  const leaseAcks = replicaAcks(leaseRedis, leaseReplication);
+  if (leaseAcks)
+    void whenRedisReady(leaseRedis, 30_000)
+      .then(() => primariesShortOfReplicas(leaseRedis, leaseAcks.replicas))
+      .then((short) => {
+        for (const primary of short)
+          redisLog.error(
+            { primary: primary.address, replicas: primary.replicas, required: leaseAcks.replicas },
+            'a Redis primary has fewer replicas than REDIS_LEASE_MIN_REPLICAS: no lease on it is trusted until it has them',
+          );
+      })
+      .catch(() => {});
   const leases = new RedisOrderLeases({
-    lease: new OrderLease(redis),
+    lease: new OrderLease(leaseRedis, leaseAcks ? { replicaAcks: leaseAcks } : {}),
     owner: `${config.workerId}:${process.pid}:${randomUUID().slice(0, 8)}`,
     ttlMs: config.leaseTtlMs,
     logger,
@@ -403,6 +421,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
+      if (leaseRedis !== redis) await closeRedis(leaseRedis).catch(() => {});
       await telemetry.shutdown().catch(() => {});
     },
   });
