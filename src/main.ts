@@ -20,6 +20,7 @@ import { createKafka } from './kafka/kafka-client.ts';
 import { OrderStateStore } from './kafka/order-state-store.ts';
 import { ensureTopics } from './kafka/topics.ts';
 import { TransactionalWriter } from './kafka/transactional-writer.ts';
+import { explainKafkaAccess, transactionalIdOf, workerAcls } from './kafka/worker-acls.ts';
 import { closeRedis, createRedis, whenRedisReady, type CreateRedisOptions } from './redis/connect.ts';
 import { primariesShortOfReplicas, replicaAcks } from './redis/replica-acks.ts';
 import { OrderHomes, orderHomeTtlMs } from './redis/order-homes.ts';
@@ -59,6 +60,15 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
+}
+
+/** For a Kafka authorization failure, `access`: what the broker refused and the ACLs that cover it. */
+function kafkaAccessOf(error: unknown, config: WorkerConfig): { access?: string } {
+  const access = explainKafkaAccess(
+    error,
+    workerAcls({ ...config.topics, consumerGroup: config.consumerGroup }),
+  );
+  return access === undefined ? {} : { access };
 }
 
 /** The receiver's signature check over every configured secret (the newest first). */
@@ -243,7 +253,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   const writerFailed = new AbortController();
   const writer = new TransactionalWriter({
     kafka,
-    transactionalId: `${config.consumerGroup}.${config.workerId}`,
+    transactionalId: transactionalIdOf(config.consumerGroup, config.workerId),
     consumerGroupId: config.consumerGroup,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     lingerMs: config.kafkaTransactionLingerMs,
@@ -466,7 +476,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     'abort',
     () => {
       logger.fatal(
-        { err: { message: (fatal.signal.reason as Error).message } },
+        {
+          err: { message: (fatal.signal.reason as Error).message },
+          ...kafkaAccessOf(fatal.signal.reason, config),
+        },
         'Kafka writer failed for good; stopping so another replica takes over',
       );
       shutdown('fatal', 1);
@@ -507,7 +520,10 @@ const telemetry = startTelemetry({
 });
 run(config, logger, telemetry).catch((error: unknown) => {
   logger.fatal(
-    { err: { message: (error as Error).message, stack: (error as Error).stack } },
+    {
+      err: { message: (error as Error).message, stack: (error as Error).stack },
+      ...kafkaAccessOf(error, config),
+    },
     'worker failed to start',
   );
   logger.flush();
