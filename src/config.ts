@@ -14,6 +14,13 @@ import {
   operatorToolSchema,
   type OperatorToolConfig,
 } from './config-operations.ts';
+import {
+  redisEndpoints,
+  redisTopologyProblems,
+  redisTopologyVariable,
+  redisTopologyVariables,
+  redisUsesTls,
+} from './redis-topology.ts';
 
 const secretVariables = new Set([
   'EXCHANGE_API_KEY_DEFI',
@@ -28,6 +35,7 @@ const secretVariables = new Set([
   'KAFKA_SSL_KEY_PASSWORD',
   'KAFKA_SASL_PASSWORD',
   'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
   'OTEL_EXPORTER_OTLP_HEADERS',
   'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
   'OPS_API_TOKEN',
@@ -137,7 +145,9 @@ const connectionSecurityVariables = {
 
 type SecurityInput = {
   [K in keyof typeof connectionSecurityVariables]?: z.output<(typeof connectionSecurityVariables)[K]>;
-} & { REDIS_URL: string };
+} & {
+  [K in keyof typeof redisTopologyVariables]?: z.output<(typeof redisTopologyVariables)[K]>;
+};
 
 /** Cross-variable rules of the secured connections: one issue per problem, on the variable to fix. */
 function checkConnectionSecurity(
@@ -177,17 +187,18 @@ function checkConnectionSecurity(
     if (mechanism === 'plain' && !value.KAFKA_SSL)
       issue('KAFKA_SSL', 'must be true with KAFKA_SASL_MECHANISM=plain (it sends the password in clear)');
   }
-  const rediss = value.REDIS_URL.startsWith('rediss://');
+  const rediss = redisUsesTls(value);
   for (const name of [
     'REDIS_TLS_CA_FILE',
     'REDIS_TLS_CERT_FILE',
     'REDIS_TLS_KEY_FILE',
     'REDIS_TLS_SERVERNAME',
   ] as const)
-    if (!rediss && value[name] !== undefined) issue(name, 'needs a rediss:// REDIS_URL');
+    if (!rediss && value[name] !== undefined)
+      issue(name, `needs a rediss:// ${redisTopologyVariable(value)}`);
   if ((value.REDIS_TLS_CERT_FILE === undefined) !== (value.REDIS_TLS_KEY_FILE === undefined))
     issue('REDIS_TLS_CERT_FILE', 'REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together');
-  const inUrl = /^rediss?:\/\/[^/@]*@/.test(value.REDIS_URL);
+  const inUrl = /^rediss?:\/\/[^/@]*@/.test(value.REDIS_URL ?? '');
   if (inUrl && (value.REDIS_USERNAME !== undefined || value.REDIS_PASSWORD !== undefined))
     issue(
       'REDIS_PASSWORD',
@@ -222,7 +233,7 @@ function connectionSecurity(value: SecurityInput) {
       sasl: kafkaSasl,
     },
     redis: {
-      tls: value.REDIS_URL.startsWith('rediss://')
+      tls: redisUsesTls(value)
         ? {
             ca: value.REDIS_TLS_CA_FILE,
             cert: value.REDIS_TLS_CERT_FILE,
@@ -280,9 +291,7 @@ export const configVariables = z.object({
         .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'each broker must be host:port'))
         .min(1, 'needs at least one broker'),
     ),
-  REDIS_URL: z
-    .string({ error: 'is required' })
-    .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+  ...redisTopologyVariables,
   EXCHANGE_API_URL: httpUrl,
   EXCHANGE_API_V1_URL: httpUrl.optional(),
   EXCHANGE_API_KEY_DEFI: optionalSecret,
@@ -419,7 +428,7 @@ export const configSchema = configVariables
   })
   .transform((value) => ({
     kafkaBrokers: value.KAFKA_BROKERS,
-    redisUrl: value.REDIS_URL,
+    redis: redisEndpoints(value),
     exchange: {
       baseUrl: value.EXCHANGE_API_URL,
       v1BaseUrl: value.EXCHANGE_API_V1_URL,
@@ -552,6 +561,7 @@ function crossFieldProblems(env: Record<string, string | undefined>): string[] {
       'WEBHOOK_ALLOW_UNSIGNED: must not be true while a webhook signing secret is set (signed deliveries would sit beside unsigned ones)',
     );
   problems.push(...operationsProblems(env));
+  problems.push(...redisTopologyProblems(env));
   const port = (name: string, fallback: string): string => env[name]?.trim() || fallback;
   if (port('HTTP_PORT', '8080') === port('METRICS_PORT', '9464') && port('HTTP_PORT', '8080') !== '0')
     problems.push(
@@ -597,7 +607,8 @@ export function secretValues(config: WorkerConfig): string[] {
     config.exchange.referralToken,
     ...Object.values(config.exchange.referralTokens),
     ...config.webhooks.secrets,
-    urlPassword(config.redisUrl),
+    config.redis.topology.kind === 'standalone' ? urlPassword(config.redis.topology.url) : undefined,
+    config.redis.topology.kind === 'sentinel' ? config.redis.topology.sentinelPassword : undefined,
     config.security.kafka.tls?.passphrase,
     config.security.kafka.sasl?.mechanism === 'oauthbearer'
       ? undefined
@@ -638,7 +649,7 @@ const operatorConfigSchema = configVariables
   .superRefine(refineConnections)
   .transform((value) => ({
     kafkaBrokers: value.KAFKA_BROKERS,
-    redisUrl: value.REDIS_URL,
+    redis: redisEndpoints(value),
     topics: { commands: value.TOPIC_COMMANDS, events: value.TOPIC_EVENTS, state: stateTopicOf(value) },
     consumerGroup: value.CONSUMER_GROUP,
     redisKeyPrefix: `eow:${value.CONSUMER_GROUP}:`,
@@ -648,8 +659,9 @@ export type OperatorConfig = Readonly<z.infer<typeof operatorConfigSchema>>;
 
 export function loadOperatorConfig(env: Record<string, string | undefined>): OperatorConfig {
   const parsed = operatorConfigSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map(problemOf));
+  const topology = redisTopologyProblems(env);
+  if (!parsed.success || topology.length > 0) {
+    throw new ConfigError([...topology, ...(parsed.success ? [] : parsed.error.issues.map(problemOf))]);
   }
   return deepFreeze(parsed.data);
 }

@@ -10,8 +10,12 @@ export interface TransportSettings {
   readonly ALLOW_INSECURE_TRANSPORT: boolean;
   readonly EXCHANGE_API_URL: string;
   readonly EXCHANGE_API_V1_URL?: string | undefined;
-  readonly REDIS_URL: string;
+  readonly REDIS_URL?: string | undefined;
   readonly REDIS_PASSWORD?: string | undefined;
+  /** Sentinel and Cluster entries: TLS when given as rediss:// (src/redis-topology.ts). */
+  readonly REDIS_SENTINELS?: { readonly tls: boolean } | undefined;
+  readonly REDIS_SENTINEL_PASSWORD?: string | undefined;
+  readonly REDIS_CLUSTER_NODES?: { readonly tls: boolean } | undefined;
 }
 
 export const isProduction = (nodeEnv: string | undefined): boolean => nodeEnv?.trim() === 'production';
@@ -27,8 +31,21 @@ function cleartextSecrets(value: TransportSettings): Array<{ variable: string; m
         message: 'is plain http: the API keys and referral tokens would travel in clear',
       });
   }
-  const passwordInUrl = /^redis:\/\/[^/@]*:[^/@]+@/.test(value.REDIS_URL);
-  if (value.REDIS_URL.startsWith('redis://') && (passwordInUrl || value.REDIS_PASSWORD !== undefined))
+  if (value.REDIS_SENTINELS !== undefined || value.REDIS_CLUSTER_NODES !== undefined) {
+    // A Sentinel set or a Cluster: TLS is all entries or none (redis-topology.ts).
+    const variable = value.REDIS_SENTINELS !== undefined ? 'REDIS_SENTINELS' : 'REDIS_CLUSTER_NODES';
+    const tls = (value.REDIS_SENTINELS ?? value.REDIS_CLUSTER_NODES)?.tls === true;
+    const password = value.REDIS_PASSWORD !== undefined || value.REDIS_SENTINEL_PASSWORD !== undefined;
+    if (!tls && password)
+      found.push({
+        variable: value.REDIS_PASSWORD !== undefined ? 'REDIS_PASSWORD' : 'REDIS_SENTINEL_PASSWORD',
+        message: `a Redis password over redis:// travels in clear; give ${variable} as rediss:// entries`,
+      });
+    return found;
+  }
+  const url = value.REDIS_URL ?? '';
+  const passwordInUrl = /^redis:\/\/[^/@]*:[^/@]+@/.test(url);
+  if (url.startsWith('redis://') && (passwordInUrl || value.REDIS_PASSWORD !== undefined))
     found.push({
       variable: passwordInUrl ? 'REDIS_URL' : 'REDIS_PASSWORD',
       message: 'a Redis password over redis:// travels in clear; use a rediss:// REDIS_URL',

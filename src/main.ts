@@ -23,7 +23,9 @@ import { createKafka } from './kafka/kafka-client.ts';
 import { OrderStateStore } from './kafka/order-state-store.ts';
 import { ensureTopics } from './kafka/topics.ts';
 import { TransactionalWriter } from './kafka/transactional-writer.ts';
-import { closeRedis, createRedis } from './redis/connect.ts';
+import { explainKafkaAccess, transactionalIdOf, workerAcls } from './kafka/worker-acls.ts';
+import { closeRedis, createRedis, whenRedisReady, type CreateRedisOptions } from './redis/connect.ts';
+import { primariesShortOfReplicas, replicaAcks } from './redis/replica-acks.ts';
 import { OrderHomes, orderHomeTtlMs } from './redis/order-homes.ts';
 import { ListingShare } from './redis/listing-share.ts';
 import { OrderIndex } from './redis/order-index.ts';
@@ -66,6 +68,15 @@ function tcpReachable(url: string, timeoutMs = 2_000): Promise<boolean> {
   });
 }
 
+/** For a Kafka authorization failure, `access`: what the broker refused and the ACLs that cover it. */
+function kafkaAccessOf(error: unknown, config: WorkerConfig): { access?: string } {
+  const access = explainKafkaAccess(
+    error,
+    workerAcls({ ...config.topics, consumerGroup: config.consumerGroup }),
+  );
+  return access === undefined ? {} : { access };
+}
+
 /** The receiver's signature check over every configured secret (the newest first). */
 function webhookSignatureCheck(secrets: readonly string[]): NonNullable<WebhookReceiverDeps['verify']> {
   const verifier = webhookVerifier(secrets);
@@ -86,16 +97,33 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   });
   const redisLog = logger.child({ component: 'redis' });
   let lastRedisError = 0;
-  const redis = createRedis(config.redisUrl, {
+  const redisOptions: CreateRedisOptions = {
     keyPrefix: `eow:${config.consumerGroup}:`,
     security: config.security.redis,
     onError: (error) => {
       if (Date.now() - lastRedisError > 5_000) redisLog.warn({ code: error.code }, 'redis unavailable');
       lastRedisError = Date.now();
     },
-  });
+  };
+  const redis = createRedis(config.redis.topology, redisOptions);
+  // With replicas to acknowledge them, the leases get a connection of their own: the WAIT after a grant or renewal
+  // holds up the connection it is sent on until the replicas answer (src/redis/replica-acks.ts).
+  const { leaseReplication } = config.redis;
+  const leaseRedis = leaseReplication.replicas > 0 ? createRedis(config.redis.topology, redisOptions) : redis;
+  const leaseAcks = replicaAcks(leaseRedis, leaseReplication);
+  if (leaseAcks)
+    void whenRedisReady(leaseRedis, 30_000)
+      .then(() => primariesShortOfReplicas(leaseRedis, leaseAcks.replicas))
+      .then((short) => {
+        for (const primary of short)
+          redisLog.error(
+            { primary: primary.address, replicas: primary.replicas, required: leaseAcks.replicas },
+            'a Redis primary has fewer replicas than REDIS_LEASE_MIN_REPLICAS: no lease on it is trusted until it has them',
+          );
+      })
+      .catch(() => {});
   const leases = new RedisOrderLeases({
-    lease: new OrderLease(redis),
+    lease: new OrderLease(leaseRedis, leaseAcks ? { replicaAcks: leaseAcks } : {}),
     owner: `${config.workerId}:${process.pid}:${randomUUID().slice(0, 8)}`,
     ttlMs: config.leaseTtlMs,
     logger,
@@ -244,7 +272,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   const writerFailed = new AbortController();
   const writer = new TransactionalWriter({
     kafka,
-    transactionalId: `${config.consumerGroup}.${config.workerId}`,
+    transactionalId: transactionalIdOf(config.consumerGroup, config.workerId),
     consumerGroupId: config.consumerGroup,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     lingerMs: config.kafkaTransactionLingerMs,
@@ -397,7 +425,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   });
   telemetry.metrics.observeWebhookReceiver(receiver);
   // A connection of its own: a read of the API must not queue behind the lease renewals of every open order.
-  const readsRedis = createRedis(config.redisUrl, {
+  const readsRedis = createRedis(config.redis.topology, {
     keyPrefix: `eow:${config.consumerGroup}:`,
     security: config.security.redis,
     onError: () => {},
@@ -476,6 +504,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
       await closeRedis(readsRedis).catch(() => {});
+      if (leaseRedis !== redis) await closeRedis(leaseRedis).catch(() => {});
       await telemetry.shutdown().catch(() => {});
     },
   });
@@ -540,7 +569,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     'abort',
     () => {
       logger.fatal(
-        { err: { message: (fatal.signal.reason as Error).message } },
+        {
+          err: { message: (fatal.signal.reason as Error).message },
+          ...kafkaAccessOf(fatal.signal.reason, config),
+        },
         'Kafka writer failed for good; stopping so another replica takes over',
       );
       shutdown('fatal', 1);
@@ -581,7 +613,10 @@ const telemetry = startTelemetry({
 });
 run(config, logger, telemetry).catch((error: unknown) => {
   logger.fatal(
-    { err: { message: (error as Error).message, stack: (error as Error).stack } },
+    {
+      err: { message: (error as Error).message, stack: (error as Error).stack },
+      ...kafkaAccessOf(error, config),
+    },
     'worker failed to start',
   );
   logger.flush();

@@ -52,6 +52,12 @@ export interface LocalKafkaSaslSsl {
   clientCaFile?: string;
   /** Users and passwords ([A-Za-z0-9._-] only). */
   users: Array<{ name: string; password: string }>;
+  /**
+   * ACLs on (KRaft's StandardAuthorizer, nothing allowed without an ACL) with these users as super users, who may
+   * then grant the others theirs. The PLAINTEXT and CONTROLLER listeners' principal (ANONYMOUS: the broker itself
+   * and our readiness probe, on 127.0.0.1) is a super user too.
+   */
+  superUsers?: string[];
 }
 
 export interface LocalKafka {
@@ -166,6 +172,13 @@ function saslSslProperties(secured: LocalKafkaSaslSsl): string[] {
     `${prefix}.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;`,
     `${prefix}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;`,
     `${prefix}.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;`,
+    ...(secured.superUsers
+      ? [
+          'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+          'allow.everyone.if.no.acl.found=false',
+          `super.users=${['ANONYMOUS', ...secured.superUsers].map((name) => `User:${name}`).join(';')}`,
+        ]
+      : []),
   ];
 }
 

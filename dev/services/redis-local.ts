@@ -89,6 +89,8 @@ export async function startLocalRedis(opts: {
   dir: string;
   port?: number;
   security?: LocalRedisSecurity;
+  /** More server arguments (a replica's `--replicaof`, a Cluster node's `--cluster-enabled yes`). */
+  args?: string[];
 }): Promise<LocalRedis> {
   assertRedisBinary();
   const port = opts.port ?? (await freePort());
@@ -106,7 +108,18 @@ export async function startLocalRedis(opts: {
   const start = async (): Promise<void> => {
     state.pid = spawnDetached(
       redisBinary(),
-      [...listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', opts.dir],
+      [
+        ...listen,
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        opts.dir,
+        ...(opts.args ?? []),
+      ],
       { logFile },
     );
     await waitUntil(

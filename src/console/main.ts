@@ -82,7 +82,7 @@ async function main(): Promise<number> {
   );
   await eventsReading.caughtUp;
 
-  const redis = createRedis(config.redisUrl, {
+  const redis = createRedis(config.redis.topology, {
     keyPrefix: config.redisKeyPrefix,
     security: config.security.redis,
     onError: () => {},

@@ -148,7 +148,7 @@ async function main(): Promise<number> {
 
   // 3. The lease, when Redis answers.
   let lease: LeaseView | null | 'unknown';
-  const redis = createRedis(config.redisUrl, {
+  const redis = createRedis(config.redis.topology, {
     keyPrefix: config.redisKeyPrefix,
     security: config.security.redis,
     onError: () => {},

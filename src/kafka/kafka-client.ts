@@ -55,8 +55,30 @@ quietKafkajsRequestQueues();
 /** How long a coordinator found is reused (kafkajs asks the cluster again before every transactional request). */
 export const coordinatorReuseMs = 2_000;
 
+interface CoordinatorLookup {
+  groupId: string;
+  coordinatorType?: number;
+}
+
 interface CoordinatorCluster {
-  findGroupCoordinator(args: { groupId: string; coordinatorType?: number }): Promise<unknown>;
+  findGroupCoordinator(args: CoordinatorLookup): Promise<unknown>;
+  findControllerBroker(): Promise<{ findGroupCoordinator(args: CoordinatorLookup): Promise<unknown> }>;
+}
+
+/**
+ * Why a coordinator lookup failed, when the broker refused the principal: kafkajs tries each broker, drops their
+ * errors and reports "Failed to find group coordinator", which the transactional writer retried for two minutes
+ * and a consumer for ever. Asked once more of one broker, the refusal (TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+ * GROUP_AUTHORIZATION_FAILED) comes back as itself; undefined for any other reason.
+ */
+async function refusalOf(cluster: CoordinatorCluster, lookup: CoordinatorLookup): Promise<Error | undefined> {
+  try {
+    await (await cluster.findControllerBroker()).findGroupCoordinator(lookup);
+    return undefined;
+  } catch (error) {
+    const type = (error as { type?: unknown }).type;
+    return typeof type === 'string' && type.endsWith('_AUTHORIZATION_FAILED') ? (error as Error) : undefined;
+  }
 }
 
 const coordinatorsReused = new WeakSet<Kafka>();
@@ -89,7 +111,9 @@ export function reuseCoordinators(kafka: Kafka, reuseMs = coordinatorReuseMs): b
       const now = Date.now();
       const known = found.get(id);
       if (known && now - known.at < reuseMs) return known.broker;
-      const broker = find(lookup);
+      const broker = find(lookup).catch(async (error: unknown) => {
+        throw (await refusalOf(cluster, lookup)) ?? error;
+      });
       found.set(id, { at: now, broker });
       broker.catch(() => {
         if (found.get(id)?.broker === broker) found.delete(id);

@@ -485,9 +485,8 @@ export class TransactionalWriter {
         const names = kafkaErrorNames(error);
         const name = names.find((n) => !n.startsWith('KafkaJS')) ?? names[0] ?? '';
         // Another live process took our transactional id: final. A new producer would fence that process in turn.
-        const fenced = names.some((n) =>
-          /FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION/.test(n),
-        );
+        // So is a refusal of the principal (a missing ACL: README, "Kafka ACLs"): retrying it two minutes hides it.
+        const fenced = names.some((n) => /FENCED|INVALID_PRODUCER_EPOCH|_AUTHORIZATION_FAILED/.test(n));
         // CONCURRENT_TRANSACTIONS is refused before anything is produced; any other failure may have appended
         // part of the records, so the next attempt needs fresh sequence numbers (see renewProducer).
         if (!fenced && name !== 'CONCURRENT_TRANSACTIONS' && !this.closed) {

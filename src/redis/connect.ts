@@ -1,14 +1,19 @@
-// Builds the ioredis client the worker uses for coordination. Redis here is a fast, disposable coordinator
-// (Kafka is the record), so calls fail fast while it is down instead of queueing: every caller has a
-// documented answer to "Redis is unreachable" (lease: assume lost; cooldown: refuse and ask again; dedupe: first seen).
-import { Redis, type RedisOptions } from 'ioredis';
+// Builds the ioredis client the worker uses for coordination, for each topology: one endpoint (a URL), a Sentinel set
+// (the primary the sentinels name, found again after a failover) or a Cluster (each key on the primary of its slot).
+// Redis here is a fast, disposable coordinator (Kafka is the record), so calls fail fast while it is down instead of
+// queueing: every caller has a documented answer to "Redis is unreachable" (lease: assume lost; cooldown: refuse and
+// ask again; dedupe: first seen).
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisSecurity } from '../config.ts';
+import type { RedisTopology } from '../redis-topology.ts';
 import { WorkerError } from '../errors.ts';
+import { splitBatchesBySlot } from './slot-batches.ts';
 import { redisErrorCodes, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort, RedisScriptCommands } from './redis-port.ts';
 import { defineRedisScripts } from './scripts.ts';
 
-export type RedisClient = Redis & RedisScriptCommands;
+/** A client of one primary (a URL, or the primary a Sentinel set names) or of a Cluster, with our Lua commands. */
+export type RedisClient = (Redis | Cluster) & RedisScriptCommands;
 
 export interface CreateRedisOptions {
   /** Prepended to every key, including the KEYS of our Lua commands (e.g. "ow:prod:"). */
@@ -28,43 +33,118 @@ export interface CreateRedisOptions {
 /** ioredis options for TLS and ACL authentication. TLS always verifies the server's certificate. */
 export function redisSecurityOptions(security: RedisSecurity | undefined): Partial<RedisOptions> {
   const options: Partial<RedisOptions> = {};
-  if (security?.tls) {
-    const tls = Object.fromEntries(Object.entries(security.tls).filter(([, v]) => v !== undefined));
-    options.tls = { ...tls, rejectUnauthorized: true };
-  }
+  const tls = tlsOptions(security);
+  if (tls) options.tls = tls;
   if (security?.username !== undefined) options.username = security.username;
   if (security?.password !== undefined) options.password = security.password;
   return options;
 }
 
-export function createRedis(url: string, opts: CreateRedisOptions): RedisClient {
-  const maxDelay = opts.maxReconnectDelayMs ?? 2000;
-  const redis = new Redis(url, {
+function tlsOptions(security: RedisSecurity | undefined): RedisOptions['tls'] {
+  if (!security?.tls) return undefined;
+  const tls = Object.fromEntries(Object.entries(security.tls).filter(([, v]) => v !== undefined));
+  return { ...tls, rejectUnauthorized: true };
+}
+
+/** Exponential backoff with jitter, so replicas do not reconnect in lockstep after a Redis restart. */
+function backoff(maxDelayMs: number): (attempt: number) => number {
+  return (attempt) => Math.min(maxDelayMs, 50 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
+}
+
+/** What every connection to a Redis node gets, whatever the topology. */
+function connectionOptions(opts: CreateRedisOptions) {
+  return {
     ...redisSecurityOptions(opts.security),
-    keyPrefix: opts.keyPrefix ?? '',
-    lazyConnect: false,
-    // Fail fast while disconnected: no offline queue, and commands caught in flight by a disconnect are
-    // rejected rather than replayed later (a replayed acquire would take a lease nobody knows it holds).
-    enableOfflineQueue: false,
     // Commands issued in the same tick leave in one write (a lease renewal, a budget decision and a claim per order
     // each cost a socket write otherwise: a fifth of the worker's CPU at a few thousand open orders).
     enableAutoPipelining: true,
+    // Commands caught in flight by a disconnect are rejected rather than replayed later (a replayed acquire would
+    // take a lease nobody knows it holds).
     autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 1,
     commandTimeout: opts.commandTimeoutMs ?? 1000,
     connectTimeout: opts.connectTimeoutMs ?? 2000,
-    // Exponential backoff with jitter, so replicas do not reconnect in lockstep after a Redis restart.
-    retryStrategy: (attempt) =>
-      Math.min(maxDelay, 50 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2),
     // After a failover the old primary answers READONLY: reconnect to find the new one.
-    reconnectOnError: (error) => error.message.startsWith('READONLY'),
-  });
-  redis.on('error', (error: unknown) => opts.onError(toRedisWorkerError(error, 'redis connection')));
-  return defineRedisScripts(redis);
+    reconnectOnError: (error: Error) => error.message.startsWith('READONLY'),
+  } satisfies Partial<RedisOptions>;
+}
+
+/**
+ * The client for `where`: a redis:// or rediss:// URL, or the topology of the configuration (`config.redis`).
+ * Every topology answers the same port (RedisPort): on a Cluster each command and script goes to its key's slot,
+ * and a batch of leases is split by slot first (slot-batches.ts).
+ */
+export function createRedis(where: string | RedisTopology, opts: CreateRedisOptions): RedisClient {
+  const topology: RedisTopology = typeof where === 'string' ? { kind: 'standalone', url: where } : where;
+  const maxDelay = opts.maxReconnectDelayMs ?? 2000;
+  const keyPrefix = opts.keyPrefix ?? '';
+  let client: Redis | Cluster;
+  if (topology.kind === 'cluster') {
+    const options: ClusterOptions = {
+      keyPrefix,
+      lazyConnect: false,
+      // Fail fast while a slot's primary cannot be reached: no offline queue.
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+      // ioredis groups a Cluster's auto-pipelines by the slot of a command's first argument, which for a script whose
+      // number of keys comes with each call is that number, not a key: such a script is sent on its own instead.
+      autoPipeliningIgnoredCommands: ['leaseAcquireMany'],
+      // Every command (reads included) goes to the slot's primary: a replica may lag behind a lease.
+      scaleReads: 'master',
+      clusterRetryStrategy: backoff(maxDelay),
+      // Moved slots and a primary being replaced are retried for about a second, within the command timeout.
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      retryDelayOnTryAgain: 100,
+      maxRedirections: 10,
+      slotsRefreshTimeout: opts.connectTimeoutMs ?? 2000,
+      redisOptions: connectionOptions(opts),
+      // TLS certificates name the hosts the cluster announces: connect to those names, not to resolved addresses.
+      ...(topology.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+    };
+    client = new Cluster(
+      topology.nodes.map(({ host, port }) => ({ host, port })),
+      options,
+    );
+  } else {
+    const common: RedisOptions = {
+      ...connectionOptions(opts),
+      keyPrefix,
+      lazyConnect: false,
+      // Fail fast while disconnected: no offline queue.
+      enableOfflineQueue: false,
+      retryStrategy: backoff(maxDelay),
+    };
+    client =
+      topology.kind === 'standalone'
+        ? new Redis(topology.url, common)
+        : new Redis({
+            ...common,
+            sentinels: topology.sentinels.map(({ host, port }) => ({ host, port })),
+            name: topology.name,
+            role: 'master',
+            // Told by the sentinels as soon as they switch the primary, instead of finding out on the next error.
+            failoverDetector: true,
+            sentinelRetryStrategy: backoff(maxDelay),
+            sentinelCommandTimeout: opts.commandTimeoutMs ?? 1000,
+            ...(topology.sentinelUsername === undefined
+              ? {}
+              : { sentinelUsername: topology.sentinelUsername }),
+            ...(topology.sentinelPassword === undefined
+              ? {}
+              : { sentinelPassword: topology.sentinelPassword }),
+            ...(topology.tls
+              ? { enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(opts.security) ?? {} }
+              : {}),
+          });
+  }
+  client.on('error', (error: unknown) => opts.onError(toRedisWorkerError(error, 'redis connection')));
+  const scripted = defineRedisScripts(client);
+  return client instanceof Cluster ? splitBatchesBySlot(scripted, keyPrefix) : scripted;
 }
 
 /** Resolves once the client is ready (connected, handshake done); rejects with redis_unavailable on timeout. */
-export function whenRedisReady(redis: Redis, timeoutMs: number): Promise<void> {
+export function whenRedisReady(redis: Redis | Cluster, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const onReady = (): void => {
@@ -89,7 +169,7 @@ export function whenRedisReady(redis: Redis, timeoutMs: number): Promise<void> {
  * Closes the client for good: a clean QUIT when connected, else a local disconnect that also cancels a pending
  * reconnect (ioredis then leaves the status at "reconnecting", but nothing reconnects any more).
  */
-export async function closeRedis(redis: Redis, timeoutMs = 2000): Promise<void> {
+export async function closeRedis(redis: Redis | Cluster, timeoutMs = 2000): Promise<void> {
   if (redis.status === 'end') return;
   if (redis.status === 'reconnecting' || redis.status === 'wait') {
     redis.disconnect();

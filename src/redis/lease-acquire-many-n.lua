@@ -15,8 +15,8 @@
     one integer per order, in the order given: its fence when granted, 0 when its lease is held by anyone
     (including this owner). A fence is never 0 (the first one handed out is 1), so 0 means "not granted".
 
-  The keys of one call belong to many orders, so to many hash slots: one Redis (primary and replicas, what
-  connect.ts speaks to) runs it as is; a Redis Cluster client would have to group the orders of a call by slot.
+  The keys of one call belong to many orders, so to many hash slots: a single primary (a URL, a Sentinel set) runs
+  it as is; on a Redis Cluster the client splits a call into one run per slot first (slot-batches.ts).
 ]]
 local rcall = redis.call
 local owner, ttl, retention = ARGV[1], ARGV[2], tonumber(ARGV[3])

@@ -2,10 +2,13 @@
 // Every grant carries a fencing token that increases per order on every acquire, also across a Redis that
 // restarted empty (the caller passes the highest fence it recorded in Kafka as `minFence`); downstream writes
 // carry the fence so a stale holder's late writes can be rejected. Only the token holder renews or releases.
+// With replicas to fail over to, a grant or renewal counts only once enough replicas acknowledged it (replica-acks.ts):
+// a failover must not lose a lease somebody trusts.
 import { WorkerError } from '../errors.ts';
 import { monotonicNow } from './monotonic-clock.ts';
 import { invalidArgument, redisErrorCodes, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort } from './redis-port.ts';
+import type { ReplicaAcks } from './replica-acks.ts';
 
 export interface LeaseGrant {
   readonly orderId: string;
@@ -30,6 +33,11 @@ export interface LeaseHolder {
 export interface OrderLeaseOptions {
   /** How long an idle fence counter is kept (default 7 days, 0 = forever). After that, monotonicity rests on minFence. */
   fenceRetentionMs?: number;
+  /**
+   * When set, a grant or renewal is trusted only once this many replicas acknowledged it (WAIT); one they did not is
+   * refused with a retryable redis_unavailable (a grant is then released again).
+   */
+  replicaAcks?: ReplicaAcks;
   now?: () => number;
 }
 
@@ -69,11 +77,41 @@ export class OrderLease {
   readonly #redis: RedisPort;
   readonly #fenceRetentionMs: number;
   readonly #now: () => number;
+  readonly #acks: ReplicaAcks | undefined;
 
   constructor(redis: RedisPort, opts: OrderLeaseOptions = {}) {
     this.#redis = redis;
     this.#fenceRetentionMs = opts.fenceRetentionMs ?? defaultFenceRetentionMs;
     this.#now = opts.now ?? monotonicNow;
+    this.#acks = opts.replicaAcks;
+  }
+
+  /**
+   * Resolves once the replicas acknowledged what this client wrote for the order (nothing to wait for without
+   * replicaAcks); throws redis_unavailable when too few did in time, or when WAIT itself failed.
+   */
+  async #replicated(orderId: string, what: string): Promise<void> {
+    const acks = this.#acks;
+    if (!acks) return;
+    let acknowledged: number;
+    try {
+      acknowledged = await acks.acknowledged(leaseKey(orderId));
+    } catch (error) {
+      throw toRedisWorkerError(error, `${what} of order ${orderId}: waiting for the replicas`);
+    }
+    if (acknowledged >= acks.replicas) return;
+    throw new WorkerError(
+      redisErrorCodes.unavailable,
+      `${what} of order ${orderId} answered by the primary but acknowledged by ${acknowledged} of ` +
+        `${acks.replicas} replicas within ${acks.timeoutMs} ms (REDIS_LEASE_MIN_REPLICAS): not trusted, a failover ` +
+        `could lose it`,
+      { retryable: true },
+    );
+  }
+
+  /** Gives a grant that is not trusted back (best effort: unanswered, it runs out on its ttl). */
+  async #giveBack(grant: LeaseGrant): Promise<void> {
+    await this.release(grant).catch(() => false);
   }
 
   /**
@@ -102,7 +140,14 @@ export class OrderLease {
       throw toRedisWorkerError(error, `acquire lease of order ${orderId}`);
     }
     if (fence === null) return null;
-    return { orderId, owner, fence: Number(fence), ttlMs, acquiredAt };
+    const grant = { orderId, owner, fence: Number(fence), ttlMs, acquiredAt };
+    try {
+      await this.#replicated(orderId, 'lease grant');
+    } catch (error) {
+      await this.#giveBack(grant);
+      throw error;
+    }
+    return grant;
   }
 
   /**
@@ -141,25 +186,42 @@ export class OrderLease {
     } catch (error) {
       throw toRedisWorkerError(error, `acquire the leases of ${requests.length} orders`);
     }
-    return requests.map(({ orderId }, i) => {
+    const grants = requests.map(({ orderId }, i) => {
       const fence = Number(fences[i]);
       return fence > 0 ? { orderId, owner, fence, ttlMs, acquiredAt } : null;
     });
+    // One WAIT per primary answers for every grant it made (the calls share it).
+    const granted = grants.filter((grant): grant is LeaseGrant => grant !== null);
+    const checks = await Promise.allSettled(
+      granted.map((grant) => this.#replicated(grant.orderId, 'lease grant')),
+    );
+    const refused = checks.find((check) => check.status === 'rejected');
+    if (refused) {
+      await Promise.all(granted.map((grant) => this.#giveBack(grant)));
+      throw refused.reason;
+    }
+    return grants;
   }
 
-  /** Extends the lease by its ttl. false: the lease expired or someone else holds it now (it is lost). */
+  /**
+   * Extends the lease by its ttl. false: the lease expired or someone else holds it now (it is lost). Throws
+   * redis_unavailable when Redis cannot be reached, or when too few replicas acknowledged the renewal: the caller's
+   * lease is then only as long as its last renewal that they did acknowledge.
+   */
   async renew(grant: LeaseGrant): Promise<boolean> {
+    let renewed: boolean;
     try {
-      return (
+      renewed =
         (await this.#redis.leaseRenew(
           leaseKey(grant.orderId),
           leaseToken(grant.fence, grant.owner),
           grant.ttlMs,
-        )) === 1
-      );
+        )) === 1;
     } catch (error) {
       throw toRedisWorkerError(error, `renew lease of order ${grant.orderId}`);
     }
+    if (renewed) await this.#replicated(grant.orderId, 'lease renewal');
+    return renewed;
   }
 
   /** Frees the lease for other replicas. false: it was no longer ours (expired or taken), nothing was touched. */

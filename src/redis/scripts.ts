@@ -3,7 +3,7 @@
 // when each call says how many KEYS it passes (its first argument), as a script over many orders at once does.
 // ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT, so scripts survive a Redis that restarted empty.
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { RedisScriptCommands } from './redis-port.ts';
 
 const scriptFiles: Record<keyof RedisScriptCommands, string> = {
@@ -43,12 +43,14 @@ export function luaScripts(): readonly LuaScript[] {
 }
 
 /** Registers every Lua command on the client; from then on it satisfies RedisScriptCommands. */
-export function defineRedisScripts(redis: Redis): Redis & RedisScriptCommands {
+export function defineRedisScripts<Client extends Redis | Cluster>(
+  redis: Client,
+): Client & RedisScriptCommands {
   for (const script of luaScripts()) {
     redis.defineCommand(script.name, {
       ...(script.numberOfKeys === undefined ? {} : { numberOfKeys: script.numberOfKeys }),
       lua: script.lua,
     });
   }
-  return redis as Redis & RedisScriptCommands;
+  return redis as Client & RedisScriptCommands;
 }

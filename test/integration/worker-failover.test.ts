@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startLocalRedis, type LocalRedis } from '../../dev/services/index.ts';
-import { seqProblems, type PublishedEvent } from '../support/kafka-helpers.ts';
 import { uniqueName } from '../support/services.ts';
 import { planOrders, type PlannedOrder } from '../support/order-specs.ts';
-import { startCluster, type Cluster } from '../support/worker-cluster.ts';
+import { startCluster } from '../support/worker-cluster.ts';
 import { cleanupsAfterEach } from '../support/cleanups.ts';
+import { assertExactlyOnce, completeAll } from '../support/order-outcomes.ts';
 
 const cleanups = cleanupsAfterEach();
 
@@ -22,55 +22,6 @@ const fastQuotes = (config: Parameters<NonNullable<Parameters<typeof startCluste
 
 function planTestOrders(count: number, variant: number): PlannedOrder[] {
   return planOrders(count, { variant, orderId: (i) => uniqueName(`o${i}`) });
-}
-
-async function completeAll(cluster: Cluster, orders: PlannedOrder[], timeoutMs: number): Promise<void> {
-  const advanced = new Set<string>();
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    for (const order of orders) {
-      if (advanced.has(order.orderId)) continue;
-      const created = cluster.collector.of(order.orderId).find((e) => e.type === 'order.created');
-      if (!created) continue;
-      cluster.sandbox.advanceOrder(String(created['unique_reference']), 'completed');
-      advanced.add(order.orderId);
-    }
-    const done = orders.filter((o) =>
-      cluster.collector.of(o.orderId).some((e) => e.type === 'order.completed'),
-    );
-    if (done.length === orders.length) return;
-    if (Date.now() > deadline) {
-      const missing = orders
-        .filter((o) => !done.includes(o))
-        .map(
-          (o) =>
-            `${o.orderId}: ${cluster.collector
-              .of(o.orderId)
-              .map((e) => e.type)
-              .join(',')}`,
-        );
-      throw new Error(`${orders.length - done.length} orders not completed:\n${missing.join('\n')}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-function assertExactlyOnce(cluster: Cluster, orders: PlannedOrder[]): void {
-  const exchangeOrders = cluster.sandbox.orders.list();
-  for (const order of orders) {
-    const onExchange = exchangeOrders.filter(
-      (o) => Number(o.order['deposit_amount']) === Number(order.amount),
-    );
-    expect(onExchange, `exchange orders for ${order.orderId}`).toHaveLength(1);
-    const events: PublishedEvent[] = cluster.collector.of(order.orderId);
-    expect(seqProblems(events), `seq of ${order.orderId}`).toEqual([]);
-    expect(new Set(events.map((e) => e.event_id)).size, `distinct event ids of ${order.orderId}`).toBe(
-      events.length,
-    );
-    expect(events.filter((e) => e.type === 'order.created')).toHaveLength(1);
-    expect(events.filter((e) => e.type === 'order.completed')).toHaveLength(1);
-    expect(events.at(-1)?.type).toBe('order.completed');
-  }
 }
 
 describe('worker failover', () => {

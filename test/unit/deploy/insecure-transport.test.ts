@@ -55,6 +55,36 @@ describe('transport security in production', () => {
     expect(problems({ NODE_ENV: 'production', REDIS_URL: 'redis://redis:6379' })).toEqual([]);
   });
 
+  it('refuses a Redis password over plain Sentinel or Cluster entries too', () => {
+    const { REDIS_URL: _url, ...noUrl } = secure;
+    const only = (env: Record<string, string>): string[] => {
+      try {
+        loadConfig({ ...noUrl, NODE_ENV: 'production', ...env });
+      } catch (error) {
+        if (error instanceof ConfigError) return error.problems;
+        throw error;
+      }
+      return [];
+    };
+    const sentinel = { REDIS_SENTINELS: 's1:26379,s2:26379,s3:26379', REDIS_SENTINEL_NAME: 'main' };
+    expect(only({ ...sentinel, REDIS_PASSWORD: 'hunter2-secret' })).toEqual([
+      expect.stringMatching(
+        /^REDIS_PASSWORD: a Redis password over redis:\/\/ travels in clear; give REDIS_SENTINELS/,
+      ),
+    ]);
+    expect(
+      only({ REDIS_CLUSTER_NODES: 'n1:6379,n2:6379,n3:6379', REDIS_PASSWORD: 'hunter2-secret' }),
+    ).toEqual([expect.stringMatching(/^REDIS_PASSWORD: .*give REDIS_CLUSTER_NODES as rediss:\/\/ entries/)]);
+    expect(
+      only({
+        REDIS_SENTINELS: 'rediss://s1:26379,rediss://s2:26379,rediss://s3:26379',
+        REDIS_SENTINEL_NAME: 'main',
+        REDIS_PASSWORD: 'hunter2-secret',
+      }),
+    ).toEqual([]);
+    expect(only(sentinel)).toEqual([]);
+  });
+
   it('accepts both with ALLOW_INSECURE_TRANSPORT=true, and warns at start', () => {
     const config = loadConfig({
       ...secure,
