@@ -49,6 +49,7 @@ export const rejectionReasons = [
   'unknown_order',
   'not_allowed',
   'too_large',
+  'unroutable',
 ] as const;
 
 /** Longest `command_excerpt` of a command.rejected, in UTF-8 bytes. */
@@ -97,7 +98,16 @@ export const commandRejectedEvent = z.object({
     .regex(/^[0-9a-f]{64}$/)
     .describe('SHA-256 (hex) of the command value exactly as received'),
   command_bytes: z.number().int().min(0).describe('size of the command value as received'),
-  source: z.object({ topic: z.string(), partition: z.number().int(), offset: z.string() }).nullable(),
+  source: z
+    .object({ topic: z.string(), partition: z.number().int(), offset: z.string() })
+    .nullable()
+    .describe("where the command was handled (for a forwarded command: its copy on its order's partition)"),
+  forwarded_from: z
+    .object({ topic: z.string(), partition: z.number().int(), offset: z.string() })
+    .optional()
+    .describe(
+      'where a forwarded command first arrived, as its producer wrote it (absent when it was handled where it arrived)',
+    ),
 });
 
 /** Everything published on TOPIC_EVENTS (an order's domain events, KYC notices, command rejections). */

@@ -49,7 +49,8 @@ import {
   type RestingOrder,
 } from './machine-binding.ts';
 import type { FetchOrderInput } from '../../machines/order-types.ts';
-import { decide, misrouted, retired, type Rejection } from './command-intake.ts';
+import { awayDecision, decide, retired, type Rejection } from './command-intake.ts';
+import { forwardedHeaders, forwardingOf, towardsHome } from './command-routing.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
 
@@ -146,6 +147,12 @@ export interface OrderHostOptions {
   /** Recognises an order.create of an order that lives on a partition this replica does not hold. */
   homes?: OrderHomes;
   /**
+   * The partition the commands topic's default (murmur2) partitioner gives an order_id: the home of an order not
+   * known yet, where a command that arrived elsewhere is forwarded (command-routing.ts). Absent, or undefined while
+   * the partition count is unknown: such a command is handled where it arrived.
+   */
+  canonicalPartition?: (orderId: string) => number | undefined;
+  /**
    * An order only waiting (see MachineBinding.resting) for this long, its latest record durable, is passivated:
    * its actor stops and the slot keeps the record and a deadline. 0 or absent: never (PASSIVATE_IDLE_MS).
    */
@@ -227,7 +234,7 @@ export const orphanSweepIntervalMs = 30_000;
 /** How a command ended, filled in while it is handled (read by handleMessage for its span and metrics). */
 interface CommandOutcome {
   commandType: string;
-  result: 'accepted' | 'duplicate' | 'rejected' | 'consumed';
+  result: 'accepted' | 'duplicate' | 'rejected' | 'consumed' | 'forwarded';
   reason?: string;
 }
 const commandOutcomeKey = createContextKey('exchange-order-worker command outcome');
@@ -1940,6 +1947,11 @@ export class OrderHost {
     span.setAttribute('command.type', commandType);
     if (parsed.ok) span.setAttribute('command.id', parsed.command.command_id);
     if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
+    const forwarding = forwardingOf(message.headers);
+    if (forwarding) {
+      const { from } = forwarding;
+      span.setAttribute('command.forwarded_from', `${from.topic}:${from.partition}:${from.offset}`);
+    }
     const named = parsed.ok ? parsed.command.order_id : parsed.orderId;
     // A passivated order comes back to life before its command is decided (a wake that fails on a lost lease hands
     // the order to its reload, which the adoption below joins).
@@ -1969,7 +1981,12 @@ export class OrderHost {
     }
     const decision = decide(
       parsed,
-      { partition: message.partition, now: this.opts.now() },
+      {
+        partition: message.partition,
+        now: this.opts.now(),
+        hops: forwarding?.hops ?? 0,
+        canonical: orderId === null ? undefined : this.opts.canonicalPartition?.(orderId),
+      },
       record,
       slot && { halted: slot.halted, actor: slot.actor },
     );
@@ -1980,6 +1997,9 @@ export class OrderHost {
         return;
       case 'reject':
         await this.reject(decision.orderId, message, decision.rejection);
+        return;
+      case 'forward':
+        await this.forward(decision.orderId, message, decision.partition);
         return;
       case 'create': {
         // The order's home, shared by the replicas: this replica reads only its own partitions' records, so a
@@ -1992,14 +2012,19 @@ export class OrderHost {
           await this.reject(command.order_id, message, retired(command, hash));
           return;
         }
-        if (home !== undefined && home.partition !== message.partition) {
-          await this.reject(
-            command.order_id,
-            message,
-            misrouted(command, hash, home.partition, message.partition),
-          );
-          return;
-        }
+        // Its home is another partition (an order created before homes followed the key, or by such a replica during
+        // an upgrade): the create goes there, where the order's record is (or is being) written.
+        const away =
+          home === undefined
+            ? undefined
+            : awayDecision(
+                command,
+                hash,
+                message.partition,
+                towardsHome({ partition: message.partition, hops: forwarding?.hops ?? 0 }, home.partition),
+              );
+        if (away?.kind === 'forward') return this.forward(command.order_id, message, away.partition);
+        if (away?.kind === 'reject') return this.reject(command.order_id, message, away.rejection);
         await this.createOrder(command, message.partition, offset, hash);
         return;
       }
@@ -2134,6 +2159,31 @@ export class OrderHost {
     this.finishIfTerminal(slot);
   }
 
+  /**
+   * Forwards a command to its order's home partition (command-routing.ts): a copy of the message (key, value and
+   * headers, plus where it first arrived) written with the offset where it arrived, in one transaction.
+   */
+  private async forward(orderId: string, message: InboundCommandMessage, partition: number): Promise<void> {
+    noteOutcome('forwarded');
+    const offset: OffsetToCommit = {
+      topic: message.topic,
+      partition: message.partition,
+      offset: message.offset,
+    };
+    this.logger.debug(
+      { orderId, from: { partition: message.partition, offset: message.offset }, to: partition },
+      "command forwarded to its order's partition",
+    );
+    const copy = {
+      topic: message.topic,
+      partition,
+      key: orderId,
+      value: message.value?.toString('utf8') ?? '',
+      headers: forwardedHeaders(message.headers, offset),
+    };
+    await this.settleCommand(offset, this.opts.journal.forwardCommand(copy, offset), null);
+  }
+
   /** The command arrived where its order lives: keyed by the order and on the order's partition (when it exists). */
   private routedHere(orderId: string, message: InboundCommandMessage): boolean {
     if (message.key !== orderId) return false;
@@ -2145,7 +2195,7 @@ export class OrderHost {
    * Publishes command.rejected: a bounded excerpt and a hash of the command as received, never the command itself.
    * For an existing order, when the command arrived where the order lives (its key and partition), it is part of
    * the order's history (next seq, recorded in the state record so a redelivery is not answered twice). Otherwise
-   * - no such order, or a null-keyed or mis-keyed or misrouted command naming an order of another partition, which
+   * - no such order, or a null-keyed or mis-keyed or unroutable command naming an order of another partition, which
    * this replica must not touch - it carries seq 0 and an event_id from its source offset.
    */
   private async reject(
@@ -2170,11 +2220,13 @@ export class OrderHost {
       offset: message.offset,
     };
     const { remember, ...fields } = body;
+    const forwarded = forwardingOf(message.headers);
     const rejected: EventPayload = {
       type: 'command.rejected',
       ...fields,
       ...rejectedCommandFingerprint(message.value),
       source: { topic: message.topic, partition: message.partition, offset: message.offset },
+      ...(forwarded ? { forwarded_from: forwarded.from } : {}),
     };
     const inHistory = orderId !== null && this.routedHere(orderId, message);
     const slot = inHistory ? this.slots.get(orderId) : undefined;

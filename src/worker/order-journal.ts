@@ -43,6 +43,11 @@ export interface Journal {
   ): Promise<boolean>;
   /** Commits a command's offset and nothing else (a duplicate, a consumed hint). */
   commitOffset(offset: OffsetToCommit): Promise<boolean>;
+  /**
+   * Writes a command's copy to its order's partition of the commands topic and commits the offset where it arrived,
+   * in one transaction: the command is handled once, at its home (command-routing.ts).
+   */
+  forwardCommand(copy: OutboundRecord, offset: OffsetToCommit): Promise<boolean>;
 }
 
 export interface OrderJournalOptions {
@@ -122,6 +127,10 @@ export class OrderJournal implements Journal {
 
   commitOffset(offset: OffsetToCommit): Promise<boolean> {
     return this.opts.writer.write([], [offset]);
+  }
+
+  forwardCommand(copy: OutboundRecord, offset: OffsetToCommit): Promise<boolean> {
+    return this.opts.writer.write([copy], [offset]);
   }
 
   private envelope(

@@ -77,6 +77,7 @@ export function hostOver(
       | 'maxCommandBytes'
       | 'metrics'
       | 'homes'
+      | 'canonicalPartition'
       | 'now'
       | 'passivateIdleMs'
       | 'callInFlight'
@@ -106,6 +107,7 @@ export function hostOver(
     ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.homes ? { homes: options.homes } : {}),
+    ...(options.canonicalPartition ? { canonicalPartition: options.canonicalPartition } : {}),
     ...(options.passivateIdleMs === undefined ? {} : { passivateIdleMs: options.passivateIdleMs }),
     ...(options.pollResting ? { pollResting: options.pollResting } : {}),
     ...(options.maxPollsAtRest === undefined ? {} : { maxPollsAtRest: options.maxPollsAtRest }),
