@@ -13,6 +13,12 @@ const envelope = {
   order_id: z.string().nullable(),
   seq: z.number().int().min(0),
   occurred_at: isoTime,
+  command_id: z
+    .string()
+    .optional()
+    .describe(
+      'the command this event answers (src/contract/command-answers.ts); absent on an event no command caused',
+    ),
 };
 
 /** A domain event of machines/order-events.ts as published: its `type`, the envelope, then its payload. */

@@ -19,6 +19,7 @@ import {
 import pLimit from 'p-limit';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 import { commandTypes, parseCommand } from '../contract/commands.ts';
+import { answerOf, opened, type OpenCommand } from '../contract/command-answers.ts';
 import { rejectedCommandFingerprint } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
@@ -258,6 +259,11 @@ interface OrderSlot {
   record: OrderRecord;
   actor: OrderActorHandle | undefined;
   pendingEvents: EmittedDomainEvent[];
+  /**
+   * The commands accepted and not answered yet ([type, command_id], contract/command-answers.ts): an event that
+   * answers one carries its command_id. Written with the record, so a restored order still answers them.
+   */
+  answering: OpenCommand[];
   /** The latest write of this order: resolves once committed, rejects when it was refused or failed. */
   lastWrite: Promise<void>;
   /** The actor stopped on an unmodelled error; the slot keeps the lease and refuses all but order.settle abandon. */
@@ -1524,6 +1530,7 @@ export class OrderHost {
       record: { ...record, fence },
       actor: undefined,
       pendingEvents: [],
+      answering: record.answering ?? [],
       lastWrite: Promise.resolve(),
       halted: false,
       persistScheduled: false,
@@ -1603,7 +1610,7 @@ export class OrderHost {
         // Re-created from the record it was passivated with: the same state, nothing new to write.
         if (slot.waking && emitted.length === 0) return;
         this.recordTransition(slot, emitted);
-        slot.pendingEvents.push(...emitted);
+        slot.pendingEvents.push(...this.answered(slot, emitted));
         this.schedulePersist(slot);
       },
       onError: (error) => {
@@ -1668,7 +1675,10 @@ export class OrderHost {
       }
       if (bare && this.binding.unwritten?.(slot.record.machine, machine)) return Promise.resolve(true);
     }
-    const events = [...slot.pendingEvents.splice(0, slot.pendingEvents.length), ...(extra.events ?? [])];
+    const events = [
+      ...slot.pendingEvents.splice(0, slot.pendingEvents.length),
+      ...this.answered(slot, extra.events ?? []),
+    ];
     const eventTypes = events.map((event) => event.type);
     // Webhook-to-event latency: from the hint to the first event a later write publishes (the poll's answer). A
     // hint whose poll found nothing new is forgotten after a minute rather than measured against a later change.
@@ -1678,6 +1688,9 @@ export class OrderHost {
       if (eventTypes.length || this.opts.now() - slot.webhookAt > 60_000) slot.webhookAt = undefined;
     }
     const status = slot.actor?.status();
+    const terminal = extra.terminal === true || (status?.terminal ?? slot.record.terminal);
+    // A finished order answers nothing more.
+    if (terminal) slot.answering = [];
     const { record, written } = this.opts.journal.append({
       record: slot.record,
       fence: slot.fence,
@@ -1686,7 +1699,8 @@ export class OrderHost {
       offset: extra.offset,
       changes: {
         unique_reference: status?.uniqueReference ?? slot.record.unique_reference,
-        terminal: extra.terminal === true || (status?.terminal ?? slot.record.terminal),
+        terminal,
+        answering: slot.answering,
         // A live actor that writes again has recovered from an earlier halt.
         halted: slot.actor ? null : (slot.record.halted ?? null),
         machine: slot.actor ? (machine ?? slot.actor.durable()) : slot.record.machine,
@@ -1712,6 +1726,16 @@ export class OrderHost {
     lastWrite.catch(() => {}); // observed through durable(); never an unhandled rejection
     slot.lastWrite = lastWrite;
     return write;
+  }
+
+  /** The events as published: each that answers an open command carries its command_id (which it may close). */
+  private answered<E extends EmittedDomainEvent>(slot: OrderSlot, events: readonly E[]): E[] {
+    if (slot.answering.length === 0) return [...events];
+    return events.map((event) => {
+      const { commandId, open } = answerOf(slot.answering, event.type);
+      slot.answering = open;
+      return commandId === undefined ? event : { ...event, command_id: commandId };
+    });
   }
 
   /**
@@ -2032,6 +2056,7 @@ export class OrderHost {
         // decide() abandons only a halted order driven here; the offset is committed all the same
         if (!slot) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         const { command } = decision;
+        slot.answering = opened(slot.answering, command.type, command.command_id);
         await this.requireWritten(
           await this.persist(slot, {
             offset,
@@ -2066,6 +2091,7 @@ export class OrderHost {
           await this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
           return;
         }
+        slot.answering = opened(slot.answering, command.type, command.command_id);
         slot.actor.send(event);
         await this.settleCommand(
           offset,
@@ -2130,6 +2156,7 @@ export class OrderHost {
     const origin = toTraceparent(trace.getSpanContext(context.active()));
     if (origin) record.trace_origin = origin;
     const slot = this.newSlot(record, fence);
+    slot.answering = opened([], command.type, command.command_id);
     this.slots.set(command.order_id, slot);
     // The first record is written once the order's local first steps have run (the address check, and whatever
     // follows at once: a quote slot that needs none, the intent of a CeFi order's create), not at the state it

@@ -20,7 +20,7 @@ export interface JournalEntry {
   /** The command to remember ([command_id, content hash]): the same one again is recognised. */
   command?: [string, string] | undefined;
   /** What else changes in the state record (the machine's durable form, terminal...). */
-  changes?: Partial<Pick<OrderRecord, 'unique_reference' | 'terminal' | 'halted' | 'machine'>>;
+  changes?: Partial<Pick<OrderRecord, 'unique_reference' | 'terminal' | 'halted' | 'machine' | 'answering'>>;
   /** The offset of the command that caused the entry, committed with it. */
   offset?: OffsetToCommit | undefined;
   /** Checked at commit time: false drops the whole entry (offset included). */
@@ -95,6 +95,8 @@ export class OrderJournal implements Journal {
         : previous.commands,
       ...entry.changes,
     };
+    // No command waits for its answer: the record leaves the field out rather than carry an empty list.
+    if (record.answering?.length === 0) delete record.answering;
     records.push({
       topic: this.opts.topics.state,
       key: orderId,
