@@ -2,6 +2,7 @@
 // (event_id `<order>:<seq>`, occurred_at), builds the order's next state record (rev + 1, seq, the remembered
 // commands) and writes both, with the offset of the command that caused them, in one transaction - only while the
 // guard (the order's lease) holds. A committed record becomes the state store's latest.
+import { rememberedCommandIds } from '../contract/contract-rules.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../kafka/transactional-writer.ts';
 
@@ -58,7 +59,7 @@ export interface OrderJournalOptions {
   store: { apply(record: OrderRecord): void };
   topics: { events: string; state: string };
   now: () => number;
-  /** Commands remembered per order for deduplication (default 200). */
+  /** Commands remembered per order for deduplication (default rememberedCommandIds, 200: the contract says so). */
   maxRememberedCommands?: number;
 }
 
@@ -68,7 +69,7 @@ export class OrderJournal implements Journal {
 
   constructor(opts: OrderJournalOptions) {
     this.opts = opts;
-    this.maxCommands = opts.maxRememberedCommands ?? 200;
+    this.maxCommands = opts.maxRememberedCommands ?? rememberedCommandIds;
   }
 
   append(entry: JournalEntry): { record: OrderRecord; written: Promise<boolean> } {
