@@ -26,6 +26,12 @@ export const endpointFaultKinds = [
   'expired_on_repeat',
   /** GET /orders/{unique_reference}/ answers another order's representation. */
   'get_other_order',
+  /**
+   * The exchange's risk check refuses the caller's IP before the request takes effect: 400 with Django REST
+   * framework's top-level `{"non_field_errors": ["User's IP has risk."]}` (as EdgeApp's client expects on /rate/ and
+   * /orders/).
+   */
+  'ip_risk',
 ] as const;
 export type EndpointFaultKind = (typeof endpointFaultKinds)[number];
 
