@@ -492,6 +492,7 @@ const telemetry = startTelemetry({
   workerId: config.workerId,
   exportTraces: config.telemetry.exportTraces,
   serviceName: config.telemetry.serviceName,
+  sampler: config.telemetry.sampler,
   logger,
 });
 run(config, logger, telemetry).catch((error: unknown) => {

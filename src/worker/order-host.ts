@@ -26,6 +26,7 @@ import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit } from '../kafka/transactional-writer.ts';
 import { WorkerError } from '../errors.ts';
 import { onceEvery, type Logger } from '../telemetry/logger.ts';
+import { originLink } from '../telemetry/order-sampler.ts';
 import { extractContext, fromTraceparent, toTraceparent, withOrderId } from '../telemetry/propagation.ts';
 import {
   ATTR_EXCHANGE_UNIQUE_REFERENCE,
@@ -576,9 +577,11 @@ export class OrderHost {
     if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(hint.orderId)) return false;
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.opts.now() };
     if (!slot.actor.can(event)) return true;
+    // In the webhook's trace, linked to the order's first (a sampler keeps it with the order's other traces).
     const span = tracer.startSpan('order webhook hint', {
       kind: SpanKind.INTERNAL,
       attributes: this.orderAttributes(slot),
+      ...(slot.origin ? { links: [originLink(slot.origin)] } : {}),
     });
     try {
       context.with(trace.setSpan(context.active(), span), () => this.takeHint(slot, event, hint.receivedAt));
@@ -1291,7 +1294,7 @@ export class OrderHost {
         root: true,
         kind: SpanKind.INTERNAL,
         attributes: this.orderAttributes(slot),
-        ...(origin ? { links: [{ context: origin }] } : {}),
+        ...(origin ? { links: [originLink(origin)] } : {}),
       },
       ROOT_CONTEXT,
     );
@@ -1554,7 +1557,7 @@ export class OrderHost {
     const hints = name === 'order timer' ? slot.hintLinks : undefined;
     if (hints) slot.hintLinks = undefined;
     const links = [
-      ...(slot.origin ? [{ context: slot.origin }] : []),
+      ...(slot.origin ? [originLink(slot.origin)] : []),
       ...(hints ?? []).map((c) => ({ context: c })),
     ];
     const span = tracer.startSpan(
@@ -1896,6 +1899,8 @@ export class OrderHost {
     const startedAt = performance.now();
     const parent = extractContext(message.headers ?? {});
     const outcome: CommandOutcome = { commandType: 'unknown', result: 'accepted' };
+    // A command for an order driven here (a deposit, a routed webhook hint) links to the order's first trace.
+    const origin = message.key ? this.slots.get(message.key)?.origin : undefined;
     const span = tracer.startSpan(
       `process ${message.topic}`,
       {
@@ -1912,6 +1917,7 @@ export class OrderHost {
             ? { [ATTR_MESSAGING_KAFKA_MESSAGE_KEY]: message.key, [ATTR_ORDER_ID]: message.key }
             : {}),
         },
+        ...(origin ? { links: [originLink(origin)] } : {}),
       },
       parent,
     );
