@@ -1,16 +1,26 @@
 // The inspector's text output: a header of facts, the parked advice when there is any, and the timeline. Plain
 // lines only (no colours, no cursor moves), so it reads the same in a terminal, a pipe or a ticket.
-import type { OrderReport } from './order-report.ts';
+import { REFERENCE_PLACEHOLDER, type OrderReport } from './order-report.ts';
 
 function relative(ms: number): string {
   const s = Math.round(Math.abs(ms) / 100) / 10;
   return ms >= 0 ? `in ${s} s` : `${s} s overdue`;
 }
 
-/** The shell line that writes a command to the commands topic (key = order_id), for operators with kcat. */
+/** A string as one double-quoted shell word, `$REF` kept for the shell to expand (with a check that it is set). */
+function doubleQuoted(text: string): string {
+  const escaped = text.replace(/[\\"$`]/g, (c) => `\\${c}`);
+  return `"${escaped.replaceAll(REFERENCE_PLACEHOLDER, '${REF:?set REF to the unique_reference}')}"`;
+}
+
+/**
+ * The shell line that writes a command to the commands topic (key = order_id), for operators with kcat, run as
+ * printed: kcat's default partitioner may pick any partition (the worker forwards the command to its order's). A
+ * field left to the operator (REFERENCE_PLACEHOLDER) is read from $REF.
+ */
 export function kcatLine(command: Record<string, string>, brokers: string[], topic: string): string {
-  const value = JSON.stringify(command).replace(/'/g, `'\\''`);
-  return `echo '${command['order_id']}|${value}' | kcat -P -b ${brokers.join(',')} -t ${topic} -K'|'`;
+  const line = `${command['order_id']}|${JSON.stringify(command)}`;
+  return `echo ${doubleQuoted(line)} | kcat -P -b ${brokers.join(',')} -t ${topic} -K'|'`;
 }
 
 export function renderReport(report: OrderReport, ctx: { brokers: string[]; commandsTopic: string }): string {

@@ -1,7 +1,7 @@
 // The order inspector (`npm run inspect`) as an operator runs it: a child process with the worker's variables,
 // against orders real workers drove (open, then finished, followed live; one parked by the worker itself) and against
 // a parked order whose history this test writes itself in the contract's shape.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseView, OrderReport } from '../../src/inspect/order-report.ts';
@@ -241,14 +241,24 @@ describe('npm run inspect', () => {
     expect(text.stdout).toContain('lease      nobody holds it');
     const kcat = text.stdout.split('\n').filter((line) => line.includes('kcat -P'));
     expect(kcat).toHaveLength(2);
-    for (const line of kcat) {
+    const values = kcat.map((line) => {
       expect(line).toContain(`-b ${kafkaBrokers.join(',')} -t ${topics.commands} -K'|'`);
-      const value = JSON.parse(/^\s*echo '[^|]+\|(.*)' \| kcat/.exec(line)![1]!) as Record<string, string>;
-      expect(value).toMatchObject({ type: 'order.settle', order_id: orderId });
-      expect(value['command_id']).toMatch(/^settle-/);
-    }
-    expect(kcat[0]).toContain('"resolution":"adopt","unique_reference":"<UNIQUE_REFERENCE>"');
-    expect(kcat[1]).toContain('"resolution":"abandon"}');
+      // What the line hands to kcat, as a shell makes it (REF is the operator's).
+      const echo = line.trim().replace(/ \| kcat .*$/, '');
+      const [key, ...value] = execFileSync('bash', ['-c', echo], { env: { REF: 'K8J2M4N6P0' } })
+        .toString()
+        .trimEnd()
+        .split('|');
+      expect(key).toBe(orderId);
+      return JSON.parse(value.join('|')) as Record<string, string>;
+    });
+    expect(values).toMatchObject([
+      { type: 'order.settle', order_id: orderId, resolution: 'adopt', unique_reference: 'K8J2M4N6P0' },
+      { type: 'order.settle', order_id: orderId, resolution: 'abandon' },
+    ]);
+    // One command_id each: an abandon after a refused adopt is not a duplicate_conflict.
+    expect(values[0]!['command_id']).toMatch(/^settle-.+-adopt$/);
+    expect(values[1]!['command_id']).toMatch(/^settle-.+-abandon$/);
 
     const asJson = JSON.parse((await inspect([orderId, '--json'], env)).stdout) as OrderReport;
     expect(asJson.outcome).toBe('order.parked');
