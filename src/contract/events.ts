@@ -1,9 +1,9 @@
 // The event contract of TOPIC_EVENTS: JSON, key = order_id. Every event carries the envelope
 // {type, event_id, order_id, seq, occurred_at}; seq is strictly increasing per order with no gap or repeat,
 // event_id is `${order_id}:${seq}` (stable across redelivery, so consumers can deduplicate on it).
-// command.rejected for a command that names no existing order (or that arrived on another partition than its
-// order's) carries seq 0: it is not part of an order's history. It never copies the command: a bounded excerpt and
-// a hash identify it, so a huge command cannot make a huge event.
+// command.rejected for a command that names no existing order (or names one without its key, or could not be
+// routed to its order's partition) carries seq 0: it is not part of an order's history. It never copies the
+// command: a bounded excerpt and a hash identify it, so a huge command cannot make a huge event.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isoTime, orderDomainEvents } from '../../machines/order-events.ts';
