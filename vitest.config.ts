@@ -4,6 +4,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /** The fault suite's longest files, longest first (measured on the full profile; docs/faults.md). */
 const longestFaultFiles = [
   'kill-anywhere',
+  'money-safety-second-round',
   'money-safety',
   'infrastructure',
   'fuzz-worker',

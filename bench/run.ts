@@ -1,7 +1,8 @@
 // `npm run bench`: every benchmark in turn, each printing its figures and writing JSON under bench/results/, then
 // the figures beside the targets of issue 12 (bench/results/summary.json). BENCH_SCALE=small for a quick check
 // (about 4 minutes), full by default (bounded to under 20 minutes on 2 cores: a phase that overruns its cap stops
-// and reports how far it got). BENCH_ONLY=throughput|restore|webhooks|cefi-listing|request-budget runs one part.
+// and reports how far it got). BENCH_ONLY=throughput|restore|webhooks|cefi-listing|request-budget runs one part;
+// BENCH_ONLY=parked-lookups runs the one part a whole run leaves out (it would not fit the 20 minutes).
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import {
@@ -34,6 +35,7 @@ import {
   type ThroughputResult,
 } from './worker-throughput.ts';
 import { runListingLadder } from './cefi-listing.ts';
+import { runParkedLookups } from './parked-lookups.ts';
 import { printRestore, replicaShares, runRestore, type RestoreResult } from './restore-at-scale.ts';
 
 const only = process.env['BENCH_ONLY'];
@@ -263,6 +265,19 @@ if (wanted('request-budget')) {
     env: { ...process.env, REDIS_URL: services.redisUrl },
   });
   if (result.status !== 0) process.exitCode = 1;
+}
+
+// ---- parked CeFi creates against one key's budget: the other orders' share with 50 lookups that cannot finish ----
+// Selected only (BENCH_ONLY=parked-lookups): its two phases take about 8 minutes here, and a whole full run already
+// uses its 20 minutes.
+if (only === 'parked-lookups') {
+  const windowMs = plan.name === 'small' ? 60_000 : 90_000;
+  console.log(
+    `\n=== parked-lookups: 50 parked CeFi orders whose lookups cannot finish, one key at 2500/min, window ${windowMs / 1000} s (baseline, then parked)`,
+  );
+  const parked = await runParkedLookups({ ...common, windowMs });
+  summary['parkedLookups'] = parked;
+  verdicts.push(...parked.verdicts);
 }
 
 // ---- 50k orders on 1 worker, then on 3: the "no slowdown from 1k to 50k" figures ---------------------------

@@ -83,6 +83,17 @@ export function isRetryableAction(action: FailureAction): boolean {
   return failureRetryPolicy[action] !== 'never';
 }
 
+/**
+ * What a create that did not end in order.created learnt of the exchange order its POST was answered with: its
+ * reference, whether that order is this one's (`claim`: claimed by it, the claim could not be confirmed, or another
+ * order's), and whether a POST of this order made it (false: a 200 reuse answering a first POST named it).
+ */
+export interface CreateEvidence {
+  readonly uniqueReference: string;
+  readonly claim: 'ours' | 'unconfirmed' | 'another_order';
+  readonly created: boolean;
+}
+
 /** A failed exchange call as the machine sees it (thrown by the runtime's actors; JSON-serialisable). */
 export interface ExchangeFailure {
   readonly kind: 'exchange_failure';
@@ -93,7 +104,22 @@ export interface ExchangeFailure {
   readonly message: string;
   readonly httpStatus?: number;
   readonly retryAfterMs?: number;
+  /** A create's POST was answered, yet the create is not done (see CreateEvidence). */
+  readonly evidence?: CreateEvidence;
 }
+
+/**
+ * Codes of the create's own conclusions that both the runtime (which finds them) and the machine (which acts on
+ * them) name. `lookup_unreachable`: the window of a create in doubt lies beyond what the lookup's page cap can ever
+ * reach (the listing only grows), so re-checking it is pointless; the order stays parked for order.settle.
+ */
+export const createCodes = {
+  lookupUnreachable: 'lookup_unreachable',
+  claimedElsewhere: 'created_order_claimed_elsewhere',
+  reusedForeign: 'reused_foreign_order',
+  claimUnconfirmed: 'create_claim_unconfirmed',
+  nearMatch: 'lookup_near_match',
+} as const;
 
 export function isExchangeFailure(value: unknown): value is ExchangeFailure {
   return (
@@ -123,4 +149,38 @@ export interface ExchangeOrderView {
   depositTransaction: string;
   withdrawTransaction: string;
   refundTransaction: string;
+}
+
+/** Transaction hashes in hex are case-insensitive (with or without 0x); any other spelling must match exactly. */
+export function sameTransactionHash(a: string, b: string): boolean {
+  const hex = /^(0x)?[0-9a-f]+$/i;
+  return a === b || (hex.test(a) && hex.test(b) && a.toLowerCase() === b.toLowerCase());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Exchange text an order keeps: the caps, in one place. A state record is written to Kafka whole, and a broker
+// refuses a record batch above its max.message.bytes (1 MiB by default): an order whose record it refuses cannot move
+// on, so text the exchange (or a webhook) controls must never make a record grow without bound.
+// - Values kept as the exchange wrote them (unique_reference, status, side, currencies, addresses and extra ids,
+//   transaction hashes, amounts, rates, rate_id, timestamps) are checked by the wire schemas
+//   (src/exchange/schemas.ts): a longer one makes the response invalid. Never cut: a cut address or hash is another.
+// - Free text (error messages, pre-screening messages) is cut to a bound wherever it enters an order: the error
+//   classification, the wire schema of pre-screening, and the machine's failure records (failure-policy.ts).
+
+/** The longest exchange value an order keeps (an address, a hash, a reference, an amount): longer is invalid. */
+export const exchangeValueMaxChars = 512;
+
+/** The longest exchange message an order keeps or publishes; longer is cut, ending in "…". */
+export const exchangeMessageMaxChars = 1_024;
+
+/** `text` within exchangeMessageMaxChars: cut on a character boundary, ending in "…" when it was longer. */
+export function boundedMessage(text: string): string {
+  if (text.length <= exchangeMessageMaxChars) return text;
+  // A UTF-16 surrogate pair is not split: a lone high surrogate left at the cut is dropped.
+  return `${text.slice(0, exchangeMessageMaxChars - 1).replace(/[\uD800-\uDBFF]$/, '')}…`;
+}
+
+/** A code (a stable identifier, normally ours) within exchangeValueMaxChars. */
+export function boundedCode(code: string): string {
+  return code.length <= exchangeValueMaxChars ? code : code.slice(0, exchangeValueMaxChars);
 }

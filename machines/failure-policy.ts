@@ -2,23 +2,27 @@
 // a step is tried again (the one retry table, domain.ts failureRetryPolicy), and the reason an order fails with.
 
 import { backoffDelay } from './backoff.ts';
-import { failureRetryPolicy, isExchangeFailure } from './domain.ts';
+import { boundedCode, boundedMessage, failureRetryPolicy, isExchangeFailure } from './domain.ts';
 import type { FailureRecord, OrderConfig, OrderContext, OrderFailureReason } from './order-types.ts';
 
-/** What a thrown value means to the machine; anything but an ExchangeFailure is an unexpected, retryable error. */
+/**
+ * What a thrown value means to the machine; anything but an ExchangeFailure is an unexpected, retryable error. Every
+ * failure the machine records or publishes (lastFailure, order.failed, order.parked, order.deposit_rejected,
+ * order.settle_refused) comes from here, its message and code within the caps on exchange text (domain.ts).
+ */
 export function failureRecordOf(error: unknown, fallbackAt: number): FailureRecord {
   if (isExchangeFailure(error)) {
     const at = (error as { at?: unknown }).at;
     return {
       action: error.action,
-      code: error.code,
-      message: error.message,
+      code: boundedCode(error.code),
+      message: boundedMessage(error.message),
       at: typeof at === 'number' ? at : fallbackAt,
     };
   }
   const message = error instanceof Error ? error.message : String(error);
   // No classification explains it (the one retry table says what that allows).
-  return { action: 'unexpected', code: 'unexpected_error', message, at: fallbackAt };
+  return { action: 'unexpected', code: 'unexpected_error', message: boundedMessage(message), at: fallbackAt };
 }
 
 export function retryAfterOf(error: unknown): number | null {

@@ -31,6 +31,7 @@ export const defaultOrderConfig: OrderConfig = {
   fixedRateThrottleDelayMs: 20_000,
   createSettleMs: 60_000,
   parkedRecheckMs: 300_000,
+  parkedRecheckMaxMs: 21_600_000,
   requoteLimits: { rate_id_invalid_or_expired: 1 },
 };
 
@@ -161,6 +162,11 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     hintCoalesceBounds.maxWaitMs,
     Math.max(hintCoalesceMs, input?.hintCoalesceMaxMs ?? defaultOrderConfig.hintCoalesceMaxMs ?? 0),
   );
+  const createSettleMs = input?.createSettleMs ?? defaultOrderConfig.createSettleMs;
+  const parkedRecheckMs = Math.max(
+    createSettleMs,
+    input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+  );
   return {
     pollIntervalMs,
     webhookPollIntervalMs,
@@ -171,8 +177,14 @@ export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderCo
     backoff: { ...defaultOrderConfig.backoff, ...input?.backoff },
     quoteCooldownMs: input?.quoteCooldownMs ?? defaultOrderConfig.quoteCooldownMs,
     fixedRateThrottleDelayMs: input?.fixedRateThrottleDelayMs ?? defaultOrderConfig.fixedRateThrottleDelayMs,
-    createSettleMs: input?.createSettleMs ?? defaultOrderConfig.createSettleMs,
-    parkedRecheckMs: input?.parkedRecheckMs ?? defaultOrderConfig.parkedRecheckMs,
+    createSettleMs,
+    // A parked order re-checks by repeating the POST (DeFi) or by a lookup (CeFi): never sooner after the failure
+    // that parked it than a doubt's own check (scheduleDoubtCheck), or the repeat could overlap the POST in doubt.
+    parkedRecheckMs,
+    parkedRecheckMaxMs: Math.max(
+      parkedRecheckMs,
+      input?.parkedRecheckMaxMs ?? defaultOrderConfig.parkedRecheckMaxMs ?? 0,
+    ),
     requoteLimits: { ...defaultOrderConfig.requoteLimits, ...input?.requoteLimits },
   };
 }
@@ -196,11 +208,14 @@ export function initialOrderContext(input: OrderInput): OrderContext {
       lookupScans: stored.lookupScans ?? 0,
       requotesByCode: stored.requotesByCode ?? {},
       parkedAt: stored.parkedAt ?? null,
+      parkedRechecks: stored.parkedRechecks ?? 0,
+      lookupUnreachableAt: stored.lookupUnreachableAt ?? null,
       adoptReference: stored.adoptReference ?? null,
       confirmedAt: stored.confirmedAt ?? null,
       queuedHintsMayWait: stored.queuedHintsMayWait ?? false,
       hintDueAt: stored.hintDueAt ?? null,
       hintSince: stored.hintSince ?? null,
+      depositRejected: stored.depositRejected ?? null,
       now: input.now,
       resumeFrom: input.restore.resumeFrom,
     };
@@ -219,6 +234,8 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     createAttempts: 0,
     lookupScans: 0,
     parkedAt: null,
+    parkedRechecks: 0,
+    lookupUnreachableAt: null,
     adoptReference: null,
     quote: null,
     lastFailure: null,
@@ -240,6 +257,7 @@ export function initialOrderContext(input: OrderInput): OrderContext {
     depositRecorded: null,
     depositAttempt: 0,
     depositRetryAt: null,
+    depositRejected: null,
     failure: null,
     cancelReason: null,
   };
@@ -323,13 +341,38 @@ export function createInputOf(context: OrderContext): CreateOrderInput {
     ...sent
   } = context.request;
   const intent = context.pendingIntent;
+  const create = intent?.kind === 'create' ? intent : null;
   return {
     ...sent,
-    attempt: intent?.kind === 'create' ? intent.attempt : context.createAttempts,
-    rateId: intent?.kind === 'create' ? intent.rateId : boundRateId(context),
+    attempt: create ? create.attempt : context.createAttempts,
+    rateId: create ? create.rateId : boundRateId(context),
     isLimitOrder: limitOrder !== null,
     limitTtlSeconds: limitOrder?.ttlSeconds ?? null,
+    // What a doubt knows, only when it knows something (absent reads as false, none, none).
+    ...(create?.outcome === 'unknown' ? { repeatsDoubt: true } : {}),
+    ...(create?.reference != null ? { knownReference: create.reference } : {}),
+    ...(create?.foreign !== undefined && create.foreign.length > 0
+      ? { foreignReferences: create.foreign }
+      : {}),
   };
+}
+
+/** Exchange orders of other orders a doubt remembers, at most (the newest kept): siblings are few. */
+export const maxForeignReferences = 16;
+
+/**
+ * When a parked order re-checks next, from `at`: parkedRecheckMs after it was parked, then twice the wait after
+ * each re-check that changed nothing, up to parkedRecheckMaxMs. No jitter: the schedule follows from context alone,
+ * so a restored order keeps it (parkedAt spreads parked orders out).
+ */
+export function parkedRecheckAt(
+  context: Pick<OrderContext, 'config' | 'parkedRechecks'>,
+  at: number,
+): number {
+  const { parkedRecheckMs } = context.config;
+  const maxMs = Math.max(parkedRecheckMs, context.config.parkedRecheckMaxMs ?? parkedRecheckMs);
+  const grown = parkedRecheckMs * 2 ** Math.min(40, context.parkedRechecks ?? 0);
+  return at + Math.min(maxMs, grown);
 }
 
 export function boundRateId(context: OrderContext): string | null {

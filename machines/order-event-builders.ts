@@ -32,6 +32,16 @@ export function parkedEventOf(
   const tried = [`POST /orders/ sent ${context.createAttempts} time(s)`];
   if (rateId !== null && context.request.mode === 'defi')
     tried.push(`repeated with the same rate_id ${rateId} (answered: ${failure.code})`);
+  const reference = intent?.reference ?? null;
+  const foreign = intent?.foreign ?? [];
+  if (reference !== null)
+    tried.push(
+      foreign.includes(reference)
+        ? `POST /orders/ made ${reference}, which another order holds`
+        : `POST /orders/ was answered with ${reference} (not confirmed as this order's)`,
+    );
+  for (const other of foreign)
+    if (other !== reference) tried.push(`${other} was named by an answer but belongs to another order`);
   if (context.lookupScans > 0) tried.push(`GET /orders/ scanned ${context.lookupScans} time(s)`);
   tried.push(`last answer: ${failure.code}`);
   return {

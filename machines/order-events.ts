@@ -50,6 +50,28 @@ export const orderDepositRejected = z.object({
     .describe('why the exchange refused the hash for good; the order still awaits its deposit'),
 });
 
+/**
+ * A deposit the client submitted (order.submit_deposit, accepted) that the exchange had not recorded on this order
+ * when the order ended: the user may have broadcast money the exchange does not connect with it. On an order's end
+ * event only when there is one (an optional field: absent for every order whose deposits were all recorded).
+ */
+export const unrecordedDeposit = z
+  .object({
+    tx_hash: z.string(),
+    state: z
+      .enum(['unconfirmed', 'retrying', 'rejected'])
+      .describe(
+        'unconfirmed: accepted, its PATCH not made or not answered before the end; retrying: a PATCH failed and was to be retried; rejected: the exchange refused it for good (order.deposit_rejected)',
+      ),
+    accepted_at: isoTime.describe('when the worker accepted the order.submit_deposit'),
+    code: z.string().optional().describe('the last failure of its PATCH, when one failed'),
+    message: z.string().optional(),
+  })
+  .describe(
+    'Alert on it: the deposit transaction must be traced by hand (the exchange partner dashboard, the chain) and the user refunded or credited; see docs/operations.md, "Deposits not recorded".',
+  );
+export type UnrecordedDeposit = z.infer<typeof unrecordedDeposit>;
+
 export const orderStatusChanged = z.object({
   type: z.literal('order.status_changed'),
   unique_reference: z.string(),
@@ -61,18 +83,25 @@ export const orderCompleted = z.object({
   type: z.literal('order.completed'),
   unique_reference: z.string(),
   withdraw_transaction: z.string(),
+  unrecorded_deposit: unrecordedDeposit.optional(),
 });
 
 export const orderRefunded = z.object({
   type: z.literal('order.refunded'),
   unique_reference: z.string(),
   refund_transaction: z.string(),
+  unrecorded_deposit: unrecordedDeposit.optional(),
 });
 
 export const orderCanceled = z.object({
   type: z.literal('order.canceled'),
   unique_reference: z.string().nullable().optional(),
-  reason: z.enum(cancelReasons),
+  reason: z
+    .enum(cancelReasons)
+    .describe(
+      'payment_window_lapsed only when no deposit was ever submitted for the order; an order canceled with a deposit the exchange had not recorded is "exchange", with unrecorded_deposit',
+    ),
+  unrecorded_deposit: unrecordedDeposit.optional(),
 });
 
 /**
@@ -120,6 +149,7 @@ export const orderFailed = z.object({
       'stable code of the failure: a row of the exchange error classification (e.g. address_invalid, markup_over_cap, credentials_missing, referral_code_not_owned: the referral token or code is not owned by the partner of the mode API key), credentials_missing_for_mode, or http_<status> for an unexplained status; see docs/operations.md, "Dead orders"',
     ),
   message: z.string(),
+  unrecorded_deposit: unrecordedDeposit.optional(),
 });
 
 /** Every domain event of an order, by its `type`. */

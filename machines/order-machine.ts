@@ -6,8 +6,16 @@
 // in context on entry to the state that performs it, before the call starts.
 
 import { and, assign, emit, enqueueActions, not, setup } from 'xstate';
-import { exchangeStatusRank, movesBackwards, terminalExchangeStatuses } from './domain.ts';
-import type { ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
+import {
+  boundedCode,
+  boundedMessage,
+  createCodes,
+  exchangeStatusRank,
+  isExchangeFailure,
+  movesBackwards,
+  terminalExchangeStatuses,
+} from './domain.ts';
+import type { ExchangeFailure, ExchangeOrderView, ExchangeStatus, FailureAction } from './domain.ts';
 import {
   canRequote,
   failureReasonOf,
@@ -28,7 +36,9 @@ import {
   hintCoalescingOf,
   initialOrderContext,
   isCreateInDoubt,
+  maxForeignReferences,
   needsQuote,
+  parkedRecheckAt,
   preScreenInputOf,
   quoteRequestOf,
   remainingMs,
@@ -40,6 +50,7 @@ import {
   pollIntervalOf,
   type ListingRow,
 } from './order-context.ts';
+import { unrecordedDepositField, unrecordedDepositOf } from './order-deposits.ts';
 import { createdEventOf, parkedEventOf, paymentDeadlineOf, quotedEventOf } from './order-event-builders.ts';
 import type { OrderDomainEvent } from './order-events.ts';
 import { resumableStates } from './resume-keys.ts';
@@ -191,6 +202,24 @@ export const orderMachineSetup = setup({
     pairingRejected: (_, params: { readonly output: CheckAddressOutput }) => !params.output.ok,
     existingOrderFound: (_, params: { readonly output: FindExistingOrderOutput }) =>
       params.output.order !== null,
+    /** The lookup could conclude nothing yet (another order's POST of the same siblings is out): look again later. */
+    lookupDeferred: (_, params: { readonly output: FindExistingOrderOutput }) =>
+      params.output.order === null && params.output.recheckAt !== undefined,
+    /** The same, for a parked order's re-check: it waits parked (quietly) until then. */
+    parkedLookupDeferred: ({ context }, params: { readonly output: FindExistingOrderOutput }) =>
+      context.parkedAt !== null && params.output.order === null && params.output.recheckAt !== undefined,
+    /** A re-check of a parked order (it goes back to waiting parked, whatever it finds short of an order). */
+    parkedRecheck: ({ context }) => context.parkedAt !== null,
+    /** The parked create's lookup can never finish: it is re-checked no more (it waits for order.settle). */
+    parkedRecheckStopped: ({ context }) => context.lookupUnreachableAt != null,
+    /**
+     * A POST of this doubt made an exchange order that another order holds: "not created" is not a conclusion this
+     * order may draw (it would POST again), however the scan came out.
+     */
+    createdOrderHeldElsewhere: ({ context }) =>
+      context.pendingIntent?.kind === 'create' &&
+      context.pendingIntent.reference != null &&
+      (context.pendingIntent.foreign ?? []).includes(context.pendingIntent.reference),
     exchangeReports: (_, params: { readonly order: ExchangeOrderView; readonly status: ExchangeStatus }) =>
       params.order.status === params.status,
     hintPending: ({ context }) => context.hintPending,
@@ -250,6 +279,34 @@ export const orderMachineSetup = setup({
               ? context.pendingIntent.startedAt
               : context.now,
           outcome: inDoubt ? ('unknown' as const) : ('in_flight' as const),
+          // What the doubt learnt of the exchange orders its POSTs were answered with stays with it.
+          ...(context.pendingIntent?.kind === 'create' && inDoubt
+            ? {
+                reference: context.pendingIntent.reference ?? null,
+                foreign: context.pendingIntent.foreign ?? [],
+              }
+            : {}),
+        },
+      };
+    }),
+    /**
+     * A POST was answered, yet the create did not finish (its claim or confirmation failed, or the order named is
+     * another order's): the doubt keeps the reference, so the lookup asks for it first and the park names it, and
+     * never takes one that belongs to another order.
+     */
+    noteCreateEvidence: assign(({ context }, params: ThrownFailure) => {
+      const evidence = isExchangeFailure(params.error) ? params.error.evidence : undefined;
+      const intent = context.pendingIntent;
+      if (evidence === undefined || intent?.kind !== 'create') return {};
+      const foreign = intent.foreign ?? [];
+      return {
+        pendingIntent: {
+          ...intent,
+          reference: evidence.created ? evidence.uniqueReference : (intent.reference ?? null),
+          foreign:
+            evidence.claim === 'another_order' && !foreign.includes(evidence.uniqueReference)
+              ? [...foreign, evidence.uniqueReference].slice(-maxForeignReferences)
+              : foreign,
         },
       };
     }),
@@ -287,35 +344,66 @@ export const orderMachineSetup = setup({
       };
     }),
     /**
-     * A create fell (or stays) in doubt: wait, then repeat (DeFi, same rate_id) or look it up (CeFi). A CeFi
-     * lookup is not run before the settle window has passed: a POST still in flight could land after it.
+     * A create fell (or stays) in doubt: wait, then repeat it (DeFi, same rate_id) or look it up (CeFi), in either
+     * mode not before the settle window has passed. The POST in doubt may still be under way at the exchange (our
+     * client gave up on it, or the replica that sent it lost the order): a lookup run before it lands can miss it,
+     * and a second POST beside it is safe only if the exchange serialises two POSTs with one rate_id, which the
+     * interface document does not promise (docs/decisions/create-in-doubt.md).
      */
     scheduleDoubtCheck: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.attempt);
-      const repeatable = context.request.mode === 'defi' && boundRateId(context) !== null;
-      const settle = repeatable ? 0 : context.config.createSettleMs;
-      return { ...noted, attempt: context.attempt + 1, retryAt: at + Math.max(delayMs, settle) };
+      return {
+        ...noted,
+        attempt: context.attempt + 1,
+        retryAt: at + Math.max(delayMs, context.config.createSettleMs),
+      };
     }),
-    /** Taken over in doubt from another replica: its POST may still land; look only after the settle window. */
+    /**
+     * Taken over in doubt (another replica, or this one after a lost lease): the POST it made may still land, so the
+     * repeat (DeFi) or the lookup (CeFi) waits for the settle window.
+     */
     scheduleSettle: assign(({ context }) => ({ retryAt: context.now + context.config.createSettleMs })),
     countLookup: assign(({ context }) => ({ lookupScans: context.lookupScans + 1 })),
     /** A complete lookup found nothing: the create definitely did not happen; a later doubt is a new one. */
     doubtCleared: assign({ parkedAt: null }),
     parkOrder: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
+      const rechecks = context.parkedAt === null ? 0 : (context.parkedRechecks ?? 0);
+      // A lookup that can never finish is not tried again: it would spend its share of the budget for nothing.
+      const unreachable =
+        context.lookupUnreachableAt != null
+          ? context.lookupUnreachableAt
+          : failure.code === createCodes.lookupUnreachable
+            ? failure.at
+            : null;
       enqueue.assign({
         now: failure.at,
         lastFailure: failure,
         parkedAt: context.parkedAt ?? failure.at,
-        retryAt: failure.at + context.config.parkedRecheckMs,
+        parkedRechecks: rechecks,
+        lookupUnreachableAt: unreachable,
+        retryAt:
+          unreachable !== null ? null : parkedRecheckAt({ ...context, parkedRechecks: rechecks }, failure.at),
       });
       // Published once per doubt; re-checks that change nothing stay quiet.
       if (context.parkedAt === null) enqueue.emit(parkedEventOf(context, failure));
     }),
+    /** A re-check of a parked order could conclude nothing yet: it waits parked until then (quietly). */
+    deferParkedRecheck: assign((_, params: { readonly output: FindExistingOrderOutput }) => ({
+      now: params.output.at,
+      retryAt: params.output.recheckAt ?? params.output.at,
+    })),
+    /** The lookup could conclude nothing yet: it looks again then; it did not fail (the failure streak ends). */
+    deferLookup: assign((_, params: { readonly output: FindExistingOrderOutput }) => ({
+      now: params.output.at,
+      attempt: 0,
+      retryAt: params.output.recheckAt ?? params.output.at,
+    })),
     parkedRecheckDue: assign(({ context }) => ({
       now: Math.max(context.now, context.retryAt ?? context.now),
       retryAt: null,
       attempt: 0,
+      parkedRechecks: (context.parkedRechecks ?? 0) + 1,
     })),
     noteAdoptReference: assign((_, params: { readonly event: SettleEvent }) => ({
       now: params.event.at,
@@ -327,7 +415,7 @@ export const orderMachineSetup = setup({
         now: failure.at,
         lastFailure: failure,
         adoptReference: null,
-        retryAt: failure.at + context.config.parkedRecheckMs,
+        retryAt: context.lookupUnreachableAt != null ? null : parkedRecheckAt(context, failure.at),
       });
       enqueue.emit({
         type: 'order.settle_refused',
@@ -337,14 +425,14 @@ export const orderMachineSetup = setup({
         message: failure.message,
       });
     }),
-    abandonByOperator: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+    abandonByOperator: enqueueActions(({ context, enqueue }, params: { readonly at: number }) => {
       const failure = {
         reason: 'abandoned_by_operator' as const,
         code: 'operator_abandoned',
         message: 'an operator settled the parked order as abandoned (order.settle)',
       };
       enqueue.assign({ now: params.at, pendingIntent: null, retryAt: null, failure });
-      enqueue.emit({ type: 'order.failed', ...failure });
+      enqueue.emit({ type: 'order.failed', ...failure, ...unrecordedDepositField(context, context.order) });
     }),
     countRequote: assign(({ context }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -382,13 +470,19 @@ export const orderMachineSetup = setup({
         lastFailure: failure,
         failure: { reason, code: failure.code, message: failure.message },
       });
-      enqueue.emit({ type: 'order.failed', reason, code: failure.code, message: failure.message });
+      enqueue.emit({
+        type: 'order.failed',
+        reason,
+        code: failure.code,
+        message: failure.message,
+        ...unrecordedDepositField(context, context.order),
+      });
     }),
     failPairing: enqueueActions(({ enqueue }, params: { readonly output: CheckAddressOutput }) => {
       const failure = {
         reason: 'address_pairing_rejected' as const,
-        code: params.output.ok ? 'address_pairing_rejected' : params.output.code,
-        message: params.output.ok ? '' : params.output.message,
+        code: params.output.ok ? 'address_pairing_rejected' : boundedCode(params.output.code),
+        message: params.output.ok ? '' : boundedMessage(params.output.message),
       };
       enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
       enqueue.emit({ type: 'order.failed', ...failure });
@@ -397,7 +491,7 @@ export const orderMachineSetup = setup({
       const failure = {
         reason: 'compliance_rejected' as const,
         code: 'pre_screening_failed',
-        message: params.output.message,
+        message: boundedMessage(params.output.message),
       };
       enqueue.assign({ now: params.output.at, pendingIntent: null, failure });
       enqueue.emit({ type: 'order.failed', ...failure });
@@ -409,11 +503,15 @@ export const orderMachineSetup = setup({
         message: `cannot resume an order stored in state "${context.resumeFrom ?? ''}"`,
       };
       enqueue.assign({ failure });
-      enqueue.emit({ type: 'order.failed', ...failure });
+      enqueue.emit({ type: 'order.failed', ...failure, ...unrecordedDepositField(context, context.order) });
     }),
-    cancelByCommand: enqueueActions(({ enqueue }, params: { readonly at: number }) => {
+    cancelByCommand: enqueueActions(({ context, enqueue }, params: { readonly at: number }) => {
       enqueue.assign({ now: params.at, cancelReason: 'command', pendingIntent: null, retryAt: null });
-      enqueue.emit({ type: 'order.canceled', reason: 'command' });
+      enqueue.emit({
+        type: 'order.canceled',
+        reason: 'command',
+        ...unrecordedDepositField(context, context.order),
+      });
     }),
     orderCreated: enqueueActions(
       ({ context, enqueue }, params: ObservedOrder & { readonly reused: boolean }) => {
@@ -456,26 +554,39 @@ export const orderMachineSetup = setup({
         });
       }
     }),
-    emitCompleted: emit((_, params: ObservedOrder) => ({
+    // An end says whether a deposit the client submitted was left unrecorded at the exchange (order-deposits.ts).
+    emitCompleted: emit(({ context }, params: ObservedOrder) => ({
       type: 'order.completed' as const,
       unique_reference: params.order.uniqueReference,
       withdraw_transaction: params.order.withdrawTransaction,
+      ...unrecordedDepositField(context, params.order),
     })),
-    emitRefunded: emit((_, params: ObservedOrder) => ({
+    emitRefunded: emit(({ context }, params: ObservedOrder) => ({
       type: 'order.refunded' as const,
       unique_reference: params.order.uniqueReference,
       refund_transaction: params.order.refundTransaction,
+      ...unrecordedDepositField(context, params.order),
     })),
-    /** CANCELED confirmed by a GET: a lapsed payment window when the deadline passed without any deposit. */
+    /**
+     * CANCELED confirmed by a GET: a lapsed payment window when the deadline passed without any deposit, neither on
+     * the exchange order nor submitted by the client (pending, retried or refused); else the exchange's cancel.
+     */
     cancelByExchange: enqueueActions(({ context, enqueue }, params: ObservedOrder) => {
+      const unrecorded = unrecordedDepositOf(context, params.order);
       const lapsed =
         context.paymentDeadline !== null &&
         params.at >= context.paymentDeadline &&
         params.order.depositTransaction === '' &&
-        context.depositRecorded === null;
+        context.depositRecorded === null &&
+        unrecorded === null;
       const reason = lapsed ? ('payment_window_lapsed' as const) : ('exchange' as const);
       enqueue.assign({ cancelReason: reason });
-      enqueue.emit({ type: 'order.canceled', unique_reference: params.order.uniqueReference, reason });
+      enqueue.emit({
+        type: 'order.canceled',
+        unique_reference: params.order.uniqueReference,
+        reason,
+        ...(unrecorded === null ? {} : { unrecorded_deposit: unrecorded }),
+      });
     }),
     /**
      * A listing showed the status last confirmed: that is a confirmation as good as a routine GET's, so the routine
@@ -565,6 +676,7 @@ export const orderMachineSetup = setup({
           depositRecorded: { txHash, alreadyRecorded: params.alreadyRecorded },
           depositAttempt: 0,
           depositRetryAt: null,
+          depositRejected: null,
         });
         enqueue.emit({
           type: 'order.deposit_submitted',
@@ -575,7 +687,13 @@ export const orderMachineSetup = setup({
     ),
     scheduleDepositRetry: assign(({ context }, params: ThrownFailure) => {
       const { noted, at, delayMs } = nextTry(context, params.error, context.depositAttempt);
-      return { ...noted, depositAttempt: context.depositAttempt + 1, depositRetryAt: at + delayMs };
+      const { code, message } = failureRecordOf(params.error, context.now);
+      return {
+        ...noted,
+        deposit: context.deposit === null ? null : { ...context.deposit, failure: { code, message } },
+        depositAttempt: context.depositAttempt + 1,
+        depositRetryAt: at + delayMs,
+      };
     }),
     rejectDeposit: enqueueActions(({ context, enqueue }, params: ThrownFailure) => {
       const failure = failureRecordOf(params.error, context.now);
@@ -586,6 +704,13 @@ export const orderMachineSetup = setup({
         depositAttempt: 0,
         depositRetryAt: null,
         lastFailure: failure,
+        // Kept until a deposit is recorded: the user may have paid all the same, and the order's end must say so.
+        depositRejected: {
+          txHash,
+          acceptedAt: context.deposit?.acceptedAt ?? failure.at,
+          code: failure.code,
+          message: failure.message,
+        },
       });
       enqueue.emit({
         type: 'order.deposit_rejected',
@@ -670,6 +795,18 @@ const endedAtExchange = <Announce extends 'emitCompleted' | 'emitRefunded' | 'ca
 
 const seenOf = ({ event }: { event: { output: ObservedOrder } }) => event.output;
 
+/** Why a doubt whose POST made an exchange order another order holds is parked (its lookup found no other). */
+function heldElsewhere(context: OrderContext, at: number): ExchangeFailure & { readonly at: number } {
+  const reference = context.pendingIntent?.kind === 'create' ? context.pendingIntent.reference : null;
+  return {
+    kind: 'exchange_failure',
+    action: 'fatal',
+    code: createCodes.claimedElsewhere,
+    message: `POST /orders/ made exchange order ${reference ?? '?'}, which another order holds; no other order of this content is free, so this one is not created again`,
+    at,
+  };
+}
+
 /** An end the answer to a status poll confirms: to its final state, announced. */
 const pollEnds = () =>
   [
@@ -704,13 +841,8 @@ export const orderMachine = orderMachineSetup.createMachine({
         { guard: 'isFreshOrder', target: 'checkingAddress' },
         // A quote request that may have gone out used its slot: ask for a slot again (the cooldown may still run).
         { guard: resumesIn('quoting.acquiringSlot', 'quoting.requesting'), target: 'quoting.acquiringSlot' },
-        // A POST that may have gone out: DeFi repeats it with the same rate_id (200 reuse); CeFi looks for the
-        // order, but only once the settle window has passed (the previous owner's POST may still be in flight).
-        {
-          guard: and([resumesIn('creating.posting'), 'createRepeatable']),
-          target: 'creating.posting',
-          actions: 'markCreateInDoubt',
-        },
+        // A POST that may have gone out: once the settle window has passed (the previous owner's POST may still be
+        // in flight or land late), DeFi repeats it with the same rate_id (200 reuse) and CeFi looks for the order.
         {
           guard: resumesIn('creating.posting'),
           target: 'creating.waiting',
@@ -855,12 +987,20 @@ export const orderMachine = orderMachineSetup.createMachine({
               {
                 guard: { type: 'doubtMayRetry', params: thrown },
                 target: 'waiting',
-                actions: ['markCreateInDoubt', { type: 'scheduleDoubtCheck', params: thrown }],
+                actions: [
+                  'markCreateInDoubt',
+                  { type: 'noteCreateEvidence', params: thrown },
+                  { type: 'scheduleDoubtCheck', params: thrown },
+                ],
               },
               {
                 guard: { type: 'doubtRemains', params: thrown },
                 target: 'parked',
-                actions: ['markCreateInDoubt', { type: 'parkOrder', params: thrown }],
+                actions: [
+                  'markCreateInDoubt',
+                  { type: 'noteCreateEvidence', params: thrown },
+                  { type: 'parkOrder', params: thrown },
+                ],
               },
               // Expired or invalid rate_id, promised-rate mismatch, non-actionable rate: a fresh quote, a bounded number of times.
               {
@@ -895,6 +1035,7 @@ export const orderMachine = orderMachineSetup.createMachine({
             input: ({ context }): FindExistingOrderInput => ({
               create: createInputOf(context),
               since: context.pendingIntent?.kind === 'create' ? context.pendingIntent.startedAt : context.now,
+              parked: context.parkedAt !== null,
             }),
             onDone: [
               {
@@ -909,6 +1050,26 @@ export const orderMachine = orderMachineSetup.createMachine({
                   }),
                 },
               },
+              // Nothing can be concluded while another order's POST of the same siblings is out: look again later.
+              {
+                guard: { type: 'parkedLookupDeferred', params: outputOf },
+                target: 'parked',
+                actions: { type: 'deferParkedRecheck', params: outputOf },
+              },
+              {
+                guard: { type: 'lookupDeferred', params: outputOf },
+                target: 'waiting',
+                actions: { type: 'deferLookup', params: outputOf },
+              },
+              // A POST of this doubt made an exchange order another order holds: never POST again; park.
+              {
+                guard: 'createdOrderHeldElsewhere',
+                target: 'parked',
+                actions: {
+                  type: 'parkOrder',
+                  params: ({ context, event }) => ({ error: heldElsewhere(context, event.output.at) }),
+                },
+              },
               // Definitely not created (complete scan, settle window passed): the POST may go out again.
               {
                 target: 'posting',
@@ -916,6 +1077,8 @@ export const orderMachine = orderMachineSetup.createMachine({
               },
             ],
             onError: [
+              // A parked order's re-check looks once: whatever stops it, the next re-check comes after the back-off.
+              { guard: 'parkedRecheck', target: 'parked', actions: { type: 'parkOrder', params: thrown } },
               {
                 guard: { type: 'mayRetry', params: thrown },
                 target: 'waiting',
@@ -965,6 +1128,8 @@ export const orderMachine = orderMachineSetup.createMachine({
           },
           after: {
             parkedRecheckDelay: [
+              // Only setTimeout's limit brings this timer back for an order no re-check can help: wait on.
+              { guard: 'parkedRecheckStopped', target: 'parked', reenter: true },
               { guard: 'createRepeatable', target: 'posting', actions: 'parkedRecheckDue' },
               { target: 'verifying', actions: 'parkedRecheckDue' },
             ],

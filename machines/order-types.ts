@@ -40,12 +40,18 @@ export interface OrderConfigInput {
   readonly fixedRateThrottleDelayMs?: number;
   /**
    * How long after a create fell into doubt (or after an order in doubt was taken over from another replica) its
-   * lookup may conclude "not created": covers a POST still in flight, the exchange's create timeout and the
-   * lease TTL. Default 60 000.
+   * lookup may conclude "not created", and its DeFi repeat may go out: covers a POST still in flight, the exchange's
+   * create timeout and the lease TTL. Default 60 000.
    */
   readonly createSettleMs?: number;
-  /** How often a parked order re-checks the evidence (a DeFi repeat with the same rate_id, a CeFi scan); default 300 000. */
+  /**
+   * When a parked order first re-checks the evidence (a DeFi repeat with the same rate_id, a CeFi scan); default
+   * 300 000, never below createSettleMs (a re-check must not overlap the POST in doubt). Each re-check that changes
+   * nothing doubles the wait, up to parkedRecheckMaxMs.
+   */
   readonly parkedRecheckMs?: number;
+  /** The longest wait between two re-checks of a parked order; default 21 600 000 (6 h). */
+  readonly parkedRecheckMaxMs?: number;
   /**
    * Fresh quotes allowed per failure code, within maxRequotes. Default `{ rate_id_invalid_or_expired: 1 }`: the
    * interface document says to retry that message once with a fresh quote (docs/exchange-api.md, "Errors").
@@ -67,6 +73,8 @@ export interface OrderConfig {
   readonly fixedRateThrottleDelayMs: number;
   readonly createSettleMs: number;
   readonly parkedRecheckMs: number;
+  /** Absent in snapshots written before re-checks backed off: the default then. */
+  readonly parkedRecheckMaxMs?: number;
   readonly requoteLimits: Readonly<Record<string, number>>;
 }
 
@@ -136,6 +144,14 @@ export type PendingIntent =
       readonly rateId: string | null;
       readonly startedAt: number;
       readonly outcome: 'in_flight' | 'unknown';
+      /**
+       * The exchange order a POST of this doubt was answered with, when the create could not finish with it (its
+       * claim or its confirming GET failed, or another order holds it): the lookup asks for it first, and a doubt
+       * that knows one never concludes "not created". Absent in older snapshots.
+       */
+      readonly reference?: string | null;
+      /** Exchange orders an answer named that belong to other orders: never this order's. Absent: none. */
+      readonly foreign?: readonly string[];
     };
 
 /** A deposit transaction the client submitted; kept until the exchange has recorded it. */
@@ -144,6 +160,16 @@ export interface DepositIntent {
   readonly acceptedAt: number;
   /** Set when a PATCH is (about to be) in flight. */
   readonly startedAt: number | null;
+  /** The last failure of its PATCH, while a retry is scheduled (absent in older snapshots). */
+  readonly failure?: { readonly code: string; readonly message: string } | null;
+}
+
+/** A deposit the exchange refused for good: its hash, when it was accepted, and the refusal. */
+export interface RejectedDeposit {
+  readonly txHash: string;
+  readonly acceptedAt: number;
+  readonly code: string;
+  readonly message: string;
 }
 
 export interface FailureRecord {
@@ -193,6 +219,13 @@ export interface OrderContext {
   readonly lookupScans: number;
   /** When the order was parked (its create's outcome could not be established), else null. */
   readonly parkedAt: number | null;
+  /** Re-checks made since the order was parked: each doubles the wait before the next. Absent in older snapshots. */
+  readonly parkedRechecks?: number;
+  /**
+   * When the lookup of the parked create was found never able to finish (its window is past the page cap): it is
+   * not re-checked any more and waits for order.settle. Absent or null otherwise.
+   */
+  readonly lookupUnreachableAt?: number | null;
   /** The unique_reference an operator asked a parked order to adopt (order.settle), while it is being checked. */
   readonly adoptReference: string | null;
   readonly quote: QuoteView | null;
@@ -236,6 +269,11 @@ export interface OrderContext {
   readonly depositRecorded: { readonly txHash: string; readonly alreadyRecorded: boolean } | null;
   readonly depositAttempt: number;
   readonly depositRetryAt: number | null;
+  /**
+   * The last deposit the exchange refused for good (order.deposit_rejected), until a deposit is recorded: an end
+   * meanwhile reports it (order-deposits.ts). Absent in older snapshots (none).
+   */
+  readonly depositRejected?: RejectedDeposit | null;
 
   // outcome
   readonly failure: OrderFailure | null;
@@ -388,6 +426,15 @@ export type CreateOrderInput = Omit<OrderRequest, NotSentOnCreate> & {
   readonly rateId: string | null;
   readonly isLimitOrder: boolean;
   readonly limitTtlSeconds: number | null;
+  /**
+   * An earlier POST of this order with this rate_id may have taken effect: a 200 reuse may be this order's own.
+   * Otherwise a reuse names another order's exchange order. Absent: false.
+   */
+  readonly repeatsDoubt?: boolean;
+  /** The exchange order a POST of this doubt was answered with (PendingIntent.reference). Absent: none. */
+  readonly knownReference?: string | null;
+  /** Exchange orders known to belong to other orders (PendingIntent.foreign). Absent: none. */
+  readonly foreignReferences?: readonly string[];
 };
 export interface CreateOrderOutput {
   readonly order: ExchangeOrderView;
@@ -401,9 +448,17 @@ export interface FindExistingOrderInput {
   readonly create: CreateOrderInput;
   /** When the create in doubt was started (the order, if any, was created at or after it). */
   readonly since: number;
+  /** A re-check of a parked order: it runs at low priority, within the parked lookups' share of the budget. */
+  readonly parked?: boolean;
 }
 export interface FindExistingOrderOutput {
+  /** The exchange order found and claimed; null: none (see recheckAt). */
   readonly order: ExchangeOrderView | null;
+  /**
+   * Nothing can be concluded yet: another order's POST of the same pair and address is out, and a candidate may be
+   * what it is about to claim. Look again at this time (epoch ms). Absent: `order` is the conclusion.
+   */
+  readonly recheckAt?: number;
   readonly at: number;
 }
 

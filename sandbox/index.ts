@@ -7,6 +7,7 @@ import type { ControlOrderView } from './domain/control.ts';
 import type { SandboxConfig } from './config.ts';
 import { demoConfig } from './demo-config.ts';
 import type { FaultSpec, FaultView } from './domain/faults.ts';
+import type { LateLanding } from './domain/late-landings.ts';
 import { startSandboxServer, type SandboxOptions } from './http/server.ts';
 import type { WebhookDelivery, WebhookOutcomeCount, WebhookState } from './domain/webhook-dispatcher.ts';
 import type { ThrottleRefusal } from './http/throttles.ts';
@@ -16,6 +17,8 @@ export type { SandboxConfig, SandboxConfigInput, TradingMode } from './config.ts
 export { parseSandboxConfig, loadSandboxConfigFile, sandboxConfigSchema } from './config.ts';
 export { demoConfig, demoKeys, demoReferral } from './demo-config.ts';
 export type { FaultSpec, FaultView, EndpointFaultKind, WebhookFaultKind } from './domain/faults.ts';
+export type { LateLanding, LateLandingState } from './domain/late-landings.ts';
+export type { RoundingMode } from './domain/decimal.ts';
 export type { AdvanceTarget, OrderStatus } from './domain/order-lifecycle.ts';
 export { statusCodes } from './domain/order-lifecycle.ts';
 export type { AutoSchedule } from './domain/order-store.ts';
@@ -49,6 +52,8 @@ export interface SandboxHandle {
   injectFault(spec: FaultSpec): number;
   clearFaults(): void;
   listFaults(): FaultView[];
+  /** Requests the late_landing fault held back: pending ones have not taken effect yet. */
+  lateLandings(): LateLanding[];
   /** Requests the sandbox refused under its own limits (global throttle, fixed-rate throttles, cooldown). */
   throttleRefusals(): ThrottleRefusal[];
 
@@ -89,6 +94,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     injectFault: (spec) => control.injectFault(spec),
     clearFaults: () => control.clearFaults(),
     listFaults: () => control.listFaults(),
+    lateLandings: () => control.lateLandings(),
     throttleRefusals: () => ctx.throttles.refusals(),
     listWebhookDeliveries: () => control.listWebhookDeliveries(),
     webhooksIdle: () => ctx.webhooks.idle(),

@@ -25,6 +25,7 @@ import {
   type PublishedEvent,
 } from '../test/support/kafka-helpers.ts';
 import { logsDir, startWorker, type WorkerProcess } from '../test/support/worker-process.ts';
+import { operatorHeadersFor, testOperatorPublicKeys } from '../test/support/operator-key.ts';
 import { startExchangeMeter, type ExchangeCall, type ExchangeMeter } from './demo/exchange-meter.ts';
 import { createCommandOf, scenarios, type Scenario } from './demo/scenarios.ts';
 import { startTraceReceiver, type TraceReceiver } from './demo/trace-receiver.ts';
@@ -297,6 +298,8 @@ async function main(): Promise<number> {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_BSP_SCHEDULE_DELAY: '1000',
+    // The demo plays the operator too: its order.settle is signed with a key made for this run.
+    OPERATOR_PUBLIC_KEYS: testOperatorPublicKeys,
   };
   const startedWorkers = Date.now();
   // The first replica creates the topics and receives the exchange's webhooks; the second joins its group.
@@ -314,7 +317,13 @@ async function main(): Promise<number> {
   const kafka = testKafka(up.endpoints.kafkaBrokers);
   const producer = await commandProducer(kafka, topics.commands);
   stops.push(() => producer.close());
-  send = (command) => producer.send(command);
+  send = (command) =>
+    producer.send(
+      command,
+      command['type'] === 'order.settle'
+        ? { headers: operatorHeadersFor(String(command['order_id']), JSON.stringify(command)) }
+        : {},
+    );
   collector = await EventCollector.start(kafka, topics.events);
   stops.push(() => collector.stop());
   const redis = createRedis(up.endpoints.redisUrl, { keyPrefix: `eow:${consumerGroup}:`, onError: () => {} });

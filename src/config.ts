@@ -5,6 +5,15 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_MAX_COMMAND_BYTES } from './contract/commands.ts';
+import { DEFAULT_WEBHOOK_MAX_CONNECTIONS, DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES } from './http/http-server.ts';
+import { insecureTransportProblems, insecureTransportWarnings, isProduction } from './insecure-transport.ts';
+import {
+  operationsConfig,
+  operationsProblems,
+  operationsVariables,
+  operatorToolSchema,
+  type OperatorToolConfig,
+} from './config-operations.ts';
 
 const secretVariables = new Set([
   'EXCHANGE_API_KEY_DEFI',
@@ -21,6 +30,7 @@ const secretVariables = new Set([
   'REDIS_PASSWORD',
   'OTEL_EXPORTER_OTLP_HEADERS',
   'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'OPS_API_TOKEN',
 ]);
 
 const httpUrl = z
@@ -285,6 +295,10 @@ export const configVariables = z.object({
   WEBHOOK_SECRET: optionalSecret,
   WEBHOOK_SECRETS: secretList,
   WEBHOOK_ALLOW_UNSIGNED: booleanFromEnv,
+  /** Concurrent connections of the webhook server; more are refused at accept (http-server.ts). */
+  WEBHOOK_MAX_CONNECTIONS: intFromEnv(DEFAULT_WEBHOOK_MAX_CONNECTIONS, 16, 65_536),
+  /** Bytes of webhook bodies, unauthenticated until whole and verified, in flight at once (http-server.ts). */
+  WEBHOOK_MAX_UNVERIFIED_BYTES: intFromEnv(DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES, 1_048_576, 1_073_741_824),
   HTTP_PORT: intFromEnv(8080, 0, 65535),
   METRICS_PORT: intFromEnv(9464, 0, 65535),
   TOPIC_COMMANDS: topicName.default('exchange.orders.commands'),
@@ -329,6 +343,8 @@ export const configVariables = z.object({
   /** Commands of one partition whose Kafka writes may be in flight at once; 1: each waits for its transaction. */
   COMMAND_PIPELINE_DEPTH: intFromEnv(32, 1, 1_000),
   API_BUDGET_PER_MINUTE: intFromEnv(2_500, 1, 100_000),
+  /** The longest a throttle's Retry-After holds an API key for every replica (src/exchange/retry-after.ts). */
+  EXCHANGE_RETRY_AFTER_MAX_MS: intFromEnv(60_000, 1_000, 600_000),
   QUOTE_COOLDOWN_MS: intFromEnv(15_000, 0, 120_000),
   CREATE_SETTLE_MS: intFromEnv(60_000, 1_000, 600_000),
   PARKED_RECHECK_MS: intFromEnv(300_000, 1_000, 3_600_000),
@@ -369,7 +385,11 @@ export const configVariables = z.object({
   OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
   OTEL_PROPAGATORS: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `production` (the worker image sets it): secrets are refused over plain http and redis:// (insecure-transport.ts). */
+  NODE_ENV: z.string().trim().optional(),
+  ALLOW_INSECURE_TRANSPORT: booleanFromEnv,
   ...connectionSecurityVariables,
+  ...operationsVariables,
 });
 
 /** Rules between the variables of the connections and topics (shared by the worker and the operator tools). */
@@ -391,95 +411,108 @@ function refineConnections(
     });
 }
 
-export const configSchema = configVariables.superRefine(refineConnections).transform((value) => ({
-  kafkaBrokers: value.KAFKA_BROKERS,
-  redisUrl: value.REDIS_URL,
-  exchange: {
-    baseUrl: value.EXCHANGE_API_URL,
-    v1BaseUrl: value.EXCHANGE_API_V1_URL,
-    credentials: {
-      defi: value.EXCHANGE_API_KEY_DEFI,
-      cefi: value.EXCHANGE_API_KEY_CEFI,
-      cefi_fixed: value.EXCHANGE_API_KEY_CEFI_FIXED,
+export const configSchema = configVariables
+  .superRefine(refineConnections)
+  .superRefine((value, ctx) => {
+    for (const { variable, message } of insecureTransportProblems(value))
+      ctx.addIssue({ code: 'custom', path: [variable], message });
+  })
+  .transform((value) => ({
+    kafkaBrokers: value.KAFKA_BROKERS,
+    redisUrl: value.REDIS_URL,
+    exchange: {
+      baseUrl: value.EXCHANGE_API_URL,
+      v1BaseUrl: value.EXCHANGE_API_V1_URL,
+      credentials: {
+        defi: value.EXCHANGE_API_KEY_DEFI,
+        cefi: value.EXCHANGE_API_KEY_CEFI,
+        cefi_fixed: value.EXCHANGE_API_KEY_CEFI_FIXED,
+      },
+      referralToken: value.EXCHANGE_REFERRAL_TOKEN,
+      referralTokens: {
+        defi: value.EXCHANGE_REFERRAL_TOKEN_DEFI,
+        cefi: value.EXCHANGE_REFERRAL_TOKEN_CEFI,
+        cefi_fixed: value.EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED,
+      },
+      budgetPerMinute: value.API_BUDGET_PER_MINUTE,
+      retryAfterMaxMs: value.EXCHANGE_RETRY_AFTER_MAX_MS,
+      currencyCatalogRefreshMs: value.CURRENCY_CATALOG_REFRESH_MS,
     },
-    referralToken: value.EXCHANGE_REFERRAL_TOKEN,
-    referralTokens: {
-      defi: value.EXCHANGE_REFERRAL_TOKEN_DEFI,
-      cefi: value.EXCHANGE_REFERRAL_TOKEN_CEFI,
-      cefi_fixed: value.EXCHANGE_REFERRAL_TOKEN_CEFI_FIXED,
+    webhooks: {
+      /** Every signing secret a delivery may be signed with (per webhook configuration, old and new). */
+      secrets: [
+        ...new Set([
+          ...(value.WEBHOOK_SECRET === undefined ? [] : [value.WEBHOOK_SECRET]),
+          ...value.WEBHOOK_SECRETS,
+        ]),
+      ],
+      allowUnsigned: value.WEBHOOK_ALLOW_UNSIGNED,
+      maxConnections: value.WEBHOOK_MAX_CONNECTIONS,
+      maxUnverifiedBytes: value.WEBHOOK_MAX_UNVERIFIED_BYTES,
     },
-    budgetPerMinute: value.API_BUDGET_PER_MINUTE,
-    currencyCatalogRefreshMs: value.CURRENCY_CATALOG_REFRESH_MS,
-  },
-  webhooks: {
-    /** Every signing secret a delivery may be signed with (per webhook configuration, old and new). */
-    secrets: [
-      ...new Set([
-        ...(value.WEBHOOK_SECRET === undefined ? [] : [value.WEBHOOK_SECRET]),
-        ...value.WEBHOOK_SECRETS,
-      ]),
-    ],
-    allowUnsigned: value.WEBHOOK_ALLOW_UNSIGNED,
-  },
-  httpPort: value.HTTP_PORT,
-  metricsPort: value.METRICS_PORT,
-  topics: {
-    commands: value.TOPIC_COMMANDS,
-    events: value.TOPIC_EVENTS,
-    state: stateTopicOf(value),
-    partitions: value.TOPIC_PARTITIONS,
-    replicationFactor: value.TOPIC_REPLICATION_FACTOR,
-    minInsyncReplicas: value.TOPIC_MIN_INSYNC_REPLICAS,
-  },
-  consumerGroup: value.CONSUMER_GROUP,
-  workerId: value.WORKER_ID,
-  pollIntervalMs: value.POLL_INTERVAL_MS,
-  // Never below the base interval, never past the reconciliation sweep's age (it would nudge every such order).
-  webhookPollIntervalMs: Math.max(
-    value.POLL_INTERVAL_MS,
-    Math.min(value.WEBHOOK_POLL_INTERVAL_MS, value.RECONCILE_MAX_AGE_MS),
-  ),
-  webhookCoalesceMs: value.WEBHOOK_COALESCE_MS,
-  webhookCoalesceMaxMs: Math.max(value.WEBHOOK_COALESCE_MS, value.WEBHOOK_COALESCE_MAX_MS),
-  reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
-  listReconcileIntervalMs: value.LIST_RECONCILE_INTERVAL_MS,
-  leaseTtlMs: value.LEASE_TTL_MS,
-  finishedOrderRetentionMs: value.FINISHED_ORDER_RETENTION_MS,
-  maxActiveOrders: value.MAX_ACTIVE_ORDERS,
-  maxInflightExchangeCalls: value.MAX_INFLIGHT_EXCHANGE_CALLS,
-  commandPipelineDepth: value.COMMAND_PIPELINE_DEPTH,
-  quoteCooldownMs: value.QUOTE_COOLDOWN_MS,
-  createSettleMs: value.CREATE_SETTLE_MS,
-  parkedRecheckMs: value.PARKED_RECHECK_MS,
-  passivateIdleMs: value.PASSIVATE_IDLE_MS,
-  heapReduceAfterRestoreMs: value.HEAP_REDUCE_AFTER_RESTORE_MS,
-  shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
-  kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
-  kafkaTransactionLingerMs: value.KAFKA_TRANSACTION_LINGER_MS,
-  kafkaSessionTimeoutMs: value.KAFKA_SESSION_TIMEOUT_MS,
-  maxCommandBytes: value.MAX_COMMAND_BYTES,
-  logLevel: value.LOG_LEVEL,
-  otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
-  security: connectionSecurity(value),
-  telemetry: {
-    serviceName: value.OTEL_SERVICE_NAME,
-    /** OTEL_TRACES_SAMPLER and its argument: the ratio samplers follow the order (telemetry/order-sampler.ts). */
-    sampler: { name: value.OTEL_TRACES_SAMPLER, ratio: value.OTEL_TRACES_SAMPLER_ARG },
-    // Spans leave the process only when an exporter or an endpoint is named (the SDK's own default would send
-    // them to localhost:4318 and log a failure every few seconds where no collector runs).
-    exportTraces:
-      !/^true$/i.test(value.OTEL_SDK_DISABLED ?? '') &&
-      !(value.OTEL_TRACES_EXPORTER ?? []).includes('none') &&
-      ((value.OTEL_TRACES_EXPORTER ?? []).length > 0 ||
-        value.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
-        value.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined),
-    /** Secret header values of the OTLP exporter (kept out of logs). */
-    exporterHeaderValues: [value.OTEL_EXPORTER_OTLP_HEADERS, value.OTEL_EXPORTER_OTLP_TRACES_HEADERS]
-      .flatMap((list) => (list ?? '').split(','))
-      .map((pair) => pair.slice(pair.indexOf('=') + 1).trim())
-      .filter((v) => v.length > 0),
-  },
-}));
+    httpPort: value.HTTP_PORT,
+    metricsPort: value.METRICS_PORT,
+    topics: {
+      commands: value.TOPIC_COMMANDS,
+      events: value.TOPIC_EVENTS,
+      state: stateTopicOf(value),
+      partitions: value.TOPIC_PARTITIONS,
+      replicationFactor: value.TOPIC_REPLICATION_FACTOR,
+      minInsyncReplicas: value.TOPIC_MIN_INSYNC_REPLICAS,
+    },
+    consumerGroup: value.CONSUMER_GROUP,
+    workerId: value.WORKER_ID,
+    pollIntervalMs: value.POLL_INTERVAL_MS,
+    // Never below the base interval, never past the reconciliation sweep's age (it would nudge every such order).
+    webhookPollIntervalMs: Math.max(
+      value.POLL_INTERVAL_MS,
+      Math.min(value.WEBHOOK_POLL_INTERVAL_MS, value.RECONCILE_MAX_AGE_MS),
+    ),
+    webhookCoalesceMs: value.WEBHOOK_COALESCE_MS,
+    webhookCoalesceMaxMs: Math.max(value.WEBHOOK_COALESCE_MS, value.WEBHOOK_COALESCE_MAX_MS),
+    reconcileMaxAgeMs: value.RECONCILE_MAX_AGE_MS,
+    listReconcileIntervalMs: value.LIST_RECONCILE_INTERVAL_MS,
+    leaseTtlMs: value.LEASE_TTL_MS,
+    finishedOrderRetentionMs: value.FINISHED_ORDER_RETENTION_MS,
+    maxActiveOrders: value.MAX_ACTIVE_ORDERS,
+    maxInflightExchangeCalls: value.MAX_INFLIGHT_EXCHANGE_CALLS,
+    commandPipelineDepth: value.COMMAND_PIPELINE_DEPTH,
+    quoteCooldownMs: value.QUOTE_COOLDOWN_MS,
+    createSettleMs: value.CREATE_SETTLE_MS,
+    parkedRecheckMs: value.PARKED_RECHECK_MS,
+    passivateIdleMs: value.PASSIVATE_IDLE_MS,
+    heapReduceAfterRestoreMs: value.HEAP_REDUCE_AFTER_RESTORE_MS,
+    shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
+    kafkaTransactionTimeoutMs: value.KAFKA_TRANSACTION_TIMEOUT_MS,
+    kafkaTransactionLingerMs: value.KAFKA_TRANSACTION_LINGER_MS,
+    kafkaSessionTimeoutMs: value.KAFKA_SESSION_TIMEOUT_MS,
+    maxCommandBytes: value.MAX_COMMAND_BYTES,
+    logLevel: value.LOG_LEVEL,
+    otlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
+    security: connectionSecurity(value),
+    operations: operationsConfig(value),
+    production: isProduction(value.NODE_ENV),
+    /** Set only when ALLOW_INSECURE_TRANSPORT=true lets production send secrets in clear: the warning at start. */
+    insecureTransportWarnings: insecureTransportWarnings(value),
+    telemetry: {
+      serviceName: value.OTEL_SERVICE_NAME,
+      /** OTEL_TRACES_SAMPLER and its argument: the ratio samplers follow the order (telemetry/order-sampler.ts). */
+      sampler: { name: value.OTEL_TRACES_SAMPLER, ratio: value.OTEL_TRACES_SAMPLER_ARG },
+      // Spans leave the process only when an exporter or an endpoint is named (the SDK's own default would send
+      // them to localhost:4318 and log a failure every few seconds where no collector runs).
+      exportTraces:
+        !/^true$/i.test(value.OTEL_SDK_DISABLED ?? '') &&
+        !(value.OTEL_TRACES_EXPORTER ?? []).includes('none') &&
+        ((value.OTEL_TRACES_EXPORTER ?? []).length > 0 ||
+          value.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
+          value.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined),
+      /** Secret header values of the OTLP exporter (kept out of logs). */
+      exporterHeaderValues: [value.OTEL_EXPORTER_OTLP_HEADERS, value.OTEL_EXPORTER_OTLP_TRACES_HEADERS]
+        .flatMap((list) => (list ?? '').split(','))
+        .map((pair) => pair.slice(pair.indexOf('=') + 1).trim())
+        .filter((v) => v.length > 0),
+    },
+  }));
 
 export type WorkerConfig = Readonly<z.infer<typeof configSchema>>;
 
@@ -520,6 +553,7 @@ function crossFieldProblems(env: Record<string, string | undefined>): string[] {
     problems.push(
       'WEBHOOK_ALLOW_UNSIGNED: must not be true while a webhook signing secret is set (signed deliveries would sit beside unsigned ones)',
     );
+  problems.push(...operationsProblems(env));
   const port = (name: string, fallback: string): string => env[name]?.trim() || fallback;
   if (port('HTTP_PORT', '8080') === port('METRICS_PORT', '9464') && port('HTTP_PORT', '8080') !== '0')
     problems.push(
@@ -538,23 +572,27 @@ function urlPassword(url: string): string | undefined {
   }
 }
 
-/** Every secret value of a configuration, for the log scrubber: keys, referral tokens, webhook secrets, passwords. */
 /**
  * Settings that are valid one by one but unsafe together, for a warning at start (tests and the demo shorten them on
  * purpose). CREATE_SETTLE_MS below the create timeout plus LEASE_TTL_MS lets a successor look a CeFi create up
- * before a create its dead predecessor sent can land: a second exchange order.
+ * before a create its dead predecessor sent can land: a second exchange order. ALLOW_INSECURE_TRANSPORT=true in
+ * production lets secrets travel in clear.
  */
 export function configWarnings(config: WorkerConfig, facts: { createOrderTimeoutMs: number }): string[] {
   const floor = facts.createOrderTimeoutMs + config.leaseTtlMs;
-  return config.createSettleMs < floor
-    ? [
-        `CREATE_SETTLE_MS (${config.createSettleMs}) is below the create timeout (${facts.createOrderTimeoutMs}) ` +
-          `plus LEASE_TTL_MS (${config.leaseTtlMs}): a create that lands late after a takeover can be missed by ` +
-          `the successor's lookup and made twice; use at least ${floor}`,
-      ]
-    : [];
+  return [
+    ...config.insecureTransportWarnings,
+    ...(config.createSettleMs < floor
+      ? [
+          `CREATE_SETTLE_MS (${config.createSettleMs}) is below the create timeout (${facts.createOrderTimeoutMs}) ` +
+            `plus LEASE_TTL_MS (${config.leaseTtlMs}): a create that lands late after a takeover can be missed by ` +
+            `the successor's lookup and made twice; use at least ${floor}`,
+        ]
+      : []),
+  ];
 }
 
+/** Every secret value of a configuration, for the log scrubber: keys, referral tokens, webhook secrets, passwords. */
 export function secretValues(config: WorkerConfig): string[] {
   return [
     ...Object.values(config.exchange.credentials),
@@ -567,6 +605,7 @@ export function secretValues(config: WorkerConfig): string[] {
       ? undefined
       : config.security.kafka.sasl?.password,
     config.security.redis.password,
+    ...config.operations.apiTokens,
   ].filter((value): value is string => value !== undefined && value !== '');
 }
 
@@ -615,4 +654,11 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Ope
     throw new ConfigError(parsed.error.issues.map(problemOf));
   }
   return deepFreeze(parsed.data);
+}
+
+/** The operator tools' own variables (signing key, exchange access, console), beside loadOperatorConfig's. */
+export function loadOperatorToolConfig(env: Record<string, string | undefined>): OperatorToolConfig {
+  const parsed = operatorToolSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map(problemOf));
+  return parsed.data;
 }

@@ -10,7 +10,10 @@ import { ConfigError, configWarnings, loadConfig, secretValues, type WorkerConfi
 import { createOrderTimeoutMs, ExchangeClient } from './exchange/client.ts';
 import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
 import { webhookVerifier } from './exchange/webhook-signature.ts';
+import { FleetView } from './fleet/fleet-view.ts';
+import { bearerCheck } from './http/bearer-auth.ts';
 import { HttpFace } from './http/http-face.ts';
+import { createOrdersApi } from './http/orders-api.ts';
 import { normalizeWebhook } from './http/normalize-webhook.ts';
 import { createWebhookReceiver, type WebhookReceiverDeps } from './http/webhook-receiver.ts';
 import { BestEffortProducer } from './kafka/best-effort-producer.ts';
@@ -27,6 +30,7 @@ import { ListingShare } from './redis/listing-share.ts';
 import { OrderIndex } from './redis/order-index.ts';
 import { OrderLease } from './redis/order-lease.ts';
 import { QuoteCooldown } from './redis/quote-cooldown.ts';
+import { RedisCreatesInFlight } from './redis/creates-in-flight.ts';
 import { RedisReferenceClaims } from './redis/reference-claims.ts';
 import { CurrencyCatalog } from './exchange/currency-catalog.ts';
 import { tradingModes } from '../machines/domain.ts';
@@ -38,6 +42,8 @@ import { createExchangeActors } from './worker/exchange-actors.ts';
 import { WorkerHealth } from './worker/health.ts';
 import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
+import { OperatorAuthority } from './worker/operator-authority.ts';
+import { callsSettleTimeoutOf } from './worker/order-reload.ts';
 import { HeapReducer } from './worker/heap-reducer.ts';
 import { EventLoopLoad } from './worker/event-loop-load.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
@@ -100,6 +106,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       redisLog.warn({ code: error.code }, 'quote cooldown refused: Redis did not answer'),
   });
   const referenceClaims = new RedisReferenceClaims(redis);
+  const createsInFlight = new RedisCreatesInFlight(redis);
   // The routes of other replicas' orders this one routed webhooks for lately (about 2 MiB at most): an order's
   // later webhooks are routed without reading Redis again.
   const orderIndex = new OrderIndex(redis, { cacheEntries: 10_000 });
@@ -118,11 +125,14 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
         );
       await referenceClaims.reassert(reference, orderId).then(
         (ours) => {
-          if (!ours)
-            routeLog.error(
-              { orderId, uniqueReference: reference },
-              'exchange order claimed by another order',
-            );
+          if (ours) return;
+          // This order published the exchange order (its record names it), yet another order claims it: both
+          // may have handed its deposit address out. Nothing is undone automatically (docs/operations.md).
+          telemetry.metrics.createDoubts.add(1, { kind: 'route_claimed_elsewhere' });
+          routeLog.error(
+            { orderId, uniqueReference: reference },
+            'exchange order claimed by another order: two orders may have published it (worker_create_doubts{kind="route_claimed_elsewhere"}; see docs/operations.md)',
+          );
         },
         () => {},
       );
@@ -176,6 +186,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     ...(config.exchange.referralToken ? { referralToken: config.exchange.referralToken } : {}),
     referralTokens: config.exchange.referralTokens,
     budget,
+    retryAfterMaxMs: config.exchange.retryAfterMaxMs,
     tracer: telemetry.tracer,
     observer: exchangeObserver,
     logger: exchangeLog,
@@ -201,6 +212,14 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     client,
     cooldown,
     claims: referenceClaims,
+    inFlight: createsInFlight,
+    onCreateDoubt: ({ kind, orderId, uniqueReference, message }) => {
+      telemetry.metrics.createDoubts.add(1, { kind });
+      exchangeLog.warn(
+        { orderId, kind, ...(uniqueReference ? { uniqueReference } : {}) },
+        `create in doubt: ${message} (worker_create_doubts{kind="${kind}"}; see docs/operations.md)`,
+      );
+    },
     ...(catalog ? { catalog } : {}),
     onUnchecked: (orderId, unchecked) =>
       pairingLog.warn({ orderId, unchecked }, 'address pairing could not verify everything'),
@@ -241,6 +260,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       if (outcome === 'committed') telemetry.metrics.kafkaTransactions.add(1);
     },
   });
+  const fleet = new FleetView();
   const store = new OrderStateStore({
     kafka,
     topic: config.topics.state,
@@ -249,6 +269,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     onReference: (reference, orderId, partition) => orderRoutes.record(reference, orderId, partition),
+    // Every replica's read view of every order: the read API answers for any order from it.
+    onRecord: (record) => ('forgotten' in record ? fleet.forget(record.forgotten) : fleet.apply(record)),
   });
   const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
   const eventLoopLoad = new EventLoopLoad();
@@ -257,7 +279,20 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   // An order's home, before it has a record: the partition the Java client's partitioner gives its order_id (the
   // commands topic's partition count is known once the topics are ensured, before any command is consumed).
   const partitioning = new KeyPartitioning();
+  const operatorLog = logger.child({ component: 'operator-authority' });
+  const operatorAuthority = new OperatorAuthority({
+    keys: config.operations.operatorKeys,
+    allowUnsigned: config.operations.operatorCommandsUnsigned,
+    maxAgeMs: config.operations.operatorSignatureMaxAgeMs,
+    // Counted as messaging_client_consumed_messages_total{result="rejected",reason="unauthorized"}; the line says who tried.
+    onRefused: ({ orderId, keyId, problem }) =>
+      operatorLog.warn(
+        { orderId, keyId, problem },
+        'operator command refused: not signed by an operator key',
+      ),
+  });
   const host = new OrderHost({
+    operatorAuthority,
     state: store,
     journal,
     leases,
@@ -278,6 +313,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     logger,
     now: () => Date.now(),
     callsSettled: exchangeActors.settled,
+    // A lease is let go of, and a reload acts, once the order's calls ended: at most the create timeout and a margin.
+    callsSettleTimeoutMs: callsSettleTimeoutOf(createOrderTimeoutMs),
     callInFlight: exchangeActors.busy,
     passivateIdleMs: config.passivateIdleMs,
     // Routine polls of resting orders wait (up to 60 s after their last confirmation) while the thread is saturated
@@ -290,7 +327,10 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     // The consumer is built below; a rewind is asked for only once commands flow.
     rewind: (partition, offset) => consumer.rewind(partition, offset),
     maxCommandBytes: config.maxCommandBytes,
-    metrics: telemetry.metrics.hostObserver(),
+    metrics: telemetry.metrics.hostObserver({
+      topic: config.topics.commands,
+      consumerGroup: config.consumerGroup,
+    }),
     homes,
     canonicalPartition: (orderId) => partitioning.partitionOf(orderId),
   });
@@ -360,13 +400,45 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     }),
     now: () => Date.now(),
   });
+  telemetry.metrics.observeWebhookReceiver(receiver);
+  // A connection of its own: a read of the API must not queue behind the lease renewals of every open order.
+  const readsRedis = createRedis(config.redisUrl, {
+    keyPrefix: `eow:${config.consumerGroup}:`,
+    security: config.security.redis,
+    onError: () => {},
+  });
+  const leaseReads = new OrderLease(readsRedis);
+  const ordersApi = createOrdersApi({
+    auth: bearerCheck(config.operations.apiTokens),
+    view: fleet,
+    replicaOf: async (orderId) => {
+      const holder = await leaseReads.holder(orderId);
+      // A lease owner is `<WORKER_ID>:<pid>:<random>` (WORKER_ID has no colon).
+      return holder
+        ? {
+            worker_id: holder.owner.split(':')[0] ?? holder.owner,
+            fence: holder.fence,
+            lease_remaining_ms: holder.remainingMs,
+          }
+        : null;
+    },
+    workerId: config.workerId,
+    now: () => Date.now(),
+  });
   const http = new HttpFace({
     logger,
     receiver,
+    limits: {
+      maxConnections: config.webhooks.maxConnections,
+      maxUnverifiedBytes: config.webhooks.maxUnverifiedBytes,
+    },
     verify,
+    routes: ordersApi,
     readiness: () => health.readiness(),
     liveness: () => health.liveness(),
-    metrics: telemetry.metrics,
+    startup: () => health.startup(),
+    acceptsWebhooks: () => health.acceptsWebhooks(),
+    metrics: { render: () => telemetry.metrics.render(), webhooks: telemetry.metrics.webhookObserver() },
   });
 
   const worker = new Worker(config, logger, {
@@ -411,6 +483,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       await leases.stop().catch(() => {});
       await client.close().catch(() => {});
       await closeRedis(redis).catch(() => {});
+      await closeRedis(readsRedis).catch(() => {});
       await telemetry.shutdown().catch(() => {});
     },
   });
@@ -427,6 +500,26 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     confirmationFreshness: () => host.confirmationFreshness(Date.now(), 60_000),
   });
 
+  telemetry.metrics.observeFleet({
+    counts: () => {
+      const owned = new Set(store.ownedPartitions());
+      return fleet.counts(Date.now(), config.operations.stalledAfterMs, (order) =>
+        owned.has(order.partition),
+      );
+    },
+  });
+
+  if (config.operations.operatorKeys.length === 0)
+    logger.warn(
+      {
+        variable: config.operations.operatorCommandsUnsigned
+          ? 'OPERATOR_COMMANDS_UNSIGNED'
+          : 'OPERATOR_PUBLIC_KEYS',
+      },
+      config.operations.operatorCommandsUnsigned
+        ? 'operator commands (order.settle) are accepted UNSIGNED (OPERATOR_COMMANDS_UNSIGNED=true): anyone who can write the commands topic can abandon an order; development only'
+        : 'no OPERATOR_PUBLIC_KEYS: every operator command (order.settle) is refused (command.rejected, unauthorized)',
+    );
   if (config.webhooks.secrets.length === 0)
     logger.warn(
       { variable: 'WEBHOOK_ALLOW_UNSIGNED' },

@@ -58,6 +58,7 @@ const sandboxUrlsSchema = z.object({ url: z.url(), v1Url: z.url(), adminUrl: z.u
 const timedCallSchema = z.object({
   method: z.string(),
   path: z.string(),
+  query: z.string(),
   startedAt: z.number(),
   endedAt: z.number().nullable(),
   status: z.int().nullable(),

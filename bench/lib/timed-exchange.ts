@@ -1,5 +1,5 @@
 // The timing pass-through the benchmarks put in front of the exchange: it forwards every request to the sandbox
-// unchanged and records method, path, start and end (wall-clock ms: performance.timeOrigin + performance.now(), so
+// unchanged and records method, path, query, start and end (wall-clock ms: performance.timeOrigin + performance.now(), so
 // records taken in another process on the machine compare with the benchmark's own Date.now()). It runs in the
 // benchmark's process (startTimedExchange) or, beside the sandbox, in a process of its own (exchange-process.ts);
 // a benchmark reads either through `TimedExchange`.
@@ -10,6 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export interface TimedCall {
   method: string;
   path: string;
+  /** The query string as sent ("" or "?status=2&cursor=…"): what tells a lookup's listing page from a status walk's. */
+  query: string;
   startedAt: number;
   endedAt: number | null;
   status: number | null;
@@ -48,10 +50,11 @@ export async function startTimedExchange(prefix = '/api/v2'): Promise<{
   const forwardWhenReady = async (incoming: IncomingMessage, response: ServerResponse): Promise<void> => {
     while (upstream === undefined) await sleep(10);
     const target = upstream;
-    const path = new URL(incoming.url ?? '/', 'http://x').pathname;
+    const { pathname: path, search } = new URL(incoming.url ?? '/', 'http://x');
     const call: TimedCall = {
       method: incoming.method ?? 'GET',
       path: path.startsWith(prefix) ? path.slice(prefix.length) || '/' : path,
+      query: search,
       startedAt: performance.timeOrigin + performance.now(),
       endedAt: null,
       status: null,

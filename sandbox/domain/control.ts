@@ -2,7 +2,9 @@
 // every intermediate status, one webhook each), schedule automatic progress, move the sandbox clock (applying
 // every move that falls due), arm faults, and inspect orders and webhook deliveries.
 import type { SandboxContext } from './context.ts';
+import { displayDecimal } from './decimal.ts';
 import type { FaultSpec, FaultView } from './faults.ts';
+import type { LateLanding } from './late-landings.ts';
 import { resolveAdvanceTarget, statusCodes, type OrderStatus } from './order-lifecycle.ts';
 import { TransitionRefused, type AutoSchedule, type Order } from './order-store.ts';
 import { toV2Order } from '../wire/v2-representation.ts';
@@ -19,6 +21,8 @@ export interface ControlOrderView {
   mode: string;
   partnerId: string | null;
   history: { status: OrderStatus; at: string }[];
+  /** The amounts the creating request gave (null: not given), as sent, whatever the exchange stored. */
+  requested: { depositAmount: string | null; withdrawAmount: string | null };
 }
 
 export interface SandboxControl {
@@ -36,6 +40,8 @@ export interface SandboxControl {
   injectFault(spec: FaultSpec): number;
   clearFaults(): void;
   listFaults(): FaultView[];
+  /** Requests held back by late_landing: when each arrived, was dropped, lands or landed, and what it answered. */
+  lateLandings(): LateLanding[];
   listWebhookDeliveries(): WebhookDelivery[];
   /** Deliveries counted by outcome, HTTP status and error (no bodies: cheap for tens of thousands). */
   webhookOutcomes(): WebhookOutcomeCount[];
@@ -52,6 +58,12 @@ function view(order: Order): ControlOrderView {
     mode: order.mode,
     partnerId: order.partnerId ?? null,
     history: order.history.map((h) => ({ status: h.status, at: new Date(h.at).toISOString() })),
+    requested: {
+      depositAmount:
+        order.requested.depositAmount === undefined ? null : displayDecimal(order.requested.depositAmount),
+      withdrawAmount:
+        order.requested.withdrawAmount === undefined ? null : displayDecimal(order.requested.withdrawAmount),
+    },
   };
 }
 
@@ -104,6 +116,7 @@ export function createControl(ctx: SandboxContext, describe: () => Record<string
     injectFault: (spec) => ctx.faults.inject(spec),
     clearFaults: () => ctx.faults.clear(),
     listFaults: () => ctx.faults.list(),
+    lateLandings: () => ctx.landings.list(),
     listWebhookDeliveries: () => ctx.webhooks.deliveries(),
     webhookOutcomes: () => ctx.webhooks.outcomeCounts(),
     webhooksPending: () => ctx.webhooks.pendingCount,

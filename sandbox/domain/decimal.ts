@@ -50,6 +50,29 @@ export function divide(a: bigint, b: bigint): bigint {
   return b === 0n ? 0n : (a * SCALE) / b;
 }
 
+/** How an exchange that keeps fewer fractional digits than it is sent stores an amount. */
+export const roundingModes = ['half_even', 'half_up', 'truncate'] as const;
+export type RoundingMode = (typeof roundingModes)[number];
+
+/**
+ * The value kept to `fractionDigits` fractional digits. `half_even` is what a Django model DecimalField does on save
+ * (Python's default decimal context, ROUND_HALF_EVEN); `half_up` rounds a tie away from zero (a PostgreSQL numeric
+ * column given more digits than its scale); `truncate` drops the extra digits (toward zero).
+ */
+export function roundDecimal(value: bigint, fractionDigits: number, mode: RoundingMode): bigint {
+  if (fractionDigits >= 18) return value;
+  const unit = 10n ** BigInt(18 - Math.max(0, fractionDigits));
+  const negative = value < 0n;
+  const abs = negative ? -value : value;
+  let kept = abs / unit;
+  const rest = abs % unit;
+  if (mode !== 'truncate' && rest * 2n > unit) kept += 1n;
+  else if (mode === 'half_up' && rest * 2n === unit) kept += 1n;
+  else if (mode === 'half_even' && rest * 2n === unit && kept % 2n === 1n) kept += 1n;
+  const rounded = kept * unit;
+  return negative ? -rounded : rounded;
+}
+
 /** Decimal fraction for basis points: 25 bps -> 0.0025. */
 export function fromBasisPoints(bps: number): bigint {
   return (BigInt(bps) * SCALE) / 10_000n;

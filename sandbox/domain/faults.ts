@@ -3,6 +3,7 @@
 // PRNG in request order, so a fault sequence replays identically for one seed and one request sequence.
 import { z } from 'zod';
 import { addressCases } from '../addresses/address-formats.ts';
+import { parseDecimal, roundingModes } from './decimal.ts';
 import type { SeededRandom } from './seeded-random.ts';
 
 export const endpointFaultKinds = [
@@ -32,6 +33,12 @@ export const endpointFaultKinds = [
    * /orders/).
    */
   'ip_risk',
+  /** POST /orders/ stores (and from then on returns) its amounts rounded to fewer fractional digits. */
+  'round_amounts',
+  /** A first POST /orders/ answers 200 "reused" with another order's exchange order, and creates nothing. */
+  'reuse_other_order',
+  /** The request is dropped (or held) without an answer and takes effect only later, after the client gave up. */
+  'late_landing',
 ] as const;
 export type EndpointFaultKind = (typeof endpointFaultKinds)[number];
 
@@ -56,6 +63,26 @@ const firing = {
   skip: z.int().nonnegative().optional(),
 };
 
+/** A value of a request body field a fault is aimed at: decimal strings compare as numbers ("1.50" = "1.5"). */
+const bodyValue = z.union([z.string(), z.number(), z.boolean()]);
+
+/** True when every field of `whenBody` is in the request body with that value (amounts compared as decimals). */
+export function bodyMatches(
+  whenBody: Readonly<Record<string, string | number | boolean>> | undefined,
+  subject: Readonly<Record<string, unknown>> | undefined,
+): boolean {
+  if (whenBody === undefined) return true;
+  if (subject === undefined) return false;
+  return Object.entries(whenBody).every(([field, wanted]) => {
+    const given = subject[field];
+    if (given === wanted) return true;
+    if (typeof given === 'boolean' || typeof wanted === 'boolean') return false;
+    if (typeof given !== 'string' && typeof given !== 'number') return false;
+    const a = parseDecimal(given);
+    return a !== undefined && a === parseDecimal(wanted);
+  });
+}
+
 /** Statuses create_then_error may answer: what a gateway or an overloaded server sends after the work was done. */
 export const createThenErrorStatuses = [408, 500, 502, 503, 504] as const;
 
@@ -74,10 +101,33 @@ export const faultSpecSchema = z.discriminatedUnion('target', [
       retryAfterSeconds: z.int().nonnegative().nullable().optional(),
       /** normalise_address_case: how stored addresses are rewritten (default lower). */
       addressCase: z.enum(addressCases).optional(),
-      /** get_other_order: the order to answer instead (default: the newest other order). */
+      /**
+       * get_other_order: the order to answer instead (default: the newest other order); reuse_other_order: the
+       * order to answer with (default: the newest order with the same content).
+       */
       otherReference: z.string().min(1).optional(),
+      /** round_amounts: fractional digits kept (default 8, the document's example shape). */
+      fractionDigits: z.int().min(0).max(17).optional(),
+      /** round_amounts: how the dropped digits round (default half_even, as a Django DecimalField stores). */
+      rounding: z.enum(roundingModes).optional(),
+      /** late_landing: how long after its arrival the request takes effect (default 10000). */
+      landAfterMs: z.int().nonnegative().optional(),
+      /** late_landing: how long the connection is held without an answer before it drops (default landAfterMs). */
+      holdMs: z.int().nonnegative().optional(),
+      /**
+       * Aim the fault at requests whose JSON body has these fields with these values (e.g. one order's
+       * deposit_amount); a request without a body never matches. Counted (`skip`, `times`) over matching requests.
+       */
+      whenBody: z.record(z.string(), bodyValue).optional(),
       ...firing,
     })
+    .refine(
+      (spec) =>
+        spec.kind !== 'late_landing' ||
+        spec.holdMs === undefined ||
+        spec.holdMs <= (spec.landAfterMs ?? 10_000),
+      { message: 'late_landing holdMs must not exceed landAfterMs', path: ['holdMs'] },
+    )
     .refine(
       (spec) =>
         spec.kind !== 'create_then_error' ||
@@ -156,19 +206,36 @@ export class FaultBoard {
     return true;
   }
 
-  /** The faults of the given kinds that fire for this endpoint on this request (each drawn once). */
-  endpointFaults(endpoint: string, kinds: readonly EndpointFaultKind[]): EndpointFault[] {
+  /**
+   * The faults of the given kinds that fire for this endpoint on this request (each drawn once). `subject` is the
+   * request's JSON body, for faults aimed with `whenBody`.
+   */
+  endpointFaults(
+    endpoint: string,
+    kinds: readonly EndpointFaultKind[],
+    subject?: Readonly<Record<string, unknown>>,
+  ): EndpointFault[] {
     const isV1 = endpoint.startsWith('v1 ');
     return this.#endpoint
       .filter((a) => kinds.includes(a.spec.kind))
       .filter((a) => a.spec.endpoint === endpoint || a.spec.endpoint === (isV1 ? 'v1 *' : '*'))
+      .filter((a) => bodyMatches(a.spec.whenBody, subject))
       .filter((a) => this.#fires(a))
       .map((a) => a.spec);
   }
 
   /** First firing fault of this kind for the endpoint, if any. */
-  take(endpoint: string, kind: EndpointFaultKind): EndpointFault | undefined {
-    return this.endpointFaults(endpoint, [kind])[0];
+  take(
+    endpoint: string,
+    kind: EndpointFaultKind,
+    subject?: Readonly<Record<string, unknown>>,
+  ): EndpointFault | undefined {
+    return this.endpointFaults(endpoint, [kind], subject)[0];
+  }
+
+  /** True when a fault of this kind is armed (whether or not it would fire). */
+  armed(kind: EndpointFaultKind): boolean {
+    return this.#endpoint.some((a) => a.spec.kind === kind);
   }
 
   webhookFaults(webhookId: string): WebhookFault[] {

@@ -1,12 +1,13 @@
 // Order creation shared by v2 POST /orders/ and v1 POST /orders/: every documented validation in the documented
 // order (limit-order rules, SELL for fiat only, cross-chain deposit_amount, per-currency address formats, quote
 // binding by mode, amount bounds as /rate/ reports them), DeFi fixed-rate quote production with its throttles and
-// delay, and idempotent reuse of a DeFi order created from the same rate_id (200 instead of 201).
+// delay, and idempotent reuse of a DeFi order created from the same rate_id (200 instead of 201). The faults that
+// change what is stored act here: round_amounts, normalise_address_case, reuse_other_order, expired_on_repeat.
 import { randomInt } from 'node:crypto';
 import { isValidAddress, mintAddress, normaliseAddressCase } from '../addresses/address-formats.ts';
 import type { TradingMode } from '../config.ts';
 import type { SandboxContext } from './context.ts';
-import { displayDecimal } from './decimal.ts';
+import { displayDecimal, roundDecimal } from './decimal.ts';
 import type { HttpError } from '../http/http-kit.ts';
 import { v2Error, validationError, type FieldErrorMap } from '../http/http-kit.ts';
 import { messages } from '../wire/messages.ts';
@@ -37,6 +38,8 @@ export interface OrderRequest {
   limitTtl: number | undefined;
   terms: PricingTerms;
   referral: ReferralCodeRecord | undefined;
+  /** The request's JSON body as received, for faults aimed at one request (`whenBody`). */
+  subject: Readonly<Record<string, unknown>> | undefined;
 }
 
 export interface OrderOutcome {
@@ -134,10 +137,13 @@ function bindQuote(ctx: SandboxContext, request: OrderRequest, rateId: string): 
   // CeFi and CeFi fixed-rate keys do not share quotes; the exchange folds that into the pair message.
   if (!isDefi && quote.mode !== request.mode) throw cefiUnavailable();
   if (isDefi && quote.mode !== 'defi') throw defiError(messages.rateIdNonActionable);
-  if (quote.expiresAt <= now || ctx.faults.take(request.endpoint, 'expired_rate_id')) {
+  if (quote.expiresAt <= now || ctx.faults.take(request.endpoint, 'expired_rate_id', request.subject)) {
     throw isDefi ? defiError(messages.quoteExpired) : cefiUnavailable();
   }
-  if (isDefi && (!quote.actionable || ctx.faults.take(request.endpoint, 'non_actionable_rate_id'))) {
+  if (
+    isDefi &&
+    (!quote.actionable || ctx.faults.take(request.endpoint, 'non_actionable_rate_id', request.subject))
+  ) {
     throw defiError(messages.rateIdNonActionable);
   }
   const partner = request.partnerId ? ctx.world.partner(request.partnerId) : undefined;
@@ -153,7 +159,7 @@ function bindQuote(ctx: SandboxContext, request: OrderRequest, rateId: string): 
   if (
     promised > cap ||
     (requested !== undefined && requested !== promised) ||
-    ctx.faults.take(request.endpoint, 'promised_rate_mismatch')
+    ctx.faults.take(request.endpoint, 'promised_rate_mismatch', request.subject)
   ) {
     throw v2Error(400, messages.promisedReferralRateMismatch, {
       rate_id: [messages.promisedReferralRateMismatch],
@@ -168,7 +174,7 @@ async function produceDefiQuote(ctx: SandboxContext, request: OrderRequest): Pro
   const now = ctx.clock.now();
   const verdict = ctx.throttles.fixedRate(pair.chainKind, request.apiKey ?? request.partnerId ?? '', now);
   if (!verdict.allowed) throw fixedRateThrottled(ctx, pair.chainKind, verdict.retryAfterSeconds, false);
-  if (ctx.faults.take(request.endpoint, 'quote_fetch_failure')) {
+  if (ctx.faults.take(request.endpoint, 'quote_fetch_failure', request.subject)) {
     const message =
       pair.chainKind === 'cross-chain'
         ? messages.crossChainQuoteFailed
@@ -228,12 +234,56 @@ function checkBounds(
   }
 }
 
+/**
+ * reuse_other_order: the exchange takes a first POST for a repeat of an order it already has and answers with that
+ * order (200, as an idempotent reuse) without creating one: the order named by the fault's `otherReference`, else
+ * the newest order of the same partner and mode with the same content (pair, amount given, withdraw address and
+ * extra id, refund address). Drawn only when there is such an order, so an armed `times` counts real substitutions.
+ */
+function reusedOrder(
+  ctx: SandboxContext,
+  request: OrderRequest,
+  amounts: { provided: 'deposit' | 'withdraw'; deposit: bigint; withdraw: bigint },
+): Order | undefined {
+  if (!ctx.faults.armed('reuse_other_order')) return undefined;
+  const same = (a: string, b: string | undefined): boolean => a.toLowerCase() === (b ?? '').toLowerCase();
+  const sameContent = (o: Order): boolean =>
+    o.partnerId === (request.partnerId ?? request.referral?.partner.id) &&
+    o.mode === request.mode &&
+    o.pair.name === request.pair.name &&
+    (amounts.provided === 'deposit'
+      ? o.depositAmount === amounts.deposit
+      : o.withdrawAmount === amounts.withdraw) &&
+    same(o.withdrawAddress, request.withdrawAddress) &&
+    o.withdrawAddressExtraId === (request.withdrawAddressExtraId ?? '') &&
+    same(o.refundAddress, request.refundAddress);
+  const newestSame = ctx.orders.olderThan(Number.POSITIVE_INFINITY, sameContent, 1)[0];
+  const named = ctx.faults
+    .list()
+    .some(
+      (f) =>
+        f.spec.target === 'endpoint' &&
+        f.spec.kind === 'reuse_other_order' &&
+        f.spec.otherReference !== undefined &&
+        ctx.orders.get(f.spec.otherReference) !== undefined,
+    );
+  if (newestSame === undefined && !named) return undefined;
+  const fault = ctx.faults.take(request.endpoint, 'reuse_other_order', request.subject);
+  if (!fault) return undefined;
+  const other = fault.otherReference === undefined ? newestSame : ctx.orders.get(fault.otherReference);
+  if (other) ctx.orders.sweepOrder(other, ctx.clock.now());
+  return other;
+}
+
 export async function createOrder(ctx: SandboxContext, request: OrderRequest): Promise<OrderOutcome> {
   const { pair } = request;
   if (pair.disabled) throw v2Error(400, messages.pairTemporarilyUnavailable(pair.name));
   checkStructure(request);
 
-  if (request.mode === 'defi' && ctx.faults.take(request.endpoint, 'quote_provider_unavailable')) {
+  if (
+    request.mode === 'defi' &&
+    ctx.faults.take(request.endpoint, 'quote_provider_unavailable', request.subject)
+  ) {
     throw v2Error(400, messages.quoteProviderUnavailable, {
       non_field_errors: [messages.quoteProviderUnavailable],
     });
@@ -253,7 +303,7 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
       if (
         existing &&
         existing.withdrawAddress === submitted &&
-        !ctx.faults.take(request.endpoint, 'expired_on_repeat')
+        !ctx.faults.take(request.endpoint, 'expired_on_repeat', request.subject)
       )
         return { order: existing, created: false };
       throw v2Error(400, messages.rateIdInvalidOrExpired(request.rateId), {
@@ -265,26 +315,34 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
   }
 
   const rate = quote?.rate ?? rateAfterMarkup(pair, request.terms.markupFraction);
+  // round_amounts: the exchange keeps fewer fractional digits than it was sent; the amount given is rounded first and
+  // the other one worked out from it, then rounded too, as a store with that many decimal places would keep both.
+  const rounding = ctx.faults.take(request.endpoint, 'round_amounts', request.subject);
+  const kept = (value: bigint): bigint =>
+    rounding ? roundDecimal(value, rounding.fractionDigits ?? 8, rounding.rounding ?? 'half_even') : value;
   let provided: 'deposit' | 'withdraw';
   let deposit: bigint;
   let withdraw: bigint;
   if (request.depositAmount !== undefined) {
     provided = 'deposit';
-    deposit = request.depositAmount;
-    withdraw = withdrawFor(deposit, rate, pair.withdrawalFee);
+    deposit = kept(request.depositAmount);
+    withdraw = kept(withdrawFor(deposit, rate, pair.withdrawalFee));
   } else if (request.withdrawAmount !== undefined) {
     provided = 'withdraw';
-    withdraw = request.withdrawAmount;
-    deposit = depositFor(withdraw, rate, pair.withdrawalFee);
+    withdraw = kept(request.withdrawAmount);
+    deposit = kept(depositFor(withdraw, rate, pair.withdrawalFee));
   } else if (quote?.depositAmount !== undefined && quote.withdrawAmount !== undefined) {
     provided = 'deposit';
-    deposit = quote.depositAmount;
-    withdraw = quote.withdrawAmount;
+    deposit = kept(quote.depositAmount);
+    withdraw = kept(quote.withdrawAmount);
   } else {
     const message = 'Provide deposit_amount or withdraw_amount.';
     throw validationError({ non_field_errors: [message] });
   }
   checkBounds(pair, provided, deposit, withdraw);
+
+  const reused = reusedOrder(ctx, request, { provided, deposit, withdraw });
+  if (reused) return { order: reused, created: false };
 
   const now = ctx.clock.now();
   const limitTtl = request.isLimitOrder
@@ -292,7 +350,7 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
     : undefined;
   const paymentWindowMinutes =
     limitTtl !== undefined ? Math.ceil(limitTtl / 60) : ctx.config.orders.paymentWindowMinutes;
-  const normalising = ctx.faults.take(request.endpoint, 'normalise_address_case');
+  const normalising = ctx.faults.take(request.endpoint, 'normalise_address_case', request.subject);
   const addressCase = normalising ? (normalising.addressCase ?? 'lower') : undefined;
   const stored = (address: string | undefined): string =>
     address === undefined ? '' : addressCase ? normaliseAddressCase(address, addressCase) : address;
@@ -305,6 +363,7 @@ export async function createOrder(ctx: SandboxContext, request: OrderRequest): P
     pair,
     depositAmount: deposit,
     withdrawAmount: withdraw,
+    requested: { depositAmount: request.depositAmount, withdrawAmount: request.withdrawAmount },
     rate,
     depositAddress: mintAddress(pair.from.addressFormat),
     depositAddressExtraId: pair.from.hasExtraId ? String(randomInt(100_000_000, 999_999_999)) : '',

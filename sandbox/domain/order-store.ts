@@ -25,6 +25,11 @@ export interface Order {
   pair: PairRecord;
   depositAmount: bigint;
   withdrawAmount: bigint;
+  /**
+   * The amounts as the request gave them (undefined: not given), before the exchange stored them (round_amounts):
+   * the sandbox's own record of what was asked, so a test can tell which request made which order.
+   */
+  requested: { depositAmount: bigint | undefined; withdrawAmount: bigint | undefined };
   rate: bigint;
   depositAddress: string;
   depositAddressExtraId: string;

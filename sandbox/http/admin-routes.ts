@@ -98,6 +98,13 @@ export function adminRoutes(control: SandboxControl): Route[] {
       const spec = parse(faultSpecSchema, request);
       return { status: 201, body: { id: control.injectFault(spec) } };
     }),
+    route('GET', '/faults/late-landings/', () => ({
+      status: 200,
+      body: {
+        pending: control.lateLandings().filter((l) => l.state === 'pending').length,
+        landings: control.lateLandings(),
+      },
+    })),
     route('DELETE', '/faults/', () => {
       control.clearFaults();
       return { status: 204 };

@@ -165,6 +165,18 @@ export function bodyObject(request: SandboxRequest): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
+/** The request's JSON body as an object, for faults aimed with `whenBody`; undefined when it has none. */
+export function bodySubject(request: SandboxRequest): Readonly<Record<string, unknown>> | undefined {
+  try {
+    const body = request.body();
+    return typeof body === 'object' && body !== null && !Array.isArray(body)
+      ? (body as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function sendReply(response: ServerResponse, reply: Reply): void {
   if (response.headersSent || response.destroyed) return;
   const payload = reply.body === undefined ? '' : JSON.stringify(reply.body);

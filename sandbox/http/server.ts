@@ -1,8 +1,8 @@
 // Assembles one sandbox: builds the context, mounts three surfaces on one node:http server (v2 under its base
 // path, v1 under its own, the admin API under /_sandbox), and runs one pipeline for every request:
 // route match -> transport faults (latency, timeout, 5xx, 429) -> caller (v2: ApiKey authentication and the global
-// throttle) -> handler -> faults that act after the request took effect (lost_response, create_then_error) -> the
-// surface's error dialect. What differs between surfaces is a parameter of `Surface`, not a copy of the pipeline.
+// throttle) -> [late_landing: drop or hold the connection, run the handler later] -> handler -> faults that act after
+// the request took effect (lost_response, create_then_error) -> the surface's error dialect. What differs between surfaces is a parameter of `Surface`, not a copy of the pipeline.
 // Any unexpected error becomes a 500 with `detail`; nothing is left hanging except on purpose (the timeout fault),
 // and close() ends those too.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -14,8 +14,9 @@ import { createSandboxClock, type TimeSource } from '../domain/clock.ts';
 import { parseSandboxConfig, type SandboxConfig, type SandboxConfigInput } from '../config.ts';
 import type { SandboxContext } from '../domain/context.ts';
 import { createControl, type SandboxControl } from '../domain/control.ts';
-import { FaultBoard } from '../domain/faults.ts';
+import { FaultBoard, type EndpointFault } from '../domain/faults.ts';
 import {
+  bodySubject,
   HttpError,
   headerValue,
   matchRoute,
@@ -27,6 +28,7 @@ import {
   type Route,
   type SandboxRequest,
 } from './http-kit.ts';
+import { LateLandings } from '../domain/late-landings.ts';
 import { messages } from '../wire/messages.ts';
 import { OrderStore } from '../domain/order-store.ts';
 import { preScreeningV2, toPreScreeningEnvelope } from './pre-screening.ts';
@@ -139,6 +141,7 @@ export async function startSandboxServer(
     orders,
     throttles: new Throttles(config.limits),
     faults,
+    landings: new LateLandings(),
     webhooks,
     sleep,
   };
@@ -201,14 +204,15 @@ export async function startSandboxServer(
   };
 
   /** Latency, timeout, 5xx, 429 and IP-risk faults armed for this endpoint; `hang` means hold the request that long. */
-  async function transportFaults(endpoint: string): Promise<Reply | { hangMs: number } | undefined> {
-    const fired = faults.endpointFaults(endpoint, [
-      'latency',
-      'timeout',
-      'http_error',
-      'throttle',
-      'ip_risk',
-    ]);
+  async function transportFaults(
+    endpoint: string,
+    subject: Readonly<Record<string, unknown>> | undefined,
+  ): Promise<Reply | { hangMs: number } | undefined> {
+    const fired = faults.endpointFaults(
+      endpoint,
+      ['latency', 'timeout', 'http_error', 'throttle', 'ip_risk'],
+      subject,
+    );
     for (const fault of fired) if (fault.kind === 'latency') await sleep(fault.latencyMs ?? 1_000);
     for (const fault of fired) {
       if (fault.kind === 'timeout') return { hangMs: fault.latencyMs ?? 120_000 };
@@ -245,22 +249,73 @@ export async function startSandboxServer(
     response.destroy();
   }
 
+  /**
+   * late_landing: the client hears nothing (the connection drops after `holdMs`, at once when 0, or when the
+   * request lands if it is held that long), and the request takes effect `landAfterMs` after it arrived: the
+   * handler runs then, on the sandbox's state and clock of that moment, and its answer goes to nobody. A sandbox
+   * that closes first discards what has not landed.
+   */
+  function landLate(
+    route: Route,
+    endpoint: string,
+    request: SandboxRequest,
+    response: ServerResponse,
+    fault: EndpointFault,
+  ): void {
+    const landAfterMs = fault.landAfterMs ?? 10_000;
+    const holdMs = fault.holdMs ?? landAfterMs;
+    const landing = ctx.landings.start(endpoint, Date.now(), landAfterMs);
+    const drop = (): void => {
+      landing.droppedAt ??= Date.now();
+      response.destroy();
+    };
+    response.once('close', () => (landing.droppedAt ??= Date.now()));
+    if (holdMs < landAfterMs) void sleep(holdMs).then(drop);
+    void sleep(landAfterMs)
+      .then(async () => {
+        if (closing) {
+          landing.state = 'discarded';
+          return;
+        }
+        try {
+          const reply = await route.handler(request);
+          const body = reply.body as { unique_reference?: unknown } | undefined;
+          landing.state = 'landed';
+          landing.status = reply.status;
+          landing.uniqueReference = typeof body?.unique_reference === 'string' ? body.unique_reference : null;
+        } catch (error) {
+          landing.state = 'refused';
+          landing.status = error instanceof HttpError ? error.reply.status : 500;
+          if (!(error instanceof HttpError))
+            process.emitWarning(`sandbox: a late landing failed: ${(error as Error).stack ?? String(error)}`);
+        }
+      })
+      .finally(drop);
+  }
+
   async function run(surface: Surface, request: SandboxRequest, response: ServerResponse): Promise<void> {
     const match = matchRoute(surface.routes, request.method, request.path);
     if (match.kind !== 'found') return sendReply(response, surface.unmatched(match.kind, request.method));
     request.params = match.params;
     const endpoint = surface.faultEndpoint?.(match.route);
+    const subject = endpoint === undefined ? undefined : bodySubject(request);
     let reply: Reply;
     try {
-      const fault = endpoint === undefined ? undefined : await transportFaults(endpoint);
+      const fault = endpoint === undefined ? undefined : await transportFaults(endpoint, subject);
       if (fault && 'hangMs' in fault) return hang(response, fault.hangMs);
       if (fault) {
         reply = fault;
       } else {
         request.caller = surface.admit(request, match.route);
+        // Admitted (authenticated, counted by the throttle) on arrival; it takes effect later.
+        const late =
+          endpoint !== undefined && surface.afterEffectFaults
+            ? faults.take(endpoint, 'late_landing', subject)
+            : undefined;
+        if (late && endpoint !== undefined) return landLate(match.route, endpoint, request, response, late);
         reply = await match.route.handler(request);
         if (endpoint !== undefined && surface.afterEffectFaults) {
-          const after = faults.endpointFaults(endpoint, ['lost_response', 'create_then_error']);
+          const after = faults.endpointFaults(endpoint, ['lost_response', 'create_then_error'], subject);
           // The request took effect, but the client never hears of it: its outcome is unknown to the caller.
           if (after.some((f) => f.kind === 'lost_response')) {
             response.destroy();

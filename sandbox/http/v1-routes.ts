@@ -9,6 +9,7 @@ import type { SandboxContext } from '../domain/context.ts';
 import { displayDecimal, formatDecimal, parseDecimal } from '../domain/decimal.ts';
 import {
   bodyObject,
+  bodySubject,
   headerValue,
   HttpError,
   route,
@@ -139,6 +140,7 @@ async function postV1Order(ctx: SandboxContext, request: SandboxRequest, state: 
     limitTtl: undefined,
     terms: { markupFraction: 0n, markupBps: undefined, referralRate: undefined },
     referral,
+    subject: bodySubject(request),
   });
   return { status: 201, body: toV1Order(outcome.order) };
 }

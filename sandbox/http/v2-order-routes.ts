@@ -6,6 +6,7 @@ import { resolveReferral } from './auth.ts';
 import type { SandboxContext } from '../domain/context.ts';
 import {
   bodyObject,
+  bodySubject,
   route,
   v2Error,
   validationError,
@@ -131,6 +132,7 @@ async function postOrder(ctx: SandboxContext, request: SandboxRequest): Promise<
     limitTtl: fields.limit_ttl,
     terms,
     referral,
+    subject: bodySubject(request),
   });
   return { status: outcome.created ? 201 : 200, body: toV2Order(outcome.order) };
 }

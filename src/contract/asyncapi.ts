@@ -12,7 +12,12 @@ import {
   orderWebhookHintCommand,
 } from './commands.ts';
 import { contractRulesMarkdown, contractVersion } from './contract-rules.ts';
-import { commandRejectedEvent, kycStatusChangedEvent, publishedOrderEvents } from './events.ts';
+import {
+  commandRejectedEvent,
+  kycStatusChangedEvent,
+  operatorCommandEvent,
+  publishedOrderEvents,
+} from './events.ts';
 import { commandExamples, eventExamples, type ContractExample } from './examples.ts';
 
 export const commandSchemas = {
@@ -27,6 +32,7 @@ export const eventSchemas = {
   ...publishedOrderEvents,
   'exchange.kyc_status_changed': kycStatusChangedEvent,
   'command.rejected': commandRejectedEvent,
+  'order.operator_command': operatorCommandEvent,
 } as const;
 
 /** The draft-07 JSON Schema that AsyncAPI message payloads are given in. */

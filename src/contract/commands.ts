@@ -1,6 +1,7 @@
 // The command contract of TOPIC_COMMANDS: JSON, key = order_id, snake_case. Strict: an unknown field is a
 // rejected command (a typo in a money-moving command must not be silently ignored).
 import { z } from 'zod';
+import { exchangeValueMaxChars } from '../../machines/domain.ts';
 import { orderCreateFields } from '../../machines/order-request.ts';
 
 const identifier = z
@@ -103,8 +104,9 @@ export const orderWebhookHintCommand = z
     type: z.literal('order.webhook_hint'),
     command_id: identifier,
     order_id: identifier,
-    unique_reference: z.string().min(1),
-    status: z.string().optional(),
+    // Exchange text (a webhook's): within the caps an order keeps it under (machines/domain.ts).
+    unique_reference: z.string().min(1).max(exchangeValueMaxChars),
+    status: z.string().max(exchangeValueMaxChars).optional(),
     received_at: z.string(),
   })
   .strict();
@@ -141,7 +143,8 @@ export type ParsedCommand =
   | { ok: true; command: OrderCommand }
   | {
       ok: false;
-      reason: 'malformed' | 'unknown_type' | 'too_large';
+      /** `unauthorized`: an operator command without a valid operator signature (src/worker/operator-authority.ts). */
+      reason: 'malformed' | 'unknown_type' | 'too_large' | 'unauthorized';
       message: string;
       /** The order the command names (its order_id, else its key), when that is a plausible identifier. */
       orderId: string | null;

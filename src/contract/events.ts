@@ -56,6 +56,7 @@ export const rejectionReasons = [
   'not_allowed',
   'too_large',
   'unroutable',
+  'unauthorized',
 ] as const;
 
 /** Longest `command_excerpt` of a command.rejected, in UTF-8 bytes. */
@@ -116,10 +117,36 @@ export const commandRejectedEvent = z.object({
     ),
 });
 
+/** An operator's command accepted for an order, with who signed it: written before whatever the command causes. */
+export const operatorCommandEvent = z
+  .object({
+    type: z.literal('order.operator_command'),
+    ...envelope,
+    command_id: z.string(),
+    command_type: z.string().describe('order.settle'),
+    resolution: z.enum(['adopt', 'abandon']).nullable(),
+    unique_reference: z.string().nullable().describe('the exchange order named by an adopt'),
+    note: z.string().nullable(),
+    operator: z
+      .object({
+        key_id: z
+          .string()
+          .describe(
+            'the operator key that signed the command (OPERATOR_PUBLIC_KEYS); "unsigned" in development',
+          ),
+        signed_at: isoTime,
+      })
+      .describe('who sent it'),
+  })
+  .describe(
+    'Every operator action on an order, with who sent it; order.created, order.failed or order.settle_refused follows.',
+  );
+
 /** Everything published on TOPIC_EVENTS (an order's domain events, KYC notices, command rejections). */
 export const publishedEvent = z.discriminatedUnion('type', [
   kycStatusChangedEvent,
   commandRejectedEvent,
+  operatorCommandEvent,
   ...Object.values(publishedOrderEvents),
 ]);
 

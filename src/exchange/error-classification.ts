@@ -3,7 +3,7 @@
 // interpolated ids and values (fragments in order, case-insensitive); a message no row knows falls back on the
 // HTTP status; the first matching row wins, so narrower rows come first. What the worker does with each action, and
 // the exchange's error envelope: docs/exchange-api.md, "Errors".
-import type { FailureAction } from '../../machines/domain.ts';
+import { boundedMessage, type FailureAction } from '../../machines/domain.ts';
 import { errorBodySchema } from './schemas.ts';
 
 export interface ClassificationRow {
@@ -109,7 +109,9 @@ export const classificationTable: readonly ClassificationRow[] = [
     patterns: ['Too many cross-chain fixed-rate quote requests'],
     action: 'throttled',
   },
-  { code: 'throttled', patterns: ['throttled'], action: 'throttled', globalThrottle: true },
+  // The global throttle is a 429 (the document: "HTTP 429, header Retry-After"); "throttled" in a 5xx or 4xx body
+  // from a proxy or a bug must not hold the key for every replica.
+  { code: 'throttled', patterns: ['throttled'], action: 'throttled', globalThrottle: true, httpStatus: 429 },
   // Authentication
   { code: 'credentials_missing', patterns: ['credentials were not provided'], action: 'fatal' },
   // The document names two causes of a 401 - missing or invalid credentials, which answer with the
@@ -200,7 +202,10 @@ function secondsStatedIn(message: string): number | undefined {
 export interface Classification {
   readonly code: string;
   readonly action: FailureAction;
-  /** The matching message, or all messages joined, or a status line when the body said nothing. */
+  /**
+   * The matching message, or all messages joined, or a status line when the body said nothing; at most
+   * exchangeMessageMaxChars (the exchange's text is the exchange's to make as long as it likes).
+   */
   readonly message: string;
   readonly retryAfterMs: number | undefined;
   readonly globalThrottle: boolean;
@@ -224,7 +229,7 @@ export function classifyErrorResponse(input: {
     return {
       code: row.code,
       action: row.action,
-      message,
+      message: boundedMessage(message),
       retryAfterMs: headerDelay ?? stated ?? row.defaultRetryAfterMs,
       globalThrottle: row.globalThrottle === true,
     };
@@ -233,7 +238,7 @@ export function classifyErrorResponse(input: {
   const message = messages.length > 0 ? messages.join('; ') : `HTTP ${input.status}`;
   return {
     ...byStatus,
-    message,
+    message: boundedMessage(message),
     retryAfterMs: byStatus.action === 'throttled' ? (headerDelay ?? secondsStatedIn(message)) : headerDelay,
   };
 }

@@ -2,18 +2,22 @@
 // with a tolerance per priority, on the Redis clock), a 429 penalty that holds the key for all replicas, and a
 // conservative in-process limit whenever Redis does not answer in time - never no limit at all.
 // Invariants: keys are API-key fingerprints; one Redis round trip per decision per process (local queue), which
-// admits the head waiter and up to 63 of its priority right behind it together.
+// admits the head waiter and up to 63 of its priority right behind it together. A share of a key (requestShares)
+// has a GCRA state of its own beside the key's, held by the key's penalty too, and is admitted before the key.
 import { withTimeout } from '../timeouts.ts';
 import {
   AdmissionQueue,
   LocalLimiter,
   budgetPolicy,
   exchangeThrottle,
+  sharePolicy,
+  shareKey,
   type Admission,
   type BudgetPolicy,
   type BudgetPolicyInput,
   type RequestBudget,
   type RequestPriority,
+  type RequestShare,
 } from './request-budget.ts';
 
 /**
@@ -97,13 +101,60 @@ export class RedisRequestBudget implements RequestBudget {
     return this.#fallbackAdmissions;
   }
 
-  acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void> {
-    let queue = this.#queues.get(key);
-    if (queue === undefined) {
-      queue = new AdmissionQueue((p, count) => this.#decide(key, p, count));
-      this.#queues.set(key, queue);
+  async acquire(
+    key: string,
+    priority: RequestPriority,
+    signal?: AbortSignal,
+    share?: RequestShare,
+  ): Promise<void> {
+    if (share !== undefined) {
+      const part = shareKey(key, share);
+      const limits = { ...this.#sharePolicies(share), fallbackKey: part };
+      await this.#queue(part, (p, count) =>
+        this.#decide(key, p, count, limits, this.#shareTatKey(key, share)),
+      ).enter(priority, signal);
     }
-    return queue.enter(priority, signal);
+    return this.#queue(key, (p, count) =>
+      this.#decide(
+        key,
+        p,
+        count,
+        { policy: this.policy, fallback: this.#fallback, fallbackKey: key },
+        this.#keys(key)[0],
+      ),
+    ).enter(priority, signal);
+  }
+
+  #queue(
+    name: string,
+    decide: (priority: RequestPriority, count: number) => Promise<Admission>,
+  ): AdmissionQueue {
+    let queue = this.#queues.get(name);
+    if (queue === undefined) {
+      queue = new AdmissionQueue(decide);
+      this.#queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  readonly #shares = new Map<RequestShare, { policy: BudgetPolicy; fallback: LocalLimiter }>();
+
+  /** A share's policy, and its local fallback (the share of the fallback limit), made once. */
+  #sharePolicies(share: RequestShare): { policy: BudgetPolicy; fallback: LocalLimiter } {
+    let policies = this.#shares.get(share);
+    if (policies === undefined) {
+      policies = {
+        policy: sharePolicy(this.policy, share),
+        fallback: new LocalLimiter(sharePolicy(this.fallbackPolicy, share)),
+      };
+      this.#shares.set(share, policies);
+    }
+    return policies;
+  }
+
+  /** The share's GCRA state, in the key's hash tag (one Cluster slot with the key's penalty). */
+  #shareTatKey(key: string, share: RequestShare): string {
+    return `${this.#prefix}:{${key}}:share:${share}:tat`;
   }
 
   async penalize(key: string, retryAfterMs: number): Promise<void> {
@@ -127,15 +178,22 @@ export class RedisRequestBudget implements RequestBudget {
     return [`${this.#prefix}:{${key}}:tat`, `${this.#prefix}:{${key}}:penalty`];
   }
 
-  async #decide(key: string, priority: RequestPriority, count: number): Promise<Admission> {
+  async #decide(
+    key: string,
+    priority: RequestPriority,
+    count: number,
+    limits: { policy: BudgetPolicy; fallback: LocalLimiter; fallbackKey: string },
+    tatKey: string,
+  ): Promise<Admission> {
     if (this.#redisWorthAsking()) {
       try {
         const reply = await withTimeout(
           this.#redis.requestBudget(
-            ...this.#keys(key),
+            tatKey,
+            this.#keys(key)[1],
             'acquire',
-            this.policy.intervalUs,
-            this.policy.capacity[priority],
+            limits.policy.intervalUs,
+            limits.policy.capacity[priority],
             count,
           ),
           this.#redisTimeoutMs,
@@ -147,7 +205,12 @@ export class RedisRequestBudget implements RequestBudget {
         this.#markDown(err);
       }
     }
-    const admission = this.#fallback.tryAcquire(key, priority, count);
+    // The fallback's share is held by the key's penalty as the script holds it (a 429 stops the key's shares too).
+    const held = limits.fallback === this.#fallback ? 0 : this.#fallback.penaltyWaitMs(key);
+    const admission: Admission =
+      held > 0
+        ? { admitted: false, waitMs: held }
+        : limits.fallback.tryAcquire(limits.fallbackKey, priority, count);
     if (admission.admitted) this.#fallbackAdmissions += admission.granted ?? 1;
     // While degraded, ask Redis again no later than when it may be back.
     return admission.admitted

@@ -3,15 +3,27 @@
 // the parameters keep every sliding window of `windowMs` under the limit with a safety margin; waiters of one
 // process queue locally by priority and only the head asks the limiter, for itself and the waiters of its priority
 // behind it (one decision for a run of them, as that many single ones in a row), so a backlog never floods Redis.
+// A share (requestShares) holds a kind of request to a fraction of the key's budget on top of that: it is admitted by
+// the share's own limiter first, then by the key's at its priority, so it never takes more than its fraction.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export const requestPriorities = ['high', 'normal', 'low'] as const;
 export type RequestPriority = (typeof requestPriorities)[number];
 
-/** The port the client depends on: wait for a slot of `key`'s budget; after a 429, hold every caller of `key`. */
+/**
+ * Kinds of request held to a fraction of their key's budget, whatever else waits: the lookups of parked creates
+ * (GET /orders/ scans re-checked for hours; docs/decisions/exchange-request-budget.md) take at most a tenth.
+ */
+export const requestShares = { parked_lookup: 0.1 } as const;
+export type RequestShare = keyof typeof requestShares;
+
+/**
+ * The port the client depends on: wait for a slot of `key`'s budget (and first of the share's part of it, when the
+ * request belongs to one); after a 429, hold every caller of `key`.
+ */
 export interface RequestBudget {
-  acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void>;
+  acquire(key: string, priority: RequestPriority, signal?: AbortSignal, share?: RequestShare): Promise<void>;
   penalize(key: string, retryAfterMs: number): Promise<void>;
 }
 
@@ -69,6 +81,23 @@ export function budgetPolicy(input: BudgetPolicyInput = {}): BudgetPolicy {
     capacity,
     maxPerWindow: Math.floor((windowMs * 1000) / intervalUs) + capacity.high,
   };
+}
+
+/**
+ * The policy of a share of a key's budget: its fraction of the limit, over the same window (admitted at `low`, its
+ * sustained rate plus the low burst stays under the fraction).
+ */
+export function sharePolicy(policy: BudgetPolicy, share: RequestShare): BudgetPolicy {
+  return budgetPolicy({
+    // At least 3: the smallest limit a policy can pace (one for the margin, one burst, one sustained).
+    limit: Math.max(3, Math.floor(policy.limit * requestShares[share])),
+    windowMs: policy.windowMs,
+  });
+}
+
+/** The limiter key of a share of `key`'s budget (its own GCRA state; a 429 of the key holds it too). */
+export function shareKey(key: string, share: RequestShare): string {
+  return `${key}~${share}`;
 }
 
 /** Budget keys are fingerprints: the API key itself never reaches Redis, logs or metrics. */
@@ -129,6 +158,11 @@ export class LocalLimiter {
     }
     this.#tat.set(key, tat);
     return count === 1 ? { admitted: true } : { admitted: true, granted };
+  }
+
+  /** How long a 429 still holds `key` (0 when it does not). */
+  penaltyWaitMs(key: string): number {
+    return Math.max(0, (this.#penaltyUntil.get(key) ?? 0) - this.#nowMs());
   }
 
   penalize(key: string, retryAfterMs: number): void {
@@ -262,10 +296,11 @@ export class AdmissionQueue {
   }
 }
 
-/** A budget for one process: the in-process limiter behind a priority waiting room per key. */
+/** A budget for one process: the in-process limiter behind a priority waiting room per key (and per share). */
 export class LocalRequestBudget implements RequestBudget {
   readonly policy: BudgetPolicy;
   readonly #limiter: LocalLimiter;
+  readonly #shareLimiters = new Map<RequestShare, LocalLimiter>();
   readonly #queues = new Map<string, AdmissionQueue>();
 
   constructor(policy: BudgetPolicyInput = {}) {
@@ -273,13 +308,33 @@ export class LocalRequestBudget implements RequestBudget {
     this.#limiter = new LocalLimiter(this.policy);
   }
 
-  acquire(key: string, priority: RequestPriority, signal?: AbortSignal): Promise<void> {
+  async acquire(
+    key: string,
+    priority: RequestPriority,
+    signal?: AbortSignal,
+    share?: RequestShare,
+  ): Promise<void> {
+    if (share !== undefined) {
+      let limiter = this.#shareLimiters.get(share);
+      if (limiter === undefined)
+        this.#shareLimiters.set(share, (limiter = new LocalLimiter(sharePolicy(this.policy, share))));
+      const part = shareKey(key, share);
+      await this.#queue(part, (p, count) => {
+        // The key's 429 holds its shares too.
+        const held = this.#limiter.penaltyWaitMs(key);
+        return held > 0 ? { admitted: false, waitMs: held } : limiter.tryAcquire(part, p, count);
+      }).enter(priority, signal);
+    }
+    return this.#queue(key, (p, count) => this.#limiter.tryAcquire(key, p, count)).enter(priority, signal);
+  }
+
+  #queue(key: string, decide: (priority: RequestPriority, count: number) => Admission): AdmissionQueue {
     let queue = this.#queues.get(key);
     if (queue === undefined) {
-      queue = new AdmissionQueue((p, count) => Promise.resolve(this.#limiter.tryAcquire(key, p, count)));
+      queue = new AdmissionQueue((p, count) => Promise.resolve(decide(p, count)));
       this.#queues.set(key, queue);
     }
-    return queue.enter(priority, signal);
+    return queue;
   }
 
   penalize(key: string, retryAfterMs: number): Promise<void> {

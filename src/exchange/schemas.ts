@@ -4,11 +4,20 @@
 // extra fields are tolerated; where the document says "not shown" the schema states the assumption it makes (all
 // of them are listed in docs/exchange-api.md, "Assumptions").
 import { z } from 'zod';
+import { boundedMessage, exchangeValueMaxChars } from '../../machines/domain.ts';
+
+/**
+ * A value of an exchange resource the worker keeps as written (references, statuses, currencies, addresses, hashes,
+ * rate ids): at most exchangeValueMaxChars (machines/domain.ts, where the caps on exchange text are stated); a longer
+ * one makes the response invalid, never cut.
+ */
+const value = () =>
+  z.string().max(exchangeValueMaxChars, { message: `longer than ${exchangeValueMaxChars} characters` });
 
 /** A decimal amount as the exchange writes it ("0.12345678"); never converted to a JavaScript number. */
-export const decimalString = z
-  .string()
-  .regex(/^-?\d+(\.\d+)?$/, { message: 'expected a decimal string such as "0.12345678"' });
+export const decimalString = value().regex(/^-?\d+(\.\d+)?$/, {
+  message: 'expected a decimal string such as "0.12345678"',
+});
 export type DecimalString = z.infer<typeof decimalString>;
 
 /**
@@ -20,8 +29,7 @@ export const plausibleTimeRangeMs = { from: Date.UTC(2000, 0, 1), to: Date.UTC(2
 export const maxPaymentWindowMinutes = 366 * 24 * 60;
 
 /** An ISO 8601 timestamp string; kept as text (the machine receives epoch ms from the runtime, not from here). */
-export const timestampString = z
-  .string()
+export const timestampString = value()
   .refine((value) => !Number.isNaN(Date.parse(value)), { message: 'expected an ISO 8601 timestamp' })
   .refine(
     (value) => {
@@ -32,10 +40,9 @@ export const timestampString = z
   );
 
 /** "Empty optional strings are returned as empty strings": null or a missing key are read as "" too. */
-const optionalText = z
-  .string()
+const optionalText = value()
   .nullish()
-  .transform((value) => value ?? '');
+  .transform((text) => text ?? '');
 
 /**
  * A currency as it appears on an order. The document shows a code string; the public v2 client
@@ -43,11 +50,11 @@ const optionalText = z
  * `{code, network}` objects, so both are accepted.
  */
 export const currencyRef = z.union([
-  z.string().min(1),
+  value().min(1),
   z.looseObject({
-    code: z.string().optional(),
-    network: z.string().optional(),
-    contract_address: z.string().nullable().optional(),
+    code: value().optional(),
+    network: value().optional(),
+    contract_address: value().nullable().optional(),
   }),
 ]);
 export type CurrencyRef = z.infer<typeof currencyRef>;
@@ -57,10 +64,10 @@ export type CurrencyRef = z.infer<typeof currencyRef>;
 
 /** v2 Order, detail representation (also the v2 webhook body, with a top-level `id`). */
 export const orderSchema = z.object({
-  unique_reference: z.string().min(1),
+  unique_reference: value().min(1),
   created_on: timestampString,
-  side: z.string().default('BUY'),
-  status: z.string().min(1),
+  side: value().default('BUY'),
+  status: value().min(1),
   deposit_amount: decimalString,
   withdraw_amount: decimalString,
   deposit_currency: currencyRef,
@@ -107,12 +114,12 @@ export type WireRandomPair = z.infer<typeof randomPairSchema>;
  * unknown keys pass through. `withdraw_amount` is the preview returned when `deposit_amount` was supplied.
  */
 export const rateSchema = z.looseObject({
-  pair: z.string().min(1),
-  from: z.string(),
-  to: z.string(),
+  pair: value().min(1),
+  from: value(),
+  to: value(),
   withdrawal_fee: decimalString,
   rate: decimalString,
-  rate_id: z.string().min(1),
+  rate_id: value().min(1),
   max_withdraw_amount: decimalString,
   min_withdraw_amount: decimalString,
   max_deposit_amount: decimalString,
@@ -209,7 +216,11 @@ export type WireOrderPage = z.infer<typeof orderPageSchema>;
 
 export const preScreeningResultSchema = z.object({
   status: z.enum(['success', 'failed']),
-  message: optionalText,
+  /** Free text: cut to exchangeMessageMaxChars (machines/domain.ts boundedMessage). */
+  message: z
+    .string()
+    .nullish()
+    .transform((text) => boundedMessage(text ?? '')),
 });
 export type PreScreeningResult = z.infer<typeof preScreeningResultSchema>;
 
@@ -290,13 +301,13 @@ export type PreScreeningRequest = z.input<typeof preScreeningRequestSchema>;
 // ---------------------------------------------------------------------------------------------------------------
 // Legacy v1 (representations only; the worker speaks v2 and converts these in v1-mapping.ts)
 
-const v1Currency = z.looseObject({ code: z.string().min(1), name: z.string().optional() });
+const v1Currency = z.looseObject({ code: value().min(1), name: z.string().optional() });
 
 const v1Address = z
   .looseObject({
     type: z.string().optional(),
     name: z.string().nullish(),
-    address: z.string().nullish(),
+    address: value().nullish(),
     currency_code: z.string().nullish(),
   })
   .nullish();
@@ -307,7 +318,7 @@ const v1Transaction = z.looseObject({
   /** `W` payout; assumed `D` deposit and `R` refund (nexchange's transaction types). */
   type: z.string().nullish(),
   address_to: z.unknown().optional(),
-  tx_id: z.string().nullish(),
+  tx_id: value().nullish(),
   confirmations: z.number().int().nullish(),
   amount: decimalString.nullish(),
   is_verified: z.boolean().nullish(),
@@ -323,9 +334,9 @@ export const v1OrderSchema = z.looseObject({
   amount_quote: decimalString,
   is_default_rule: z.boolean().optional(),
   from_default_rule: z.boolean().optional(),
-  unique_reference: z.string().min(1),
+  unique_reference: value().min(1),
   pair: z.looseObject({
-    name: z.string().min(1),
+    name: value().min(1),
     base: v1Currency,
     quote: v1Currency,
     fee_ask: decimalString.nullish(),
@@ -339,16 +350,16 @@ export const v1OrderSchema = z.looseObject({
   payment_window: z.number().int().nullish(),
   payment_deadline: timestampString.nullish(),
   kyc_deadline: timestampString.nullish(),
-  status_name: z.array(z.tuple([z.number().int(), z.string().min(1)])).min(1),
+  status_name: z.array(z.tuple([z.number().int(), value().min(1)])).min(1),
   transactions: z.array(v1Transaction).default([]),
   referral_code: z.array(z.looseObject({ code: z.string() })).optional(),
   withdrawal_fee: z.number().nullish(),
   withdrawal_fee_quote: z.number().nullish(),
   user_provided_amount: z.number().int().nullish(),
   /** Extra ids: named in the renames table, absent from the v1 field table; read when present. */
-  withdraw_extra_id: z.string().nullish(),
-  refund_extra_id: z.string().nullish(),
-  deposit_extra_id: z.string().nullish(),
+  withdraw_extra_id: value().nullish(),
+  refund_extra_id: value().nullish(),
+  deposit_extra_id: value().nullish(),
 });
 export type WireV1Order = z.infer<typeof v1OrderSchema>;
 

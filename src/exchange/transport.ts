@@ -32,12 +32,15 @@ import {
 } from '../telemetry/semconv.ts';
 import { classifyErrorResponse } from './error-classification.ts';
 import { ExchangeError, type EndpointName } from './errors.ts';
+import { boundRetryAfter, DEFAULT_RETRY_AFTER_MAX_MS } from './retry-after.ts';
+import { fenced, StoppedUnsent } from './send-fence.ts';
 import {
   apiKeyFingerprint,
   exchangeThrottle,
   LocalRequestBudget,
   type RequestBudget,
   type RequestPriority,
+  type RequestShare,
 } from './request-budget.ts';
 import { userTimezoneProblem } from './user-timezone.ts';
 
@@ -53,6 +56,8 @@ export interface ExchangeCallObserver {
   callFinished(call: { operation: string; mode: TradingMode; outcome: string; seconds: number }): void;
   attemptFailed(attempt: { operation: string; errorType: string; action: string }): void;
   budgetWaited(wait: { mode: TradingMode; priority: RequestPriority; seconds: number }): void;
+  /** A Retry-After (or stated wait) longer than `retryAfterMaxMs` was cut to it (retry-after.ts). */
+  retryAfterCapped?(capped: { operation: string; statedMs: number; honouredMs: number }): void;
 }
 
 export interface RetryOptions {
@@ -83,6 +88,8 @@ export interface ExchangeTransportOptions {
   /** Default: an own keep-alive Agent, closed by `close()`. */
   readonly dispatcher?: Dispatcher;
   readonly retry?: RetryOptions;
+  /** The longest wait a throttle's Retry-After may impose on the key (default 60 s, retry-after.ts). */
+  readonly retryAfterMaxMs?: number;
   readonly tracer?: Tracer;
   /** Told of every finished call, failed attempt and budget wait (metrics). */
   readonly observer?: ExchangeCallObserver;
@@ -93,6 +100,8 @@ export interface ExchangeTransportOptions {
 export interface CallOptions {
   readonly signal?: AbortSignal;
   readonly priority?: RequestPriority;
+  /** The part of the key's budget this call is held to, on top of its priority (request-budget.ts, requestShares). */
+  readonly share?: RequestShare;
   /** `X-User-Timezone`: "GMT +HH:MM (Area/City)"; a value the exchange could not use is dropped with a warning. */
   readonly userTimezone?: string;
   /**
@@ -212,6 +221,7 @@ export class ExchangeTransport {
   readonly #maxAttempts: number;
   readonly #baseDelayMs: number;
   readonly #maxDelayMs: number;
+  readonly #retryAfterMaxMs: number;
   readonly #tracer: Tracer;
   readonly #observer: ExchangeCallObserver | undefined;
   readonly #logger: ExchangeLogger | undefined;
@@ -239,6 +249,7 @@ export class ExchangeTransport {
     this.#maxAttempts = Math.max(1, options.retry?.maxAttempts ?? 3);
     this.#baseDelayMs = options.retry?.baseDelayMs ?? 200;
     this.#maxDelayMs = options.retry?.maxDelayMs ?? 5_000;
+    this.#retryAfterMaxMs = options.retryAfterMaxMs ?? DEFAULT_RETRY_AFTER_MAX_MS;
     this.#tracer = options.tracer ?? trace.getTracer('exchange-client');
     this.#observer = options.observer;
     this.#logger = options.logger;
@@ -378,15 +389,24 @@ export class ExchangeTransport {
     priority: RequestPriority,
     signal: AbortSignal | undefined,
     parent: Context,
+    share: RequestShare | undefined,
   ): Promise<void> {
     const startedAt = performance.now();
     const span = this.#tracer.startSpan(
       'exchange budget wait',
-      { attributes: { 'exchange.trading_mode': spec.mode, 'exchange.priority': priority } },
+      {
+        attributes: {
+          'exchange.trading_mode': spec.mode,
+          'exchange.priority': priority,
+          ...(share !== undefined ? { 'exchange.budget_share': share } : {}),
+        },
+      },
       parent,
     );
     try {
-      await this.#budget.acquire(budgetKey, priority, signal);
+      await (share === undefined
+        ? this.#budget.acquire(budgetKey, priority, signal)
+        : this.#budget.acquire(budgetKey, priority, signal, share));
     } finally {
       span.end();
       this.#observer?.budgetWaited({
@@ -447,7 +467,7 @@ export class ExchangeTransport {
     const priority = options.priority ?? spec.priority;
 
     for (let attempt = 1; ; attempt++) {
-      await this.#waitForBudget(spec, credential.budgetKey, priority, options.signal, parent);
+      await this.#waitForBudget(spec, credential.budgetKey, priority, options.signal, parent, options.share);
       options.signal?.throwIfAborted();
       await options.beforeSend?.();
       const span = this.#startAttemptSpan(spec, method, url, attempt, parent);
@@ -554,7 +574,19 @@ export class ExchangeTransport {
     const body = parseJson(text);
     if (!ok) {
       const classified = classifyErrorResponse({ status, body, retryAfter });
-      if (classified.globalThrottle) await this.#budget.penalize(budgetKey, classified.retryAfterMs ?? 1_000);
+      const { retryAfterMs, cappedFromMs } = boundRetryAfter(classified.retryAfterMs, this.#retryAfterMaxMs);
+      if (cappedFromMs !== undefined) {
+        this.#observer?.retryAfterCapped?.({
+          operation: spec.operation,
+          statedMs: cappedFromMs,
+          honouredMs: retryAfterMs ?? 0,
+        });
+        this.#logger?.warn(
+          { endpoint: spec.endpoint, httpStatus: status, statedMs: cappedFromMs, honouredMs: retryAfterMs },
+          'exchange asked for a longer wait than EXCHANGE_RETRY_AFTER_MAX_MS; waiting the cap',
+        );
+      }
+      if (classified.globalThrottle) await this.#budget.penalize(budgetKey, retryAfterMs ?? 1_000);
       // A request with a side effect answered by a server error or a request timeout may have taken effect
       // before the server failed to answer: that is not a "no", whatever the body says.
       const inDoubt = spec.outcomeUnknownWhenLost && answerLeavesOutcomeUnknown(status);
@@ -566,7 +598,7 @@ export class ExchangeTransport {
           : classified.message,
         endpoint: spec.endpoint,
         httpStatus: status,
-        retryAfterMs: classified.retryAfterMs,
+        retryAfterMs,
       });
     }
     const parsed = spec.schema.safeParse(body);
@@ -599,43 +631,6 @@ function mayRepeat(spec: CallSpec<z.ZodType>, failure: ExchangeError): boolean {
 }
 
 /** A request that got no answer: refused to connect (never left), timed out, aborted or lost on the way. */
-/** What a fence threw, carried through undici: the attempt was stopped before a byte of it was written. */
-class StoppedUnsent extends Error {
-  readonly reason: unknown;
-  constructor(reason: unknown) {
-    super('stopped before it was sent');
-    this.reason = reason;
-  }
-}
-
-/**
- * Runs the fence in undici's request-start hook: undici calls it synchronously just before it writes the request's
- * head to the socket (client-h1 `writeH1`), so nothing runs between the check and the write. `compose` hands an
- * interceptor handlers of the current (controller) API.
- */
-function fenced(dispatcher: Dispatcher, fence: () => void): Dispatcher {
-  return dispatcher.compose(
-    (dispatch) => (opts, handler) =>
-      dispatch(opts, {
-        onRequestStart(controller, context) {
-          handler.onRequestStart?.(controller, context);
-          try {
-            fence();
-          } catch (error) {
-            controller.abort(new StoppedUnsent(error));
-          }
-        },
-        onRequestUpgrade: (controller, status, headers, socket) =>
-          handler.onRequestUpgrade?.(controller, status, headers, socket),
-        onResponseStart: (controller, status, headers, message) =>
-          handler.onResponseStart?.(controller, status, headers, message),
-        onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
-        onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
-        onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
-      }),
-  );
-}
-
 function transportFailure(
   spec: CallSpec<z.ZodType>,
   err: unknown,

@@ -1,6 +1,7 @@
 // The worker's HTTP face as one part: the webhook server (HTTP_PORT) and the operations server (METRICS_PORT),
 // both listening from the start. Every delivery is a server span that continues the sender's trace and is counted
-// by result. Until the worker runs (`acceptWebhooks`), a delivery is verified and acknowledged unrouted rather
+// by result (worker_webhooks_total{result}); every request to the webhook server is timed
+// (http_server_request_duration_seconds) and a delivery turned away unread is counted (worker_webhooks_shed_total). Until the worker runs (`acceptWebhooks`), a delivery is verified and acknowledged unrouted rather
 // than refused at connect, which the exchange would count towards disabling the endpoint; polling covers it.
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -19,64 +20,37 @@ import {
   webhookPath,
   type OpsServerDeps,
   type WebhookOutcome,
+  type WebhookServerDeps,
+  type WebhookServerLimits,
 } from './http-server.ts';
-import type { WebhookCounters, WebhookReceiverDeps } from './webhook-receiver.ts';
+import type { WebhookReceiverDeps } from './webhook-receiver.ts';
 
 const tracer = trace.getTracer('exchange-order-worker');
 
 export interface HttpFaceDeps {
   logger: Logger;
-  /** The webhook receiver (routes a delivery to its order's partition) with its counters. */
-  receiver: {
-    handle: (raw: Buffer, headers: IncomingHttpHeaders) => Promise<WebhookOutcome>;
-    counters: Readonly<WebhookCounters>;
-    verifiedBySecret: readonly number[];
-  };
+  /** The webhook receiver (routes a delivery to its order's partition). */
+  receiver: { handle: (raw: Buffer, headers: IncomingHttpHeaders) => Promise<WebhookOutcome> };
+  /** The webhook server's bounds (connections, unverified bytes, body size, timeouts); defaults otherwise. */
+  limits?: WebhookServerLimits;
   /** The receiver's signature check, also applied while the worker is still starting. */
   verify: WebhookReceiverDeps['verify'];
   readiness: OpsServerDeps['readiness'];
   liveness: NonNullable<OpsServerDeps['liveness']>;
+  startup: NonNullable<OpsServerDeps['startup']>;
+  acceptsWebhooks: NonNullable<OpsServerDeps['acceptsWebhooks']>;
+  /** The read API's routes (orders-api.ts), when built. */
+  routes?: OpsServerDeps['routes'];
   metrics: {
-    /** The OpenTelemetry metrics in Prometheus text. */
+    /** The OpenTelemetry metrics in Prometheus text: the whole /metrics body. */
     render(): Promise<string>;
-    webhooks: { add(value: number, attributes: { result: string }): void };
+    /** One per delivery, by its result; one per delivery turned away unread; one per request answered. */
+    webhooks: {
+      delivered(result: WebhookOutcome['result']): void;
+      shed: NonNullable<WebhookServerDeps['onShed']>;
+      requestDone: NonNullable<WebhookServerDeps['onRequestDone']>;
+    };
   };
-}
-
-/** The result label of a webhook delivery, from the receiver's answer. */
-function webhookResult(outcome: WebhookOutcome): string {
-  if (outcome.status === 202) return 'unknown_order';
-  if (outcome.status >= 400) return 'refused';
-  if (outcome.body['duplicate'] === true) return 'duplicate';
-  if (outcome.body['kind'] === 'kyc') return 'kyc';
-  return 'routed';
-}
-
-/**
- * The webhook receiver's own counters in Prometheus text, beside the OpenTelemetry metrics: what could not be
- * read, hints that failed, and which signing secret verified each delivery (rotation: when the old secret's
- * series stops growing, it can be removed).
- */
-function webhookCounterText(receiver: HttpFaceDeps['receiver']): string {
-  const lines: string[] = [];
-  for (const [name, value] of Object.entries(receiver.counters)) {
-    const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-    const metric = `worker_webhooks_${snake}_total`;
-    lines.push(
-      `# HELP ${metric} webhooks ${snake.replace(/_/g, ' ')}`,
-      `# TYPE ${metric} counter`,
-      `${metric} ${value}`,
-    );
-  }
-  const verified = 'worker_webhooks_verified_total';
-  lines.push(
-    `# HELP ${verified} webhooks verified, by position of the signing secret`,
-    `# TYPE ${verified} counter`,
-  );
-  receiver.verifiedBySecret.forEach((value, index) =>
-    lines.push(`${verified}{secret="${index}"} ${value ?? 0}`),
-  );
-  return `${lines.join('\n')}\n`;
 }
 
 function portOf(server: Server): number | undefined {
@@ -104,14 +78,20 @@ export class HttpFace {
   constructor(deps: HttpFaceDeps) {
     this.deps = deps;
     this.webhookServer = createWebhookServer({
+      ...deps.limits,
       logger: deps.logger,
       handleWebhook: (raw, headers) => this.answerWebhook(raw, headers),
+      onShed: deps.metrics.webhooks.shed,
+      onRequestDone: deps.metrics.webhooks.requestDone,
     });
     this.opsServer = createOpsServer({
       logger: deps.logger,
       readiness: deps.readiness,
       liveness: deps.liveness,
-      metrics: async () => `${await deps.metrics.render()}${webhookCounterText(deps.receiver)}`,
+      startup: deps.startup,
+      acceptsWebhooks: deps.acceptsWebhooks,
+      ...(deps.routes ? { routes: deps.routes } : {}),
+      metrics: () => deps.metrics.render(),
     });
   }
 
@@ -160,13 +140,13 @@ export class HttpFace {
         try {
           const outcome = await this.answerWebhookUntraced(raw, headers);
           span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.status);
-          span.setAttribute('webhook.result', webhookResult(outcome));
-          this.deps.metrics.webhooks.add(1, { result: webhookResult(outcome) });
+          span.setAttribute('webhook.result', outcome.result);
+          this.deps.metrics.webhooks.delivered(outcome.result);
           return outcome;
         } catch (error) {
           span.setAttribute(ATTR_ERROR_TYPE, (error as Error).name);
           span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-          this.deps.metrics.webhooks.add(1, { result: 'failed' });
+          this.deps.metrics.webhooks.delivered('failed');
           throw error;
         } finally {
           span.end();
@@ -181,10 +161,12 @@ export class HttpFace {
     if (verdict?.ok === false)
       return Promise.resolve({
         status: 401,
+        result: 'refused',
         body: { detail: `invalid webhook signature: ${verdict.reason}` },
       });
     return Promise.resolve({
       status: 202,
+      result: 'starting',
       body: { accepted: false, detail: 'worker starting; the order is polled anyway' },
     });
   }

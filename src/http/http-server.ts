@@ -1,13 +1,32 @@
 // The worker's HTTP face: its two servers. The webhook server (HTTP_PORT, the only one a public Service exposes) serves
 // POST /webhooks/exchange and nothing else: bodies are read as raw bytes (verified before any JSON parsing), at
-// most 1 MiB, with bounded header and body time and a cap on concurrent connections, so slow or numerous
-// clients cannot hold it. The operations server (METRICS_PORT, cluster-internal) serves /healthz, /readyz and
+// most 1 MiB each and WEBHOOK_MAX_UNVERIFIED_BYTES all together (every body is unauthenticated until its signature
+// is checked, which needs the whole body), with bounded header and body time and a cap on concurrent connections,
+// so slow or numerous clients cannot hold it nor fill its memory. The operations server (METRICS_PORT, cluster-internal) serves /healthz, /readyz and
 // /metrics; the /metrics body comes from the one `metrics` function it is given.
 import http from 'node:http';
 import type { Logger } from '../telemetry/logger.ts';
 
+/**
+ * What became of a delivery, one per delivery (worker_webhooks_total{result}): routed (to its order, here or
+ * through Kafka), duplicate, unknown_order, kyc, refused (signature), unreadable (signed, not a payload we read),
+ * not_routed (the hint could not be written; the poll covers it), starting (acknowledged unrouted during start-up),
+ * failed (a bug of ours; acknowledged).
+ */
+export type WebhookResult =
+  | 'routed'
+  | 'duplicate'
+  | 'unknown_order'
+  | 'kyc'
+  | 'refused'
+  | 'unreadable'
+  | 'not_routed'
+  | 'starting'
+  | 'failed';
+
 export type WebhookOutcome =
-  { status: 200 | 202; body: Record<string, unknown> } | { status: 401; body: Record<string, unknown> };
+  | { status: 200 | 202; result: Exclude<WebhookResult, 'refused'>; body: Record<string, unknown> }
+  | { status: 401; result: 'refused'; body: Record<string, unknown> };
 
 export interface WebhookServerLimits {
   /** Largest accepted body (default 1 MiB). */
@@ -22,11 +41,29 @@ export interface WebhookServerLimits {
   headersTimeoutMs?: number;
   /** Time to receive the whole request, body included (default 4000 ms; the exchange gives up after 5 s). */
   requestTimeoutMs?: number;
+  /**
+   * Bytes of all the bodies read or being handled at once (default DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES): a body
+   * is unauthenticated until its signature is checked, once it is whole, so without this bound 1 MiB bodies on
+   * every allowed connection could hold gigabytes. A delivery past it is answered 503 with `Retry-After: 1` at once.
+   */
+  maxUnverifiedBytes?: number;
 }
+
+/** Why a delivery was turned away before it was read: the shared body budget, or the connection cap at accept. */
+export type WebhookShedReason = 'body_budget' | 'connections';
 
 export interface WebhookServerDeps extends WebhookServerLimits {
   logger: Logger;
   handleWebhook: (rawBody: Buffer, headers: http.IncomingHttpHeaders) => Promise<WebhookOutcome>;
+  /** A delivery turned away before it was read (metrics). */
+  onShed?: (reason: WebhookShedReason) => void;
+  /** Every answered request (http.server.request.duration); `route` is the webhook route, or undefined for a 404. */
+  onRequestDone?: (request: {
+    method: string;
+    route: string | undefined;
+    status: number;
+    seconds: number;
+  }) => void;
 }
 
 export interface OpsServerDeps {
@@ -36,6 +73,12 @@ export interface OpsServerDeps {
   metrics: () => string | Promise<string>;
   /** /healthz answers 503 when this says not alive (the orchestrator restarts the process). */
   liveness?: () => { alive: boolean; detail?: string };
+  /** /startupz answers 503 until this says started (every assigned partition restored once). */
+  startup?: () => { started: boolean; detail?: string };
+  /** /readyz/webhooks answers 503 once this says false (stopping): the webhook Service's readiness. */
+  acceptsWebhooks?: () => boolean;
+  /** Further routes (the read API): answers the request and returns true, or leaves it to the routes above. */
+  routes?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
 }
 
 export const webhookPath = '/webhooks/exchange';
@@ -66,8 +109,16 @@ function pathOf(req: http.IncomingMessage): string {
  */
 export const DEFAULT_WEBHOOK_MAX_CONNECTIONS = 4_096;
 
+/**
+ * The default budget of unverified body bytes: 4,096 deliveries (the connection cap) of 4 KiB, twice the size of the
+ * order representation the exchange sends, in flight at once; a flood of large unsigned bodies gets 503s past it.
+ */
+export const DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES = 16 * 1_048_576;
+
 export function createWebhookServer(deps: WebhookServerDeps): http.Server {
   const maxBody = deps.maxBodyBytes ?? 1_048_576;
+  const maxUnverified = deps.maxUnverifiedBytes ?? DEFAULT_WEBHOOK_MAX_UNVERIFIED_BYTES;
+  let unverifiedBytes = 0;
   const requestTimeout = deps.requestTimeoutMs ?? 4_000;
   const server = http.createServer(
     {
@@ -79,28 +130,63 @@ export function createWebhookServer(deps: WebhookServerDeps): http.Server {
       maxHeaderSize: 16_384,
     },
     (req, res) => {
-      if (pathOf(req) !== webhookPath) return send(res, 404, { detail: 'not found' });
+      const startedAt = performance.now();
+      const route = pathOf(req) === webhookPath ? webhookPath : undefined;
+      res.once('finish', () =>
+        deps.onRequestDone?.({
+          method: req.method ?? 'GET',
+          route,
+          status: res.statusCode,
+          seconds: (performance.now() - startedAt) / 1000,
+        }),
+      );
+      if (route === undefined) return send(res, 404, { detail: 'not found' });
       if (req.method !== 'POST') {
         res.setHeader('allow', 'POST');
         return send(res, 405, { detail: 'method not allowed' });
       }
-      const tooLarge = (): void => {
+      // This request's share of the unverified budget, returned when its answer is sent or its connection dies.
+      let reserved = 0;
+      const reserve = (bytes: number): boolean => {
+        if (bytes <= reserved) return true;
+        if (unverifiedBytes + bytes - reserved > maxUnverified) return false;
+        unverifiedBytes += bytes - reserved;
+        reserved = bytes;
+        return true;
+      };
+      res.once('close', () => {
+        unverifiedBytes -= reserved;
+        reserved = 0;
+      });
+      let refused = false;
+      const refuse = (status: 413 | 503, detail: string): void => {
+        refused = true;
+        chunks.length = 0;
         if (res.headersSent) return;
         res.setHeader('connection', 'close');
+        if (status === 503) res.setHeader('retry-after', '1');
         res.once('finish', () => req.destroy());
-        send(res, 413, { detail: `body larger than ${maxBody} bytes` });
+        send(res, status, { detail });
       };
+      const tooLarge = (): void => refuse(413, `body larger than ${maxBody} bytes`);
+      const busy = (): void => {
+        if (!refused) deps.onShed?.('body_budget');
+        refuse(503, 'too many webhook bodies in flight; retry');
+      };
+      const chunks: Buffer[] = [];
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBody) return tooLarge();
-      const chunks: Buffer[] = [];
+      if (Number.isFinite(declared) && !reserve(declared)) return busy();
       let size = 0;
       req.on('data', (chunk: Buffer) => {
+        if (refused) return;
         size += chunk.length;
         if (size > maxBody) return tooLarge();
+        if (!reserve(size)) return busy();
         chunks.push(chunk);
       });
       req.on('end', () => {
-        if (size > maxBody) return;
+        if (refused) return;
         deps
           .handleWebhook(Buffer.concat(chunks), req.headers)
           .then((outcome) => send(res, outcome.status, outcome.body))
@@ -114,12 +200,15 @@ export function createWebhookServer(deps: WebhookServerDeps): http.Server {
     },
   );
   server.maxConnections = deps.maxConnections ?? DEFAULT_WEBHOOK_MAX_CONNECTIONS;
+  // Emitted for each connection closed at accept because maxConnections are open.
+  server.on('drop', () => deps.onShed?.('connections'));
   return server;
 }
 
 export function createOpsServer(deps: OpsServerDeps): http.Server {
   const server = http.createServer({ headersTimeout: 5_000, requestTimeout: 10_000 }, (req, res) => {
     const path = pathOf(req);
+    if (deps.routes?.(req, res)) return;
     if (req.method !== 'GET') return send(res, 405, { detail: 'method not allowed' });
     if (path === '/healthz') {
       // Dead when the command consumer crashed for good: the orchestrator restarts the process.
@@ -131,6 +220,17 @@ export function createOpsServer(deps: OpsServerDeps): http.Server {
           ? { status: 'alive' }
           : { status: 'dead', ...(live.detail ? { detail: live.detail } : {}) },
       );
+    }
+    if (path === '/startupz') {
+      const startup = deps.startup?.() ?? { started: true };
+      return send(res, startup.started ? 200 : 503, {
+        status: startup.started ? 'started' : 'starting',
+        ...(startup.detail ? { detail: startup.detail } : {}),
+      });
+    }
+    if (path === '/readyz/webhooks') {
+      const accepting = deps.acceptsWebhooks?.() ?? true;
+      return send(res, accepting ? 200 : 503, { status: accepting ? 'accepting' : 'stopping' });
     }
     if (path === '/readyz') {
       deps

@@ -148,7 +148,11 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
       },
       'signed webhook could not be read; acknowledged (202) and recorded here',
     );
-    return { status: 202, body: { accepted: false, detail: `unreadable webhook recorded: ${problem}` } };
+    return {
+      status: 202,
+      result: 'unreadable',
+      body: { accepted: false, detail: `unreadable webhook recorded: ${problem}` },
+    };
   };
 
   const forget = (uniqueReference: string, status: string): void => {
@@ -190,17 +194,21 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
     if (settled.kind === 'done') {
       counters.kyc++;
       log.info({ uniqueReference: normalized.uniqueReference }, 'KYC webhook recorded');
-      return { status: 200, body: { accepted: true, kind: 'kyc' } };
+      return { status: 200, result: 'kyc', body: { accepted: true, kind: 'kyc' } };
     }
     if (settled.kind === 'failed') {
       hintFailed(what, settled.error);
-      return { status: 202, body: { accepted: false, kind: 'kyc', detail: 'could not be recorded' } };
+      return {
+        status: 202,
+        result: 'not_routed',
+        body: { accepted: false, kind: 'kyc', detail: 'could not be recorded' },
+      };
     }
     publishing.then(
       () => counters.kyc++,
       (error: unknown) => hintFailed(what, error),
     );
-    return { status: 202, body: { accepted: true, kind: 'kyc', detail: 'being recorded' } };
+    return { status: 202, result: 'kyc', body: { accepted: true, kind: 'kyc', detail: 'being recorded' } };
   };
 
   const answerOrder = async (
@@ -215,7 +223,7 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
         { uniqueReference, status },
         'webhook for an order this worker does not know; acknowledged and ignored',
       );
-      return { status: 202, body: { accepted: false, detail: 'unknown order' } };
+      return { status: 202, result: 'unknown_order', body: { accepted: false, detail: 'unknown order' } };
     }
     const receivedAt = new Date(deps.now()).toISOString();
     // Redis slow or down: the delivery counts as first seen (at-least-once; a hint is only a poll).
@@ -236,7 +244,7 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
       counters.duplicates++;
       // A bug of ours is recorded even for a redelivery (its mark stays: the first delivery set it).
       if (live.kind === 'failed') hintFailed(what, live.error);
-      return { status: 200, body: { accepted: true, duplicate: true } };
+      return { status: 200, result: 'duplicate', body: { accepted: true, duplicate: true } };
     }
     const routing =
       live.kind === 'failed'
@@ -254,13 +262,14 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
     const routed = await within(routing, deadline - performance.now());
     if (routed.kind === 'done') {
       counters.routed++;
-      return { status: 200, body: { accepted: true } };
+      return { status: 200, result: 'routed', body: { accepted: true } };
     }
     if (routed.kind === 'failed') {
       hintFailed(what, routed.error);
       forget(uniqueReference, status);
       return {
         status: 202,
+        result: 'not_routed',
         body: { accepted: false, detail: 'hint not routed; the order is polled anyway' },
       };
     }
@@ -271,7 +280,7 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
         forget(uniqueReference, status);
       },
     );
-    return { status: 202, body: { accepted: true, detail: 'hint being routed' } };
+    return { status: 202, result: 'routed', body: { accepted: true, detail: 'hint being routed' } };
   };
 
   const handle = async (raw: Buffer, headers: IncomingHttpHeaders): Promise<WebhookOutcome> => {
@@ -282,7 +291,11 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
       if (!verdict.ok) {
         counters.refused++;
         log.warn({ reason: verdict.reason }, 'webhook refused: signature check failed');
-        return { status: 401, body: { detail: `invalid webhook signature: ${verdict.reason}` } };
+        return {
+          status: 401,
+          result: 'refused',
+          body: { detail: `invalid webhook signature: ${verdict.reason}` },
+        };
       }
       verifiedBySecret[verdict.secretIndex] = (verifiedBySecret[verdict.secretIndex] ?? 0) + 1;
     }
@@ -301,7 +314,7 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): {
     } catch (error) {
       // A bug of ours must not count against the endpoint either.
       log.error({ err: { message: errorText(error) } }, 'webhook handling failed; acknowledged (202)');
-      return { status: 202, body: { accepted: false, detail: 'not processed' } };
+      return { status: 202, result: 'failed', body: { accepted: false, detail: 'not processed' } };
     }
   };
   return { handle, counters, verifiedBySecret };

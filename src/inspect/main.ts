@@ -21,11 +21,13 @@ import {
 } from './order-report.ts';
 import { renderReport, renderTimelineEntry } from './render.ts';
 import { readTopic, type TopicMessage } from '../kafka/topic-reader.ts';
+import { fleetCommands, fleetUsage, runFleetCommand } from './fleet-commands.ts';
 
 const usage = `usage: exchange-order-inspect <order_id | unique_reference> [--follow] [--json]
   reads the worker's topics and Redis with the worker's variables (KAFKA_BROKERS, REDIS_URL, TOPIC_*, CONSUMER_GROUP)
   --follow  keep printing the order's new events until Ctrl-C
-  --json    one JSON document (with --follow: then one JSON line per new event)`;
+  --json    one JSON document (with --follow: then one JSON line per new event)
+${fleetUsage}`;
 
 function parseJson(value: Buffer | null): unknown {
   if (value === null) return undefined;
@@ -53,6 +55,8 @@ function eventOf(message: TopicMessage): EventOnTopic | undefined {
 }
 
 async function main(): Promise<number> {
+  const command = process.argv[2];
+  if (command !== undefined && fleetCommands.has(command)) return runFleetCommand(process.argv.slice(2));
   let args;
   try {
     args = parseArgs({

@@ -47,6 +47,17 @@ const durableMachineSchema = z
           .nullable()
           .optional(),
         order: z.object({ uniqueReference: z.string().optional() }).loose().nullable().optional(),
+        parkedRechecks: z.number().optional(),
+        lookupUnreachableAt: z.number().nullable().optional(),
+        pendingIntent: z
+          .object({
+            kind: z.string().optional(),
+            reference: z.string().nullable().optional(),
+            foreign: z.array(z.string()).optional(),
+          })
+          .loose()
+          .nullable()
+          .optional(),
       })
       .loose(),
   })
@@ -97,6 +108,13 @@ export interface ParkedView {
   attempts: number | null;
   tried: string[];
   rateId: string | null;
+  /**
+   * What the order does about it on its own: when it re-checks the evidence next, or that it stopped (its lookup
+   * can never finish: only order.settle ends it). Null when the state record does not say.
+   */
+  recheck: string | null;
+  /** The exchange order its POST was answered with, when it knows one, and whether another order holds it. */
+  knownReference: { uniqueReference: string; heldElsewhere: boolean } | null;
   actions: OperatorAction[];
 }
 
@@ -163,8 +181,19 @@ function str(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
+/** An end's unrecorded deposit, for its summary (docs/operations.md, "Deposits not recorded"). */
+function unrecordedDepositNote(fields: Record<string, unknown>): string {
+  const deposit = fields['unrecorded_deposit'] as Record<string, unknown> | undefined;
+  if (deposit === undefined || deposit === null || typeof deposit !== 'object') return '';
+  return `; deposit ${str(deposit['tx_hash']) ?? '?'} NOT recorded at the exchange (${str(deposit['state']) ?? '?'})`;
+}
+
 function summaryOf(event: PublishedEvent): string {
   const f = event as Record<string, unknown>;
+  return endSummaryOf(event, f) + (terminalTypes.has(event.type) ? unrecordedDepositNote(f) : '');
+}
+
+function endSummaryOf(event: PublishedEvent, f: Record<string, unknown>): string {
   switch (event.type) {
     case 'order.quoted':
       return `rate ${str(f['rate']) ?? '?'} (rate_id ${str(f['rate_id']) ?? '?'})`;
@@ -200,8 +229,34 @@ function iso(ms: number): string {
 /** The field of a printed command the operator fills in (the kcat line reads it from the shell variable REF). */
 export const REFERENCE_PLACEHOLDER = '<UNIQUE_REFERENCE>';
 
+type DurableContext = z.infer<typeof durableMachineSchema>['context'];
+
+/** A parked order's own re-checks, as its state record says: next one, or stopped for good. */
+function recheckOf(context: DurableContext | undefined): string | null {
+  if (!context) return null;
+  if (typeof context.lookupUnreachableAt === 'number')
+    return `stopped since ${iso(context.lookupUnreachableAt)}: its lookup can never finish (the window is past the page cap); only order.settle ends it`;
+  if (typeof context.retryAt !== 'number') return null;
+  const made = context.parkedRechecks ?? 0;
+  return `next at ${iso(context.retryAt)} (${made} made so far; each one that changes nothing doubles the wait, up to 6 h by default)`;
+}
+
+function knownReferenceOf(context: DurableContext | undefined): ParkedView['knownReference'] {
+  const intent = context?.pendingIntent;
+  if (intent?.kind !== 'create' || typeof intent.reference !== 'string') return null;
+  return {
+    uniqueReference: intent.reference,
+    heldElsewhere: (intent.foreign ?? []).includes(intent.reference),
+  };
+}
+
 /** The parked view and what an operator can do, when the order's last word is order.parked. */
-function parkedOf(orderId: string, events: PublishedEvent[], now: number): ParkedView | null {
+function parkedOf(
+  orderId: string,
+  events: PublishedEvent[],
+  now: number,
+  context?: DurableContext,
+): ParkedView | null {
   const lastParked = events.findLast((e) => e.type === 'order.parked');
   if (!lastParked) return null;
   const after = events.filter((e) => e.seq > lastParked.seq);
@@ -217,6 +272,8 @@ function parkedOf(orderId: string, events: PublishedEvent[], now: number): Parke
     attempts: typeof f['attempts'] === 'number' ? f['attempts'] : null,
     tried: Array.isArray(f['tried']) ? f['tried'].map(String) : [],
     rateId: str(f['rate_id']),
+    recheck: recheckOf(context),
+    knownReference: knownReferenceOf(context),
     actions: [
       {
         resolution: 'adopt',
@@ -262,7 +319,7 @@ export function describeOrder(input: {
       `state record's machine does not have the expected shape: ${machine.error.issues[0]?.message}`,
     );
   const durable = machine?.success ? machine.data : null;
-  const parked = parkedOf(orderId, events, now);
+  const parked = parkedOf(orderId, events, now, durable?.context);
   const terminalEvent = events.findLast((e) => terminalTypes.has(e.type));
   const created = events.find((e) => e.type === 'order.created');
   const statusEvent = events.findLast((e) => e.type === 'order.status_changed');

@@ -59,11 +59,25 @@ export function renderReport(report: OrderReport, ctx: { brokers: string[]; comm
     );
     lines.push(`  attempts   ${p.attempts ?? '?'} POST /orders/; rate_id ${p.rateId ?? '-'}`);
     if (p.tried.length) lines.push(`  checked    ${p.tried.join('; ')}`);
+    if (p.knownReference)
+      lines.push(
+        `  answered   ${p.knownReference.uniqueReference}${p.knownReference.heldElsewhere ? ' (made by this order, held by another: do not adopt it here)' : ' (its POST was answered with it; check it first)'}`,
+      );
+    if (p.recheck) lines.push(`  re-checks  ${p.recheck}`);
     lines.push('  what an operator can do (a command on the commands topic, key = order_id):');
+    lines.push(
+      '  (the inspector settle commands sign with OPERATOR_KEY_FILE; the kcat lines are unsigned, which a worker with OPERATOR_PUBLIC_KEYS refuses: settle ... --dry-run prints them signed)',
+    );
+    const seq = report.state ? ` --seq ${report.state.seq}` : '';
     for (const action of p.actions) {
       lines.push(`  - ${action.resolution}: ${action.when}`);
+      // Signed with OPERATOR_KEY_FILE (the worker refuses an unsigned order.settle); --dry-run prints the signed kcat line.
+      lines.push(
+        `    npm run -s inspect -- settle ${report.orderId} ${action.resolution === 'adopt' ? 'adopt <UNIQUE_REFERENCE>' : 'abandon'}${seq}`,
+      );
       lines.push(`    ${kcatLine(action.command, ctx.brokers, ctx.commandsTopic)}`);
     }
+    lines.push(`  find the exchange order: npm run -s inspect -- find-exchange-order ${report.orderId}`);
   }
 
   lines.push('', 'timeline');

@@ -188,6 +188,7 @@ export class OrderStateStore {
   private readonly logger: Logger;
   private readonly catchUpTimeoutMs: number;
   private readonly onReference: ((reference: string, orderId: string, partition: number) => void) | undefined;
+  private readonly onRecord: ((record: OrderRecord | { forgotten: string }) => void) | undefined;
   private stopped = false;
   invalidRecords = 0;
 
@@ -204,6 +205,8 @@ export class OrderStateStore {
      * composition root publishes "reference -> order, partition" for replicas that do not hold the partition.
      */
     onReference?: (reference: string, orderId: string, partition: number) => void;
+    /** Told of every record accepted as an order's newest (any partition), and of every order forgotten. */
+    onRecord?: (record: OrderRecord | { forgotten: string }) => void;
   }) {
     this.catchUpTimeoutMs = catchUpTimeoutFor(opts.transactionTimeoutMs);
     this.kafka = opts.kafka;
@@ -212,6 +215,7 @@ export class OrderStateStore {
     this.writer = opts.writer;
     this.logger = opts.logger.child({ component: 'state-store' });
     this.onReference = opts.onReference;
+    this.onRecord = opts.onRecord;
   }
 
   async start(): Promise<void> {
@@ -330,6 +334,7 @@ export class OrderStateStore {
       if (!newer(record, this.foreign.get(orderId))) return;
       this.foreign.set(orderId, record, record.unique_reference);
       this.foreignPartitions.add(record.partition);
+      this.onRecord?.(record);
       return;
     }
     // A partition read again from its beginning (owned again): its orders' last records replace where they lived.
@@ -337,6 +342,7 @@ export class OrderStateStore {
     if (!newer(record, this.records.get(orderId) ?? located)) return;
     if (located) this.foreign.delete(orderId);
     this.records.set(orderId, record.terminal ? compact(record) : record);
+    this.onRecord?.(record);
     const reference = record.unique_reference;
     if (reference && this.references.get(reference) !== orderId) {
       this.references.set(reference, orderId);
@@ -404,6 +410,7 @@ export class OrderStateStore {
 
   /** Drops an order (its tombstone was written or read): from here on it has no record. */
   forget(orderId: string): void {
+    this.onRecord?.({ forgotten: orderId });
     const record = this.records.get(orderId);
     if (!record) {
       this.foreign.delete(orderId);

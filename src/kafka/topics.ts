@@ -3,7 +3,9 @@
 // the orders of the partitions it is assigned). An existing commands topic decides the partition count.
 // Then checks how long the commands topic may keep a command: a create replayed after the worker forgot its finished
 // order (its retention, then its retired home) would be taken for a new order, so a topic that keeps commands longer
-// is reported at start (error log), with the settings to change.
+// is reported at start (error log), with the settings to change. An existing state topic must be compacted and only
+// compacted: with `delete` in its cleanup.policy the broker drops an open order's only durable record once it is past
+// retention.ms, so start-up is refused (topics the worker creates are compacted).
 import kafkajs from 'kafkajs';
 import { z } from 'zod';
 import { KafkaClient } from './kafka-client.ts';
@@ -119,6 +121,7 @@ export async function ensureTopics(
         `${topics.state} has ${statePartitions} partitions but ${topics.commands} has ${partitions}; they must match`,
       );
     }
+    await requireCompactedState(admin, topics.state);
     if (options.replayRecognisedForMs === undefined) return { partitions };
     const commandLifetimeMs = await checkCommandsRetention(
       admin,
@@ -132,6 +135,47 @@ export async function ensureTopics(
   }
 }
 
+type Admin = ReturnType<ReturnType<typeof KafkaClient.kafkajs>['admin']>;
+
+/** One topic's configuration entries, as the broker describes them (the principal needs DescribeConfigs). */
+async function describeTopic(admin: Admin, topic: string, names: string[]): Promise<Record<string, string>> {
+  const described = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: names }],
+  });
+  const resource = described.resources.find((r) => r.resourceName === topic);
+  if (!resource || resource.errorCode !== 0)
+    throw new Error(resource?.errorMessage || `no description of topic ${topic}`);
+  return Object.fromEntries(resource.configEntries.map((entry) => [entry.configName, entry.configValue]));
+}
+
+/**
+ * Refuses a state topic whose cleanup.policy is anything but `compact` (`delete`, `compact,delete`): the state topic
+ * is the only record of every open order, and deletion by retention would lose the ones that rest longer than it.
+ * A topic that cannot be described is refused too: the check is what start-up relies on.
+ */
+async function requireCompactedState(admin: Admin, topic: string): Promise<void> {
+  let policy: string | undefined;
+  try {
+    policy = (await describeTopic(admin, topic, ['cleanup.policy']))['cleanup.policy'];
+  } catch (error) {
+    throw new WorkerError(
+      'state_topic_undescribed',
+      `cannot read the cleanup.policy of the state topic ${topic} (${(error as Error).message}); the worker needs DescribeConfigs on it`,
+      { cause: error },
+    );
+  }
+  const policies = (policy ?? '')
+    .split(',')
+    .map((each) => each.trim())
+    .filter(Boolean);
+  if (policies.length !== 1 || policies[0] !== 'compact')
+    throw new WorkerError(
+      'state_topic_not_compacted',
+      `the state topic ${topic} has cleanup.policy=${policy ?? '(none)'}; it must be compact only (kafka-configs.sh --alter --entity-type topics --entity-name ${topic} --add-config cleanup.policy=compact), or the broker deletes open orders' records`,
+    );
+}
+
 const dayMs = 86_400_000;
 const days = (ms: number): number | string =>
   Number.isFinite(ms) ? Math.round((ms / dayMs) * 10) / 10 : 'for ever';
@@ -142,28 +186,15 @@ const days = (ms: number): number | string =>
  * read (a principal without DescribeConfigs on the topic: reported as a warning, the worker starts all the same).
  */
 async function checkCommandsRetention(
-  admin: ReturnType<ReturnType<typeof KafkaClient.kafkajs>['admin']>,
+  admin: Admin,
   topic: string,
   recognisedForMs: number,
   logger: Logger,
 ): Promise<number | undefined> {
   let settings: z.infer<typeof commandsRetentionSchema>;
   try {
-    const described = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [
-        {
-          type: ConfigResourceTypes.TOPIC,
-          name: topic,
-          configNames: ['retention.ms', 'segment.ms', 'cleanup.policy'],
-        },
-      ],
-    });
-    const resource = described.resources.find((r) => r.resourceName === topic);
-    if (!resource || resource.errorCode !== 0)
-      throw new Error(resource?.errorMessage || `no description of topic ${topic}`);
     settings = commandsRetentionSchema.parse(
-      Object.fromEntries(resource.configEntries.map((entry) => [entry.configName, entry.configValue])),
+      await describeTopic(admin, topic, ['retention.ms', 'segment.ms', 'cleanup.policy']),
     );
   } catch (error) {
     logger.warn(

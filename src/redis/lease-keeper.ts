@@ -1,9 +1,10 @@
 // Keeps the leases this process holds alive and says, before every action, whether one may still act.
-// A lease is only trusted up to lastRenewedAt + ttl - safetyMargin on the local clock (lastRenewedAt is taken
-// before the renewal was SENT, so it never overstates): past that, Redis may have expired it and given the
+// A lease is only trusted up to lastRenewedAt + ttl - safetyMargin on the local monotonic clock (lastRenewedAt is
+// taken before the renewal was SENT, so it never overstates; a wall-clock step changes nothing, monotonic-clock.ts): past that, Redis may have expired it and given the
 // order to another replica, whether because Redis was unreachable or because this process was paused (GC,
 // CPU throttling, a stopped container). Once a lease is reported lost it stays lost: re-acquire for a new fence.
 import type { WorkerError } from '../errors.ts';
+import { monotonicNow } from './monotonic-clock.ts';
 import { invalidArgument, toRedisWorkerError } from './redis-errors.ts';
 import type { LeaseGrant, OrderLease } from './order-lease.ts';
 
@@ -23,6 +24,7 @@ export interface LeaseKeeperOptions {
   safetyMarginMs?: number;
   /** Delay between attempts after a failed renewal (default: min(ttl/3, 500 ms)). */
   retryDelayMs?: number;
+  /** The clock of `LeaseGrant.acquiredAt` (default: monotonic milliseconds, as OrderLease stamps its grants). */
   now?: () => number;
 }
 
@@ -47,7 +49,7 @@ export class LeaseKeeper {
   constructor(lease: OrderLease, opts: LeaseKeeperOptions) {
     this.#lease = lease;
     this.#opts = opts;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? monotonicNow;
   }
 
   /** Starts renewing a fresh grant every ttl/3. Replaces a grant kept earlier for the same order. */

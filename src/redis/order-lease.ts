@@ -3,6 +3,7 @@
 // restarted empty (the caller passes the highest fence it recorded in Kafka as `minFence`); downstream writes
 // carry the fence so a stale holder's late writes can be rejected. Only the token holder renews or releases.
 import { WorkerError } from '../errors.ts';
+import { monotonicNow } from './monotonic-clock.ts';
 import { invalidArgument, redisErrorCodes, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort } from './redis-port.ts';
 
@@ -12,7 +13,10 @@ export interface LeaseGrant {
   /** Fencing token: strictly greater than every fence handed out before for this order. */
   readonly fence: number;
   readonly ttlMs: number;
-  /** Local clock (epoch ms) just BEFORE the acquire was sent: the lease is ours at most until acquiredAt + ttlMs. */
+  /**
+   * The local monotonic clock (monotonic-clock.ts, not epoch ms) just BEFORE the acquire was sent: the lease is ours at
+   * most until acquiredAt + ttlMs.
+   */
   readonly acquiredAt: number;
 }
 
@@ -69,7 +73,7 @@ export class OrderLease {
   constructor(redis: RedisPort, opts: OrderLeaseOptions = {}) {
     this.#redis = redis;
     this.#fenceRetentionMs = opts.fenceRetentionMs ?? defaultFenceRetentionMs;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? monotonicNow;
   }
 
   /**

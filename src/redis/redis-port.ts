@@ -27,6 +27,15 @@ export interface RedisScriptCommands {
   leaseHolder(leaseKey: string): Promise<[string, number] | null>;
   /** quote-cooldown-1.lua: -1 when granted, else the cooldown's remaining milliseconds. */
   quoteCooldown(cooldownKey: string, cooldownMs: number, token?: string): Promise<number>;
+  /**
+   * create-in-flight-1.lua: "open" (a mark for `ttlMs`) and "close" answer 1; "others": the milliseconds until the
+   * last mark of another order than `orderId` expires, 0 when none is out.
+   */
+  createInFlight(
+    siblingKey: string,
+    ...args:
+      ['open', orderId: string, ttlMs: number] | ['close', orderId: string] | ['others', orderId: string]
+  ): Promise<number>;
   /** reference-claim-1.lua: 1 when the reference is claimed by `orderId` (now or before), 0 when by another. */
   referenceClaim(claimKey: string, orderId: string, retentionMs: number): Promise<number>;
   /**

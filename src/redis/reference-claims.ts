@@ -13,6 +13,8 @@ const claimRetentionMs = 30 * 24 * 3_600_000;
 export interface ReferenceClaims {
   /** True when `uniqueReference` is now (or already was) claimed by `orderId`; false when another order holds it. */
   claim(uniqueReference: string, orderId: string): Promise<boolean>;
+  /** The order that claimed `uniqueReference`, null when none has: a read, nothing is taken. */
+  owner(uniqueReference: string): Promise<string | null>;
 }
 
 export function referenceClaimKey(uniqueReference: string): string {
@@ -23,12 +25,21 @@ export function referenceClaimKey(uniqueReference: string): string {
 const maxRecentClaims = 10_000;
 
 export class RedisReferenceClaims implements ReferenceClaims {
-  readonly #redis: Pick<RedisPort, 'referenceClaim'>;
+  readonly #redis: Pick<RedisPort, 'referenceClaim' | 'get'>;
   /** reference -> order id: claims taken here whose route was not published yet (see reassert). */
   readonly #recent = new Map<string, string>();
 
-  constructor(redis: Pick<RedisPort, 'referenceClaim'>) {
+  constructor(redis: Pick<RedisPort, 'referenceClaim' | 'get'>) {
     this.#redis = redis;
+  }
+
+  async owner(uniqueReference: string): Promise<string | null> {
+    try {
+      return await this.#redis.get(referenceClaimKey(uniqueReference));
+    } catch (error) {
+      // Not knowing is not "nobody": the caller must not conclude anything from it.
+      throw toRedisWorkerError(error, 'reference claim owner');
+    }
   }
 
   async claim(uniqueReference: string, orderId: string): Promise<boolean> {

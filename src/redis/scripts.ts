@@ -13,6 +13,7 @@ const scriptFiles: Record<keyof RedisScriptCommands, string> = {
   leaseRelease: 'lease-release-1.lua',
   leaseHolder: 'lease-holder-1.lua',
   quoteCooldown: 'quote-cooldown-1.lua',
+  createInFlight: 'create-in-flight-1.lua',
   referenceClaim: 'reference-claim-1.lua',
   requestBudget: 'request-budget-2.lua',
 };

@@ -109,7 +109,7 @@ export function startTelemetry(opts: {
     // Logs stay JSON lines on stdout (pino), correlated by trace_id/span_id; no OTLP log export.
     logRecordProcessors: [],
     instrumentations: [
-      // Event-loop delay, event-loop utilisation, heap spaces (nodejs_eventloop_*, v8js_*).
+      // Event-loop delay, event-loop utilisation, heap spaces (nodejs_eventloop_*_seconds, v8js_*_bytes on /metrics).
       new RuntimeNodeInstrumentation(),
       // Redis commands issued for a traced piece of work (leases, the budget); lease renewals on their own timers
       // would be one trace each, so only commands with a parent span are recorded, and only their names. Without

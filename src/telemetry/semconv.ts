@@ -14,6 +14,7 @@ export {
   ATTR_SERVICE_VERSION,
   ATTR_URL_FULL,
   ATTR_URL_PATH,
+  ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
 
 export const ATTR_MESSAGING_SYSTEM = 'messaging.system' as const;

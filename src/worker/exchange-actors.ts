@@ -3,25 +3,24 @@
 // binding it owns). Before every call with a side effect, an actor waits until the order's latest state (which
 // names the intent) is durable in Kafka; the machine's status GET, a read, waits for no write. Every request checks
 // that this replica still holds the order's lease as it leaves; failures reach the machine as plain ExchangeFailure
-// objects stamped with the runtime's clock.
-import type { ExchangeFailure, ExchangeOrderView } from '../../machines/domain.ts';
+// objects stamped with the runtime's clock. The create path (POST, the lookup of a create in doubt, adoption) lives
+// in create-actors.ts, on the same fencing.
+import { sameTransactionHash, type CreateEvidence, type ExchangeFailure } from '../../machines/domain.ts';
 import type {
-  CreateOrderInput,
   FetchOrderInput,
   FetchOrderOutput,
   OrderActorFunctions,
   QuoteRequest,
 } from '../../machines/order-types.ts';
-import { sameAddress } from '../exchange/address-match.ts';
 import { checkAddressPairing } from '../exchange/address-pairing.ts';
 import type { CurrencyCatalog } from '../exchange/currency-catalog.ts';
-import type { ExchangeClient } from '../exchange/client.ts';
+import { createOrderTimeoutMs, type ExchangeClient } from '../exchange/client.ts';
 import { toExchangeFailure } from '../exchange/errors.ts';
-import type { CreateOrderRequest } from '../exchange/schemas.ts';
 import { randomUUID } from 'node:crypto';
+import type { CreatesInFlight } from '../redis/creates-in-flight.ts';
 import type { CooldownDecision, QuoteCooldown } from '../redis/quote-cooldown.ts';
-import { sameDecimal } from '../decimal.ts';
 import type { ReferenceClaims } from '../redis/reference-claims.ts';
+import { createActors, type CreateActorDeps, type CreateDoubt } from './create-actors.ts';
 import { statusReadsAtCapacity, type OrderBarrier } from './machine-binding.ts';
 
 export type { OrderBarrier };
@@ -31,6 +30,10 @@ export interface ExchangeActorDeps {
   cooldown: QuoteCooldown;
   /** Who owns which exchange order across the fleet (taken before an order adopts or records a reference). */
   claims: ReferenceClaims;
+  /** The CeFi POSTs out right now, per siblings: a lookup takes nothing another order's POST may be making. */
+  inFlight: CreatesInFlight;
+  /** Told of each create that did not end as its POST's answer suggested (a metric and a log line). */
+  onCreateDoubt?: (doubt: CreateDoubt) => void;
   now: () => number;
   /** The exchange's currency and network records (cached); absent = the pairing check is skipped. */
   catalog?: Pick<CurrencyCatalog, 'snapshot'>;
@@ -38,8 +41,13 @@ export interface ExchangeActorDeps {
   onUnchecked?: (orderId: string, unchecked: readonly string[]) => void;
   /** How far before the create in doubt to look for the order it may have created (clock skew allowance). */
   lookupSkewMs?: number;
-  /** A safety cap on pages of GET /orders/; reaching it makes the lookup inconclusive (retried), never "not found". */
+  /**
+   * A safety cap on pages of GET /orders/; reaching it before the window means the lookup can never finish
+   * (lookup_unreachable: the order stays parked, not re-checked), never "not found".
+   */
   maxLookupPages?: number;
+  /** How long a POST's mark for sibling lookups stays up at most (default: twice the create timeout). */
+  createMarkMs?: number;
   /**
    * Status reads of orders (GET /orders/{ref}/: polls, hints' GETs, polls made at rest) that may be out at once,
    * waiting for the request budget or the exchange (default: no cap; main.ts: what the budget admits in 30 s). One
@@ -67,6 +75,7 @@ class ActorFailure extends Error implements ExchangeFailure {
   readonly code: string;
   readonly httpStatus?: number;
   readonly retryAfterMs?: number;
+  readonly evidence?: CreateEvidence;
   readonly at: number;
 
   constructor(failure: ExchangeFailure, at: number) {
@@ -76,6 +85,7 @@ class ActorFailure extends Error implements ExchangeFailure {
     this.code = failure.code;
     if (failure.httpStatus !== undefined) this.httpStatus = failure.httpStatus;
     if (failure.retryAfterMs !== undefined) this.retryAfterMs = failure.retryAfterMs;
+    if (failure.evidence !== undefined) this.evidence = failure.evidence;
     this.at = at;
   }
 }
@@ -110,44 +120,22 @@ export interface ExchangeActors {
   pollResting: (input: FetchOrderInput, mayAsk: () => void, signal: AbortSignal) => Promise<FetchOrderOutput>;
 }
 
-/** Does this exchange order look like the one this create asked for? */
-function matchesCreate(order: ExchangeOrderView, create: CreateOrderInput): boolean {
-  return (
-    order.depositCurrency.toUpperCase() === create.depositCurrency.toUpperCase() &&
-    order.withdrawCurrency.toUpperCase() === create.withdrawCurrency.toUpperCase() &&
-    sameAddress(order.withdrawAddress, create.withdrawAddress) &&
-    (create.withdrawAddressExtraId === null ||
-      order.withdrawAddressExtraId === create.withdrawAddressExtraId) &&
-    (create.refundAddress === null || sameAddress(order.refundAddress, create.refundAddress)) &&
-    (create.depositAmount === null || sameDecimal(order.depositAmount, create.depositAmount)) &&
-    (create.withdrawAmount === null ||
-      create.depositAmount !== null ||
-      sameDecimal(order.withdrawAmount, create.withdrawAmount))
-  );
-}
-
-/** Transaction hashes in hex are case-insensitive; any other spelling must match exactly. */
-function sameTransactionHash(a: string, b: string): boolean {
-  const hex = /^(0x)?[0-9a-f]+$/i;
-  return a === b || (hex.test(a) && hex.test(b) && a.toLowerCase() === b.toLowerCase());
-}
-
-/** True when a page of GET /orders/ is newest first (then a page entirely before the window ends the scan). */
-function newestFirst(orders: readonly ExchangeOrderView[]): boolean {
-  for (let i = 1; i < orders.length; i++) {
-    if (Date.parse(orders[i - 1]?.createdOn ?? '') < Date.parse(orders[i]?.createdOn ?? '')) return false;
-  }
-  return true;
-}
-
 export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
   const { client, now } = deps;
   let inflight = 0;
   const calls = new Map<string, Set<Promise<unknown>>>();
-  const skew = deps.lookupSkewMs ?? 120_000;
   /** The cooldown slot each order holds between acquireQuoteSlot and its request (token, window). */
   const quoteSlots = new Map<string, { token: string; cooldownMs: number }>();
-  const maxPages = deps.maxLookupPages ?? 1_000;
+  const createDeps: CreateActorDeps = {
+    client,
+    claims: deps.claims,
+    inFlight: deps.inFlight,
+    now,
+    lookupSkewMs: deps.lookupSkewMs ?? 120_000,
+    maxLookupPages: deps.maxLookupPages ?? 1_000,
+    createMarkMs: deps.createMarkMs ?? 2 * createOrderTimeoutMs,
+    ...(deps.onCreateDoubt ? { onCreateDoubt: deps.onCreateDoubt } : {}),
+  };
   const maxStatusReads = deps.maxStatusReads ?? Number.POSITIVE_INFINITY;
   let statusReads = 0;
 
@@ -173,8 +161,16 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
     });
   };
 
-  const failure = (action: ExchangeFailure['action'], code: string, message: string): ActorFailure =>
-    new ActorFailure({ kind: 'exchange_failure', action, code, message }, now());
+  const failure = (
+    action: ExchangeFailure['action'],
+    code: string,
+    message: string,
+    evidence?: CreateEvidence,
+  ): ActorFailure =>
+    new ActorFailure(
+      { kind: 'exchange_failure', action, code, message, ...(evidence ? { evidence } : {}) },
+      now(),
+    );
 
   const settled = async (orderId: string, timeoutMs: number): Promise<void> => {
     const pending = calls.get(orderId);
@@ -420,124 +416,7 @@ export function createExchangeActors(deps: ExchangeActorDeps): ExchangeActors {
           };
         }),
 
-      createOrder: (input, signal) =>
-        guarded(
-          input.orderId,
-          async (beforeSend) => {
-            const body: CreateOrderRequest = {
-              deposit_currency: input.depositCurrency,
-              withdraw_currency: input.withdrawCurrency,
-              withdraw_address: input.withdrawAddress,
-              ...(input.depositAmount ? { deposit_amount: input.depositAmount } : {}),
-              ...(input.withdrawAmount && !input.depositAmount
-                ? { withdraw_amount: input.withdrawAmount }
-                : {}),
-              ...(input.withdrawAddressExtraId
-                ? { withdraw_address_extra_id: input.withdrawAddressExtraId }
-                : {}),
-              ...(input.refundAddress ? { refund_address: input.refundAddress } : {}),
-              ...(input.refundAddressExtraId ? { refund_address_extra_id: input.refundAddressExtraId } : {}),
-              ...(input.referralCode ? { referral_code: input.referralCode } : {}),
-              ...(input.markup !== null ? { markup: input.markup } : {}),
-              ...(input.side ? { side: input.side } : {}),
-              ...(input.rateId && !input.isLimitOrder ? { rate_id: input.rateId } : {}),
-              ...(input.isLimitOrder ? { is_limit_order: true } : {}),
-              ...(input.isLimitOrder && input.limitTtlSeconds !== null
-                ? { limit_ttl: input.limitTtlSeconds }
-                : {}),
-            };
-            const result = await client.createOrder(input.mode, body, {
-              priority: 'high',
-              signal,
-              beforeSend,
-              fence: beforeSend,
-              ...(input.userTimezone ? { userTimezone: input.userTimezone } : {}),
-            });
-            // Mark the reference as ours before anyone's lookup could take it for a sibling's. Never fails the
-            // create: the order exists, and its order.created record will name the owner durably.
-            await claim(result.order.uniqueReference, input.orderId).catch(() => true);
-            // Confirmed with a GET before order.created hands its deposit address out (docs/decisions/
-            // confirm-before-created.md). A GET that fails leaves the create in doubt: its lookup or its repeat
-            // finds the same order (already claimed by this one), never a second.
-            const confirmed = await client
-              .getOrder(
-                input.mode,
-                { uniqueReference: result.order.uniqueReference },
-                { priority: 'high', signal, beforeSend, fence: beforeSend },
-              )
-              .catch((error: unknown) => {
-                const cause = toExchangeFailure(error);
-                throw failure(
-                  'unknown_outcome',
-                  'create_unconfirmed',
-                  `created ${result.order.uniqueReference}, but its confirming GET failed (${cause.code}): ${cause.message}`,
-                );
-              });
-            return { order: confirmed, reused: result.reused, at: now() };
-          },
-          { mayHaveTakenEffect: true },
-        ),
-
-      findExistingOrder: ({ create, since }, signal) =>
-        guarded(create.orderId, async (beforeSend) => {
-          // GET /orders/ lists CeFi orders only (a DeFi create in doubt is repeated with its rate_id instead). "Not
-          // created" is concluded only from a complete scan of the window in which the order could have been made.
-          const from = since - skew;
-          const candidates: ExchangeOrderView[] = [];
-          let cursor: string | undefined;
-          for (let page = 0; ; page++) {
-            if (page >= maxPages)
-              throw failure(
-                'backoff',
-                'lookup_incomplete',
-                `GET /orders/ still had pages after ${maxPages}; the lookup is inconclusive`,
-              );
-            const result = await client.listOrders(create.mode, cursor ? { cursor } : {}, {
-              priority: 'high',
-              signal,
-              beforeSend,
-              fence: beforeSend,
-            });
-            for (const order of result.results) {
-              const createdOn = Date.parse(order.createdOn);
-              if (createdOn >= from && matchesCreate(order, create)) candidates.push(order);
-            }
-            const allBefore =
-              result.results.length > 0 &&
-              result.results.every((order) => Date.parse(order.createdOn) < from) &&
-              newestFirst(result.results);
-            if (!result.next || allBefore) break;
-            cursor = result.next;
-          }
-          // Oldest first: the earliest match is the likeliest to be this create's first attempt.
-          candidates.sort((a, b) => Date.parse(a.createdOn) - Date.parse(b.createdOn));
-          for (const order of candidates) {
-            if (await claim(order.uniqueReference, create.orderId)) return { order, at: now() };
-          }
-          return { order: null, at: now() };
-        }),
-
-      adoptOrder: ({ create, uniqueReference }, signal) =>
-        guarded(create.orderId, async (beforeSend) => {
-          const order = await client.getOrder(
-            create.mode,
-            { uniqueReference },
-            { priority: 'high', signal, beforeSend, fence: beforeSend },
-          );
-          if (!matchesCreate(order, create))
-            throw failure(
-              'fatal',
-              'adopt_mismatch',
-              `exchange order ${uniqueReference} does not match this order (currencies, addresses or amounts differ)`,
-            );
-          if (!(await claim(uniqueReference, create.orderId)))
-            throw failure(
-              'fatal',
-              'reference_owned',
-              `exchange order ${uniqueReference} belongs to another order`,
-            );
-          return { order, at: now() };
-        }),
+      ...createActors(createDeps, { guarded, failure, claim, ownerOfReference: barrier.ownerOfReference }),
 
       submitDeposit: (input, signal) =>
         guarded(input.orderId, async (beforeSend) => {

@@ -1,6 +1,8 @@
-// Liveness and readiness of the worker, as the operations server answers them. Alive until the command consumer
-// crashed for good (only a restart brings consumption back). Ready once in the consumer group with every assigned
-// partition restored, and Redis, the exchange and Kafka answering; not ready once stopping.
+// Liveness, start-up and readiness of the worker, as the operations server answers them. Alive until the command
+// consumer crashed for good (only a restart brings consumption back). Started once it has been in the consumer group
+// with every assigned partition restored (latched: a later rebalance does not un-start it). Ready once started with
+// Redis, the exchange and Kafka answering; not ready once stopping. Webhooks are accepted from start-up until the
+// worker stops, whatever Redis or the exchange do (the Kubernetes readiness probe asks that, docs/operations.md).
 import type { CommandConsumer } from '../kafka/command-consumer.ts';
 
 export type Readiness = { ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> };
@@ -31,6 +33,7 @@ export class WorkerHealth {
   private readonly deps: WorkerHealthDeps;
   private kafkaHealthy = { ok: false, at: 0 };
   private stopping = false;
+  private started = false;
 
   constructor(deps: WorkerHealthDeps) {
     this.deps = deps;
@@ -52,6 +55,21 @@ export class WorkerHealth {
     return crashed === undefined
       ? { alive: true }
       : { alive: false, detail: `command consumer crashed: ${crashed}` };
+  }
+
+  /** Started once every assigned partition was restored after joining the group (the start-up probe). */
+  startup(): { started: boolean; detail: string } {
+    const { consumer } = this.deps;
+    if (!this.started && consumer.joined && consumer.allRestored()) this.started = true;
+    return {
+      started: this.started,
+      detail: `${consumer.restoredPartitions.size}/${consumer.assigned.length} restored`,
+    };
+  }
+
+  /** Webhooks are taken (answered, routed once running) until the worker stops: the webhook Service's readiness. */
+  acceptsWebhooks(): boolean {
+    return !this.stopping;
   }
 
   async readiness(): Promise<Readiness> {

@@ -1,6 +1,7 @@
 // The seam between the order host and the order machine: how to start, restore, drive and persist one order's
 // actor. The host knows nothing of XState; this interface is all it needs.
 import type { ExchangeOrderView } from '../../machines/domain.ts';
+import type { UnrecordedDeposit } from '../../machines/order-events.ts';
 import type { FetchOrderInput } from '../../machines/order-types.ts';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 
@@ -144,6 +145,12 @@ export interface MachineBinding {
    * only confirms the order (not written, like confirmsOnly); null when it has news for the machine (POLLED).
    */
   confirmedByPoll?(durable: unknown, answer: PollAnswer): { machine: unknown; resting: RestingOrder } | null;
+  /**
+   * For an order stored in this durable form: the deposit its client submitted that the exchange has not recorded,
+   * as an end event reports it (machines/order-deposits.ts); null when there is none. The host asks when it ends an
+   * order itself (an abandoned halted order).
+   */
+  unrecordedDeposit?(durable: unknown): UnrecordedDeposit | null;
 }
 
 /** An order stored only waiting: what a passivated slot keeps instead of its actor. */

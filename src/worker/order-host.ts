@@ -20,6 +20,7 @@ import pLimit from 'p-limit';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 import { commandTypes, parseCommand } from '../contract/commands.ts';
 import { answerOf, opened, type OpenCommand } from '../contract/command-answers.ts';
+import { operatorEvents, screenOperator, type OperatorAuthority } from './operator-authority.ts';
 import { rejectedCommandFingerprint } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
@@ -53,8 +54,10 @@ import {
 import type { FetchOrderInput } from '../../machines/order-types.ts';
 import { awayDecision, decide, retired, type Rejection } from './command-intake.ts';
 import { forwardedHeaders, forwardingOf, towardsHome } from './command-routing.ts';
+import { unrecordedDepositAlerts } from './deposit-alerts.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
+import { defaultCallsSettleTimeoutMs, WriteFailures } from './order-reload.ts';
 
 /** One order's lease asked for with others (`OrderLeases.acquireMany`): as `acquire`'s arguments. */
 export interface LeaseRequest {
@@ -137,10 +140,14 @@ export interface OrderHostOptions {
   now: () => number;
   /**
    * Resolves once no exchange call of the order is in progress (or after the bound). The lease is released only
-   * after it, so a request already sent ends before another replica may act for the order.
+   * after it, and a reload of the order acts only after it, so a request already sent ends before another life of
+   * the order (on another replica, or this one) may act for it.
    */
   callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
-  /** The bound of that wait: the longest exchange call (a DeFi create: 30 s) plus a margin. Default 35 000. */
+  /**
+   * The bound of that wait: the create timeout plus a margin (order-reload.ts callsSettleTimeoutOf; main.ts derives
+   * it from the exchange client's create timeout). Default: for createOrderTimeoutMs, 35 000.
+   */
   callsSettleTimeoutMs?: number;
   /** Commands above this many bytes are refused unread (MAX_COMMAND_BYTES). */
   maxCommandBytes?: number;
@@ -148,6 +155,8 @@ export interface OrderHostOptions {
   metrics?: OrderHostMetrics;
   /** Recognises an order.create of an order that lives on a partition this replica does not hold. */
   homes?: OrderHomes;
+  /** Screens operator commands (order.settle) for an operator's signature; absent: no screening (unit tests). */
+  operatorAuthority?: OperatorAuthority;
   /**
    * The partition the commands topic's default (murmur2) partitioner gives an order_id: the home of an order not
    * known yet, where a command that arrived elsewhere is forwarded (command-routing.ts). Absent, or undefined while
@@ -207,6 +216,16 @@ export interface OrderHostMetrics {
   orderPassivated(): void;
   /** A passivated order's actor was re-created: its deadline came, or a hint, a command or a sweep woke it. */
   orderReactivated(reason: WakeReason): void;
+  /**
+   * A write of an order failed (not refused): it was reloaded from its last durable record, or halted when a write
+   * of it failed again before any succeeded.
+   */
+  writeFailed?(outcome: 'reloaded' | 'halted'): void;
+  /**
+   * An order's end was committed with a deposit its client submitted that the exchange had not recorded
+   * (unrecorded_deposit): `outcome` the end (completed, refunded, canceled, failed), `state` the deposit's.
+   */
+  depositUnrecorded?(outcome: string, state: string): void;
   /**
    * A resting order's routine poll was put off by one step: the replica was saturated ('saturated', within 60 s of
    * its last confirmation), or maxPollsAtRest polls at rest were out ('calls_at_capacity').
@@ -399,6 +418,8 @@ export class OrderHost {
   private readonly redelivering = new Map<number, bigint>();
   /** The suspended-lease releases of resting orders leaving this replica (leaseReleaseConcurrency). */
   private readonly releases = pLimit(leaseReleaseConcurrency);
+  /** Orders whose writes failed in a row: reloaded once, then halted. */
+  private readonly writeFailures = new WriteFailures();
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
@@ -981,10 +1002,11 @@ export class OrderHost {
     slot.actor?.stop();
     this.dropSlot(slot);
     this.forgetDeadlines(slot);
+    this.writeFailures.forget(slot.orderId);
     await slot.lastWrite.catch(() => {});
     // A request that already left (stopping the actor does not recall a POST in flight) must end before the
     // lease does: the next owner's lookup must not run while it can still land.
-    await this.opts.callsSettled?.(slot.orderId, this.opts.callsSettleTimeoutMs ?? 35_000);
+    await this.callsSettled(slot.orderId);
     // A resting order's lease is suspended, not kept: freed by its token if it may still be ours in Redis. These
     // wait their turn (leaseReleaseConcurrency): a release by token touches only that grant, so one that waits cannot
     // free a lease this replica takes again meanwhile (a later grant has a higher fence).
@@ -1093,21 +1115,43 @@ export class OrderHost {
     if (!slot || slot.stopped) return;
     this.opts.metrics?.leaseLost();
     this.logger.warn({ orderId }, 'order lease lost; reloading the order from its last durable record');
+    await this.reload(slot, { live });
+  }
+
+  /**
+   * Stops the order's slot and loads the order again from its last durable record, under a new grant of its lease
+   * (or the one still held, `keepFence`). The load first waits for the slot's last write and for every exchange call
+   * of the order still out (bounded: callsSettleTimeoutMs): the restored machine may repeat a call whose outcome its
+   * record leaves open (a DeFi create in doubt is repeated after its settle window, a deposit PATCH at once), and it
+   * must never do so beside the first one. The load is registered at once, so the order's commands wait for it and
+   * no other path (a command's adopt, the orphan sweep) loads it around that wait. Never rejects: a failed load is
+   * retried with backoff while the order's partition is ours.
+   */
+  private async reload(slot: OrderSlot, opts: { live?: boolean; keepFence?: number } = {}): Promise<void> {
+    const { orderId, partition } = slot;
     slot.stopped = true;
     slot.actor?.stop();
     this.dropSlot(slot);
     this.forgetDeadlines(slot);
-    await slot.lastWrite.catch(() => {});
+    const settled = (async () => {
+      await slot.lastWrite.catch(() => {});
+      await this.callsSettled(orderId);
+    })();
     for (let attempt = 0; ; attempt++) {
-      if (!this.assigned.has(slot.partition)) {
+      if (!this.assigned.has(partition)) {
         this.logger.info(
-          { orderId, partition: slot.partition },
+          { orderId, partition },
           'order not reloaded: its partition is no longer assigned here (its next owner restores it)',
         );
+        // A lease kept for the reload is not this replica's to keep any more (unload would have let it go).
+        if (opts.keepFence !== undefined) {
+          await settled;
+          await this.opts.leases.release(orderId).catch(() => {});
+        }
         return;
       }
       try {
-        await this.adopt(orderId, slot.partition, live);
+        await this.adopt(orderId, partition, { ...opts, after: settled });
         return;
       } catch (error) {
         this.logger.error(
@@ -1121,18 +1165,38 @@ export class OrderHost {
     }
   }
 
+  /** Resolves once no exchange call of the order is out here, or after callsSettleTimeoutMs. */
+  private callsSettled(orderId: string): Promise<void> {
+    return (
+      this.opts.callsSettled?.(orderId, this.opts.callsSettleTimeoutMs ?? defaultCallsSettleTimeoutMs) ??
+      Promise.resolve()
+    );
+  }
+
   /**
    * Starts driving an unfinished order of an assigned partition that no replica drives here (its lease was lost,
    * or a previous owner created it after this replica's restore): takes its lease, reads up to a barrier, restores.
    * One load per order at a time; its commands wait for it. Throws (retryable) when the partition goes meanwhile.
+   * A reload passes what its previous life must finish first (`after`) and, when it still holds the lease, its fence
+   * (`keepFence`: used while the lease stays valid, released if nothing is restored).
    */
-  private adopt(orderId: string, partition: number, live = false): Promise<void> {
+  private adopt(
+    orderId: string,
+    partition: number,
+    opts: { live?: boolean; after?: Promise<void>; keepFence?: number } = {},
+  ): Promise<void> {
     const pending = this.reloading.get(orderId);
     if (pending) return pending;
+    const { live = false, after, keepFence } = opts;
     const load = (async () => {
+      await after;
       const record = this.opts.state.get(orderId);
-      if (!record || record.terminal || this.slots.has(orderId)) return;
-      const fence = await this.acquireLease(orderId, record.fence, partition);
+      const kept = keepFence !== undefined && this.opts.leases.isValid(orderId);
+      if (!record || record.terminal || this.slots.has(orderId)) {
+        if (kept && !this.slots.has(orderId)) await this.opts.leases.release(orderId).catch(() => {});
+        return;
+      }
+      const fence = kept ? keepFence : await this.acquireLease(orderId, record.fence, partition);
       if (fence === null) {
         throw new WorkerError(
           'partition_revoked',
@@ -1714,15 +1778,19 @@ export class OrderHost {
     this.indexReference(slot);
     const write = written.then((done) => {
       if (done) {
+        this.writeFailures.forget(slot.orderId);
         if (slot.record === record) {
           slot.durableRev = record.rev;
           this.noteQuiet(slot);
         }
         if (eventTypes.length) this.opts.metrics?.eventsCommitted(eventTypes);
+        if (eventTypes.length) this.alertUnrecordedDeposits(slot, events);
         if (webhookAt !== undefined) this.opts.metrics?.webhookToEvent((this.opts.now() - webhookAt) / 1000);
       }
       return done;
     });
+    // Before anyone waiting for this write (a command's settleCommand, durable()) hears of its failure.
+    write.catch((error: unknown) => this.writeFailed(slot, error));
     const lastWrite = write.then((done) => {
       if (!done) throw new Error(`order ${slot.orderId}: a write was refused (lease lost)`);
     });
@@ -1741,12 +1809,29 @@ export class OrderHost {
     });
   }
 
+  /** An end just committed left a deposit unrecorded at the exchange: the operator hears of it (log and metric). */
+  private alertUnrecordedDeposits(slot: OrderSlot, events: readonly EventPayload[]): void {
+    for (const alert of unrecordedDepositAlerts(events)) {
+      this.logger.warn(
+        {
+          orderId: slot.orderId,
+          outcome: alert.outcome,
+          reason: alert.reason,
+          state: alert.state,
+          txHash: alert.txHash,
+        },
+        'the order ended with a deposit transaction the exchange has not recorded on it: trace it and refund or credit the user (docs/operations.md, "Deposits not recorded")',
+      );
+      this.opts.metrics?.depositUnrecorded?.(alert.outcome, alert.state);
+    }
+  }
+
   /**
    * The order's actor stopped on an error its machine does not model: publish order.parked (internal_error) once,
    * keep the lease and the last good state, and refuse commands but order.settle abandon. A replica that restores
    * the order later (a restart, a fixed build) tries its last good state again.
    */
-  private haltOrder(slot: OrderSlot, error: unknown): void {
+  private haltOrder(slot: OrderSlot, error: unknown, code = 'actor_error'): void {
     if (slot.stopped || slot.halted) return;
     slot.halted = true;
     // The last written record keeps the last good state (the errored snapshot may be half-way through a step).
@@ -1755,7 +1840,7 @@ export class OrderHost {
     const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
     const at = new Date(this.opts.now()).toISOString();
     const alreadyReported = Boolean(slot.record.halted);
-    slot.record = { ...slot.record, halted: { code: 'actor_error', message, at } };
+    slot.record = { ...slot.record, halted: { code, message, at } };
     const events: EventPayload[] = alreadyReported
       ? []
       : [
@@ -1768,11 +1853,53 @@ export class OrderHost {
             window_to: at,
             attempts: 0,
             tried: [],
-            code: 'actor_error',
+            code,
             message,
           },
         ];
     void this.persist(slot, { events }).catch(() => {});
+  }
+
+  /**
+   * A write of the order failed (not refused: the broker refused it for its size, say): it never became durable, yet
+   * the slot's record holds it already - its events, its state, the command it remembered. Left so, the slot would be
+   * ahead of Kafka: the command, delivered again, would be taken for a duplicate of itself and its offset committed
+   * with no effect, and the slot's next write would skip the seq numbers of events never published. So the order is
+   * reloaded from its last durable record, under the lease it holds (the journal writes nothing queued on top of the
+   * failed record meanwhile), and what the write carried is applied again. A write that fails again before any of
+   * the order's writes succeeded halts the order instead (order.parked internal_error, code write_failed), keeping
+   * its last durable state. Nothing to do once the writer failed for good: halt() stopped every order.
+   */
+  private writeFailed(slot: OrderSlot, error: unknown): void {
+    if (this.writerFailed || slot.stopped || this.slots.get(slot.orderId) !== slot) return;
+    const { orderId } = slot;
+    const err = { message: (error as Error)?.message ?? String(error) };
+    if (slot.halted) {
+      this.logger.error(
+        { orderId, err },
+        'the record of a halted order could not be written; it stays halted',
+      );
+      return;
+    }
+    const durable = this.opts.state.get(orderId);
+    if (this.writeFailures.failed(orderId) === 'halt' && durable) {
+      this.logger.error(
+        { orderId, err },
+        'a write of the order failed again; the order is halted with its last durable state (order.parked internal_error)',
+      );
+      this.opts.metrics?.writeFailed?.('halted');
+      this.writeFailures.forget(orderId);
+      slot.actor?.stop();
+      slot.record = { ...durable, fence: slot.fence };
+      this.haltOrder(slot, error, 'write_failed');
+      return;
+    }
+    this.logger.error(
+      { orderId, err },
+      'a write of the order failed; reloading the order from its last durable record',
+    );
+    this.opts.metrics?.writeFailed?.('reloaded');
+    void this.reload(slot, { keepFence: slot.fence });
   }
 
   /**
@@ -1805,7 +1932,11 @@ export class OrderHost {
   ): Promise<void> {
     const orderId = slot?.orderId ?? null;
     if (this.pipelineDepth <= 1) {
-      const done = await written;
+      const done = await written.catch(async (error: unknown) => {
+        // Failed: the order is being reloaded from its last durable record (writeFailed); the command comes again.
+        if (orderId !== null) await this.reloading.get(orderId);
+        throw error;
+      });
       if (slot) await this.requireWritten(done, slot.orderId, slot);
       return;
     }
@@ -1966,11 +2097,18 @@ export class OrderHost {
       partition: message.partition,
       offset: message.offset,
     };
-    const parsed = parseCommand(
-      message.value,
-      message.key,
-      this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
+    // An operator command (order.settle) without a valid operator signature is refused like a malformed one.
+    const screened = screenOperator(
+      this.opts.operatorAuthority,
+      parseCommand(
+        message.value,
+        message.key,
+        this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
+      ),
+      message,
+      this.opts.now(),
     );
+    const parsed = screened.parsed;
     const commandType = parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown');
     // The metric label only takes a known type: a producer's typo must not create a new time series.
     noteCommandType((commandTypes as readonly string[]).includes(commandType) ? commandType : 'unknown');
@@ -2063,17 +2201,21 @@ export class OrderHost {
         if (!slot) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         const { command } = decision;
         slot.answering = opened(slot.answering, command.type, command.command_id);
+        // Its last good state may hold a deposit the exchange never recorded: the end says so, as the machine's do.
+        const unrecorded = this.binding.unrecordedDeposit?.(slot.record.machine) ?? null;
         await this.requireWritten(
           await this.persist(slot, {
             offset,
             command: [command.command_id, decision.hash],
             terminal: true,
             events: [
+              ...operatorEvents(command, screened.operator),
               {
                 type: 'order.failed',
                 reason: 'abandoned_by_operator',
                 code: 'operator_abandoned',
                 message: 'an operator settled the halted order as abandoned (order.settle)',
+                ...(unrecorded === null ? {} : { unrecorded_deposit: unrecorded }),
               },
             ],
           }),
@@ -2098,6 +2240,8 @@ export class OrderHost {
           return;
         }
         slot.answering = opened(slot.answering, command.type, command.command_id);
+        // Who sent an operator command comes first in what it writes (before order.failed, for an abandon).
+        slot.pendingEvents.push(...operatorEvents(command, screened.operator));
         slot.actor.send(event);
         await this.settleCommand(
           offset,
@@ -2291,8 +2435,8 @@ export class OrderHost {
         offset,
         guard: () => this.opts.leases.isValid(orderId),
       });
-      const done = await written;
-      await this.opts.leases.release(orderId).catch(() => {});
+      // Let go of whatever the write did: a lease kept after a failed write would hold the order for ever.
+      const done = await written.finally(() => this.opts.leases.release(orderId).catch(() => {}));
       await this.requireWritten(done, orderId);
       return;
     }

@@ -1,7 +1,9 @@
 // An order's history as written to Kafka: each append gives its events the next seq numbers and their envelope
 // (event_id `<order>:<seq>`, occurred_at), builds the order's next state record (rev + 1, seq, the remembered
 // commands) and writes both, with the offset of the command that caused them, in one transaction - only while the
-// guard (the order's lease) holds. A committed record becomes the state store's latest.
+// guard (the order's lease) holds. A committed record becomes the state store's latest. A record is written only on
+// top of one that was: once an order's record was refused or failed, the appends queued on top of it are refused
+// too (their seq would follow events never published), until a record of the order built on a durable one commits.
 import { rememberedCommandIds } from '../contract/contract-rules.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../kafka/transactional-writer.ts';
@@ -30,7 +32,10 @@ export interface JournalEntry {
 
 /** The order journal as the host uses it. */
 export interface Journal {
-  /** The next state record at once; `written` resolves true once committed, false when the guard refused it. */
+  /**
+   * The next state record at once; `written` resolves true once committed, false when the guard refused it (or the
+   * record it extends was never written); rejects when the write failed.
+   */
   append(entry: JournalEntry): { record: OrderRecord; written: Promise<boolean> };
   /**
    * An event outside any order's history (seq 0, an event_id of its own), with the offset of its command: a
@@ -66,6 +71,8 @@ export interface OrderJournalOptions {
 export class OrderJournal implements Journal {
   private readonly opts: OrderJournalOptions;
   private readonly maxCommands: number;
+  /** Per order, the lowest rev of its records known never to be written (refused or failed); the rest are written. */
+  private readonly unwrittenFrom = new Map<string, number>();
 
   constructor(opts: OrderJournalOptions) {
     this.opts = opts;
@@ -106,14 +113,34 @@ export class OrderJournal implements Journal {
       // Read for the order's latest record only: a later one of this order in the same transaction replaces it.
       latestOnly: true,
     });
-    const written = this.opts.writer
-      .write(records, entry.offset ? [entry.offset] : [], entry.guard)
-      .then((done) => {
+    // Checked at commit time, as the guard is: the record this one extends may have failed after this was queued.
+    const guard = (): boolean => !this.extendsUnwritten(orderId, previous.rev) && entry.guard();
+    const written = this.opts.writer.write(records, entry.offset ? [entry.offset] : [], guard).then(
+      (done) => {
         // A record refused by the guard was never written: the store keeps the last durable one.
-        if (done) this.opts.store.apply(record);
+        if (done) {
+          this.opts.store.apply(record);
+          this.unwrittenFrom.delete(orderId);
+        } else this.noteUnwritten(orderId, record.rev);
         return done;
-      });
+      },
+      (error: unknown) => {
+        this.noteUnwritten(orderId, record.rev);
+        throw error;
+      },
+    );
     return { record, written };
+  }
+
+  /** True when the record of rev `previousRev` of the order, or one it extends, was never written. */
+  private extendsUnwritten(orderId: string, previousRev: number): boolean {
+    const from = this.unwrittenFrom.get(orderId);
+    return from !== undefined && previousRev >= from;
+  }
+
+  private noteUnwritten(orderId: string, rev: number): void {
+    const from = this.unwrittenFrom.get(orderId);
+    if (from === undefined || rev < from) this.unwrittenFrom.set(orderId, rev);
   }
 
   publishUnsequenced(

@@ -3,6 +3,7 @@
 // passed back as minFence so fences stay monotonic even after Redis restarts empty. Whoever takes a lease says what
 // to do when it is lost.
 import { LeaseKeeper, type LeaseLossReason } from '../redis/lease-keeper.ts';
+import { monotonicNow } from '../redis/monotonic-clock.ts';
 import type { LeaseGrant, OrderLease } from '../redis/order-lease.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { LeaseRequest, OrderLeases } from './order-host.ts';
@@ -71,7 +72,7 @@ export class RedisOrderLeases implements OrderLeases {
   async resume(orderId: string, fence: number, onLost: () => void): Promise<{ fence: number } | null> {
     // Still ours in Redis (its key not expired, or a renewal in flight at the suspension extended it): the same
     // fence, nobody held it in between. Else a new grant above it, as for any acquire.
-    const sentAt = Date.now();
+    const sentAt = monotonicNow();
     const grant = this.grantOf(orderId, fence, sentAt);
     if (await this.lease.renew(grant)) {
       this.onLost.set(orderId, onLost);
@@ -83,7 +84,7 @@ export class RedisOrderLeases implements OrderLeases {
 
   async releaseSuspended(orderId: string, fence: number, lastRenewedAt: number): Promise<void> {
     // Run out for sure (a renewal in flight at the suspension extends it by one ttl at most): nothing to free.
-    if (Date.now() > lastRenewedAt + 2 * this.ttlMs) return;
+    if (monotonicNow() > lastRenewedAt + 2 * this.ttlMs) return;
     await this.lease.release(this.grantOf(orderId, fence, lastRenewedAt));
   }
 

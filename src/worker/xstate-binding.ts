@@ -20,6 +20,7 @@ import {
   toDurable,
   type DurableOrder,
 } from '../../machines/order-persistence.ts';
+import { unrecordedDepositOf } from '../../machines/order-deposits.ts';
 import { camelKeys } from '../../machines/order-request.ts';
 import { pollIntervalOf } from '../../machines/order-context.ts';
 import type {
@@ -129,5 +130,7 @@ export function createXStateBinding(opts: {
       const confirmed = isDurableOrder(durable) ? confirmedByListing(durable, listing) : null;
       return confirmed === null ? null : restingOf(confirmed);
     },
+    unrecordedDeposit: (durable) =>
+      isDurableOrder(durable) ? unrecordedDepositOf(durable.context, durable.context.order) : null,
   };
 }

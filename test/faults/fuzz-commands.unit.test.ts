@@ -12,7 +12,7 @@ const profile = faultProfile();
 
 describe('command decoding under fuzzing', () => {
   it(`${profile.fuzzRuns} fuzzed command messages: a valid command or a specific rejection, never a throw`, () => {
-    const tally = { valid: 0, malformed: 0, unknown_type: 0, too_large: 0 };
+    const tally = { valid: 0, malformed: 0, unknown_type: 0, too_large: 0, unauthorized: 0 };
     fc.assert(
       fc.property(fuzzedCommand(fc.constantFrom('o-1', 'order:2@x', 'a'.repeat(128))), (input) => {
         const result = parseCommand(input.value, input.key);

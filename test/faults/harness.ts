@@ -13,7 +13,7 @@ import {
   formatViolations,
   terminalTypes,
 } from '../support/invariants.ts';
-import type { AcceptedOrder, InvariantName, Violation } from '../support/invariants.ts';
+import type { AcceptedOrder, InvariantName, SubmittedDeposit, Violation } from '../support/invariants.ts';
 import { testKafka, type PublishedEvent } from '../support/kafka-helpers.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { recordRun } from '../support/run-record.ts';
@@ -66,9 +66,20 @@ export type Outcome = 'completed' | 'refunded' | 'canceled';
 export function driveExchangeOrders(
   cluster: Cluster,
   outcomeOf: (orderId: string) => Outcome,
+  /** How long the exchange waits after seeing order.created before it walks the order (default at once). */
+  delayOf: (orderId: string) => number = () => 0,
 ): { stop: () => Promise<void>; driven: Set<string> } {
   const driven = new Set<string>();
+  const timers = new Set<NodeJS.Timeout>();
   let running = true;
+  const walk = (reference: string, outcome: Outcome): void => {
+    try {
+      if (outcome === 'refunded') cluster.sandbox.advanceOrder(reference, 'confirmed');
+      cluster.sandbox.advanceOrder(reference, outcome);
+    } catch {
+      /* already further along (e.g. the payment window lapsed): the exchange decides */
+    }
+  };
   const loop = (async () => {
     while (running) {
       for (const event of cluster.collector.events) {
@@ -77,11 +88,14 @@ export function driveExchangeOrders(
         if (driven.has(reference)) continue;
         driven.add(reference);
         const outcome = outcomeOf(event.order_id);
-        try {
-          if (outcome === 'refunded') cluster.sandbox.advanceOrder(reference, 'confirmed');
-          cluster.sandbox.advanceOrder(reference, outcome);
-        } catch {
-          /* already further along (e.g. the payment window lapsed): the exchange decides */
+        const delayMs = delayOf(event.order_id);
+        if (delayMs <= 0) walk(reference, outcome);
+        else {
+          const timer = setTimeout(() => {
+            timers.delete(timer);
+            walk(reference, outcome);
+          }, delayMs);
+          timers.add(timer);
         }
       }
       await sleep(200);
@@ -92,6 +106,8 @@ export function driveExchangeOrders(
     stop: async () => {
       running = false;
       await loop;
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
     },
   };
 }
@@ -125,6 +141,7 @@ export async function checkRun(
   orders: AcceptedOrder[],
   kafkaBrokers: string[] = services().kafkaBrokers,
   spans?: OtlpReceiver,
+  deposits?: SubmittedDeposit[],
 ): Promise<CheckedRun> {
   // The workers export spans in batches every 200 ms: let the last ones arrive.
   if (spans) await sleep(1_500);
@@ -136,6 +153,7 @@ export async function checkRun(
     orders,
     events: cluster.collector.events,
     ...(spans ? { spans: spans.spans } : {}),
+    ...(deposits ? { deposits } : {}),
   });
   const violations = checkInvariants(history);
   return { violations, checked: checkedInvariants(history), report: formatViolations(violations) };
@@ -238,10 +256,12 @@ export interface FaultRun {
   random: () => number;
   /** The outcome the exchange gives each order (completed when not set). */
   outcomes: Map<string, Outcome>;
+  /** How long the exchange waits after an order's order.created before walking it (at once when not set). */
+  driveDelays: Map<string, number>;
   /** Draws the orders' outcomes from the run's PRNG: 60 % completed, 20 % refunded, 20 % canceled. */
   drawOutcomes: (orders: AcceptedOrder[]) => void;
-  /** Stops the exchange's side and runs the invariant checker over the run. */
-  check: (orders: AcceptedOrder[]) => Promise<CheckedRun>;
+  /** Stops the exchange's side and runs the invariant checker over the run (and its deposits, when given). */
+  check: (orders: AcceptedOrder[], deposits?: SubmittedDeposit[]) => Promise<CheckedRun>;
 }
 
 /**
@@ -265,6 +285,7 @@ export async function startFaultRun(opts: {
   console.log(`[${opts.name}] seed ${seed} (replay with FAULT_SEED=${seed})`);
   const random = mulberry32(seed);
   const outcomes = new Map<string, Outcome>();
+  const driveDelays = new Map<string, number>();
   const spans = await startOtlpReceiver();
   opts.defer(() => spans.close());
   const cluster = await startCluster({
@@ -285,7 +306,11 @@ export async function startFaultRun(opts: {
   opts.defer(() => cluster.stop());
   const supervisor = superviseWorkers(cluster);
   opts.defer(() => supervisor.stop());
-  const driver = driveExchangeOrders(cluster, (orderId) => outcomes.get(orderId) ?? 'completed');
+  const driver = driveExchangeOrders(
+    cluster,
+    (orderId) => outcomes.get(orderId) ?? 'completed',
+    (orderId) => driveDelays.get(orderId) ?? 0,
+  );
   opts.defer(() => driver.stop());
   return {
     cluster,
@@ -295,15 +320,16 @@ export async function startFaultRun(opts: {
     seed,
     random,
     outcomes,
+    driveDelays,
     drawOutcomes: (orders) => {
       for (const o of orders) {
         const r = random();
         outcomes.set(o.orderId, r < 0.6 ? 'completed' : r < 0.8 ? 'refunded' : 'canceled');
       }
     },
-    check: async (orders) => {
+    check: async (orders, deposits) => {
       await driver.stop();
-      return checkRun(cluster, orders, opts.kafkaBrokers, spans);
+      return checkRun(cluster, orders, opts.kafkaBrokers, spans, deposits);
     },
   };
 }

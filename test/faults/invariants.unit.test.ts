@@ -85,6 +85,7 @@ function cleanRun(): RunHistory {
     throttleRefusals: [{ rule: 'same-chain', at: 0 }],
     texts: [{ source: 'log of w1', text: '{"msg":"order created","key":"fp:1234"}\n' }],
     secrets: ['sandbox-demo-defi-key'],
+    deposits: [],
   };
 }
 
@@ -192,6 +193,54 @@ describe('invariant checker', () => {
     expect(checkInvariants(history)).toEqual([]);
     history.exchangeOrders.push(exchangeOrder('REFC', '100.1'));
     expect(broken(history)).toEqual(['one_exchange_order']);
+  });
+
+  it('one_exchange_order: 18-decimal amounts are told apart exactly, never through a float', () => {
+    const history = cleanRun();
+    const [x1, x2] = ['100.000000000000000001', '100.000000000000000002'];
+    history.orders = [create('a', x1), create('b', x2)];
+    // Two exchange orders made from a's request, none from b's: as floats both amounts are 100, and the pair
+    // would pass as two siblings owning two.
+    history.exchangeOrders = [exchangeOrder('REFA', x1), exchangeOrder('REFB', x1)];
+    delete history.states;
+    expect(broken(history)).toEqual(['one_exchange_order']);
+    expect(checkInvariants(history)[0]?.orderId).toBe('a');
+  });
+
+  it('deposit_accounted: an accepted deposit whose hash no event of the order names', () => {
+    const hash = '0xABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789';
+    const history = cleanRun();
+    history.deposits = [
+      { orderId: 'a', commandId: 'a-dep', txHash: hash },
+      { orderId: 'b', commandId: 'b-dep', txHash: `${hash.slice(0, -4)}ffff` },
+    ];
+    expect(broken(history)).toEqual(['deposit_accounted']);
+    expect(checkInvariants(history).map((v) => v.orderId)).toEqual(['a', 'b']);
+
+    // Named by an order.deposit_submitted (in another case), or by any later event (a terminal event that says the
+    // deposit was never recorded at the exchange, whatever its field is called): accounted for.
+    const told = cleanRun();
+    told.deposits = history.deposits;
+    told.events = [
+      ...completed('a', 'REFA').slice(0, 2),
+      event('a', 3, 'order.deposit_submitted', { tx_hash: hash.toLowerCase(), already_recorded: false }),
+      event('a', 4, 'order.status_changed', { unique_reference: 'REFA', status: 'COMPLETED' }),
+      event('a', 5, 'order.completed', { unique_reference: 'REFA' }),
+      ...completed('b', 'REFB').slice(0, 3),
+      event('b', 4, 'order.canceled', { reason: 'exchange', unrecorded_deposit: `${hash.slice(0, -4)}ffff` }),
+    ];
+    delete told.states;
+    expect(checkInvariants(told)).toEqual([]);
+
+    // Refused by a command.rejected naming the command (even with seq 0): not accepted, nothing to account for.
+    const refused = cleanRun();
+    refused.deposits = [{ orderId: 'a', commandId: 'a-dep', txHash: hash }];
+    refused.events.push({ ...event('a', 0, 'command.rejected'), command_id: 'a-dep' });
+    expect(checkInvariants(refused)).toEqual([]);
+    // A rejection of another command does not excuse it.
+    refused.events.push({ ...event('a', 0, 'command.rejected'), command_id: 'a-other' });
+    refused.deposits.push({ orderId: 'a', commandId: 'a-dep2', txHash: `${hash.slice(0, -2)}99` });
+    expect(broken(refused)).toEqual(['deposit_accounted']);
   });
 
   it('reference_not_shared: a sibling adopting the other order exchange order', () => {

@@ -26,6 +26,8 @@ export interface FaultProfile {
   killLanes: number;
   /** Orders of the money-safety run. */
   moneySafetyOrders: number;
+  /** Orders of the second money-safety round (issue 50). */
+  moneySafetySecondRoundOrders: number;
   brokerRestarts: number;
   redisRestarts: number;
 }
@@ -39,6 +41,7 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
     killPoints: 3,
     killLanes: 1,
     moneySafetyOrders: 30,
+    moneySafetySecondRoundOrders: 60,
     brokerRestarts: 1,
     redisRestarts: 1,
   },
@@ -50,6 +53,7 @@ const profiles: Record<'quick' | 'full', FaultProfile> = {
     killPoints: 100,
     killLanes: 4,
     moneySafetyOrders: 200,
+    moneySafetySecondRoundOrders: 300,
     brokerRestarts: 10,
     redisRestarts: 10,
   },

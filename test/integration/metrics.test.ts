@@ -56,11 +56,25 @@ describe('metrics', () => {
     const expectations: Array<[string, string, string[]]> = [
       [
         'command handled',
-        'worker_command_duration_seconds_count',
+        'messaging_process_duration_seconds_count',
+        [
+          'messaging_system="kafka"',
+          'messaging_operation_name="process"',
+          `messaging_destination_name="${cluster.topics.commands}"`,
+          'command_type="order.create"',
+          'result="accepted"',
+        ],
+      ],
+      [
+        'command counted',
+        'messaging_client_consumed_messages_total',
         ['command_type="order.create"', 'result="accepted"'],
       ],
-      ['command counted', 'worker_commands_total', ['command_type="order.create"', 'result="accepted"']],
-      ['rejection by reason', 'worker_commands_total', ['result="rejected"', 'reason="malformed"']],
+      [
+        'rejection by reason',
+        'messaging_client_consumed_messages_total',
+        ['result="rejected"', 'reason="malformed"'],
+      ],
       [
         'exchange call',
         'worker_exchange_call_duration_seconds_count',
@@ -89,9 +103,9 @@ describe('metrics', () => {
         value(before, name, ...labels),
       );
     }
-    expect(after).toMatch(/^worker_command_duration_seconds_bucket\{[^}]*le="0\.005"\} \d+$/m);
+    expect(after).toMatch(/^messaging_process_duration_seconds_bucket\{[^}]*le="0\.005"\} \d+$/m);
     expect(after).toMatch(/^# TYPE worker_exchange_call_duration_seconds histogram$/m);
-    expect(after).toMatch(/^# TYPE worker_commands_total counter$/m);
+    expect(after).toMatch(/^# TYPE messaging_client_consumed_messages_total counter$/m);
   });
 
   it('passivates an order that waits for its deposit, still counts it open, and wakes it for its webhook', async () => {
@@ -138,9 +152,9 @@ describe('metrics', () => {
     expect(value(text, 'worker_partitions_owned')).toBe(2);
     expect(text).toMatch(/^worker_consumer_lag\{partition="0"\} \d+$/m);
     expect(text).toMatch(/^worker_consumer_lag\{partition="1"\} \d+$/m);
-    expect(text).toMatch(/^nodejs_eventloop_delay_p99 [\d.e-]+$/m);
-    expect(text).toMatch(/^v8js_memory_heap_used\{v8js_heap_space_name="old_space"\} \d+$/m);
-    expect(value(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(text).toMatch(/^nodejs_eventloop_delay_p99_seconds [\d.e-]+$/m);
+    expect(text).toMatch(/^v8js_memory_heap_used_bytes\{v8js_heap_space_name="old_space"\} \d+$/m);
+    expect(value(text, 'process_memory_usage_bytes')).toBeGreaterThan(0);
     expect(text).toMatch(/^target_info\{[^}]*service_version="\d+\.\d+\.\d+"/m);
   });
 });

@@ -1,6 +1,7 @@
-// The worker's topics against a real broker: created when missing, co-partitioned, and the commands topic's
-// retention checked at start against how long a replayed create is recognised (a topic that may keep a command
-// longer is reported as an error, with its settings; one that cannot be described, as a warning).
+// The worker's topics against a real broker: created when missing, co-partitioned, the commands topic's retention
+// checked at start against how long a replayed create is recognised (a topic that may keep a command longer is
+// reported as an error, with its settings; one that cannot be described, as a warning), and an existing state topic
+// refused unless it is compacted only.
 import { afterAll, describe, expect, it } from 'vitest';
 import { KafkaClient } from '../../src/kafka/kafka-client.ts';
 import { ensureTopics, longestRecordLifetimeMs, type TopicsConfig } from '../../src/kafka/topics.ts';
@@ -108,8 +109,11 @@ describe('ensureTopics', () => {
     const refusing = Object.assign(Object.create(kafka) as typeof kafka, {
       admin: () => {
         const inner = real();
-        inner.describeConfigs = () =>
-          Promise.reject(new Error('Topic authorization failed (TOPIC_AUTHORIZATION_FAILED)'));
+        const describe = inner.describeConfigs.bind(inner);
+        inner.describeConfigs = (request) =>
+          request.resources[0]?.name === topics.commands
+            ? Promise.reject(new Error('Topic authorization failed (TOPIC_AUTHORIZATION_FAILED)'))
+            : describe(request);
         return inner;
       },
     });
@@ -121,6 +125,51 @@ describe('ensureTopics', () => {
     expect(more).toEqual([]);
     expect(line?.['level']).toBe('warn');
     expect(JSON.stringify(line?.['err'])).toContain('authorization');
+  });
+});
+
+describe('an existing state topic', () => {
+  it.each(['delete', 'compact,delete'])(
+    'with cleanup.policy=%s stops start-up: the broker would delete open orders by retention',
+    async (policy) => {
+      await admin.connect();
+      const topics = topicsNamed('topics-state-policy');
+      await admin.createTopics({
+        topics: [
+          {
+            topic: topics.state,
+            numPartitions: 3,
+            configEntries: [{ name: 'cleanup.policy', value: policy }],
+          },
+        ],
+        waitForLeaders: true,
+      });
+      await expect(
+        ensureTopics(KafkaClient.wrap(kafka), topics, createLogger({ level: 'silent' })),
+      ).rejects.toMatchObject({
+        code: 'state_topic_not_compacted',
+        message: expect.stringContaining(`cleanup.policy=${policy}`) as unknown,
+      });
+    },
+  );
+
+  it('that cannot be described stops start-up, naming the permission', async () => {
+    const topics = topicsNamed('topics-state-undescribed');
+    const real = kafka.admin.bind(kafka);
+    const refusing = Object.assign(Object.create(kafka) as typeof kafka, {
+      admin: () => {
+        const inner = real();
+        inner.describeConfigs = () =>
+          Promise.reject(new Error('Topic authorization failed (TOPIC_AUTHORIZATION_FAILED)'));
+        return inner;
+      },
+    });
+    await expect(
+      ensureTopics(KafkaClient.wrap(refusing), topics, createLogger({ level: 'silent' })),
+    ).rejects.toMatchObject({
+      code: 'state_topic_undescribed',
+      message: expect.stringContaining('DescribeConfigs') as unknown,
+    });
   });
 });
 

@@ -118,6 +118,7 @@ describe('money safety under ambiguity', () => {
       'order.quoted',
       'order.parked',
       'command.rejected',
+      'order.operator_command',
       'order.created',
     ]);
     expect(seqProblems(cluster.collector.of(orderId))).toEqual([]);

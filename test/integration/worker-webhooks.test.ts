@@ -110,7 +110,7 @@ describe('webhook receiver', () => {
     const now = Math.floor(Date.now() / 1000);
     const unknown = JSON.stringify({ ...someOrder, unique_reference: 'NOPE1', status: 'PAID', id: 'x' });
     expect((await post(unknown, sign(unknown, now))).status).toBe(202);
-    const before = await metric('worker_webhooks_unreadable_total');
+    const before = (await metric('worker_webhooks_total{result="unreadable"}')) || 0;
     for (const body of [
       '{"unique_reference": ',
       '{"hello":"world"}',
@@ -122,7 +122,7 @@ describe('webhook receiver', () => {
       expect(answer, body).toMatchObject({ status: 202, json: { accepted: false } });
       expect(performance.now() - started).toBeLessThan(1_000);
     }
-    expect(await metric('worker_webhooks_unreadable_total')).toBe(before + 4);
+    expect(await metric('worker_webhooks_total{result="unreadable"}')).toBe(before + 4);
     expect(cluster.workers[0]?.log()).toContain('signed webhook could not be read');
   });
 
@@ -156,7 +156,24 @@ describe('webhook receiver', () => {
       expect((await fetch(`${webhookBase}${path}`)).status, path).toBe(404);
     expect((await fetch(`${metricsBase}/healthz`)).status).toBe(200);
     expect((await fetch(`${metricsBase}/readyz`)).status).toBe(200);
-    expect(await (await fetch(`${metricsBase}/metrics`)).text()).toContain('worker_webhooks_received_total');
+    expect(await (await fetch(`${metricsBase}/startupz`)).json()).toMatchObject({ status: 'started' });
+    expect((await fetch(`${metricsBase}/readyz/webhooks`)).status).toBe(200);
+    const metrics = await (await fetch(`${metricsBase}/metrics`)).text();
+    expect(metrics).toContain('worker_webhooks_total{result=');
+    // Every request to the webhook server is timed, the 404s above included (HTTP semantic conventions).
+    const timed = (...labels: string[]): number =>
+      metrics
+        .split('\n')
+        .filter(
+          (line) =>
+            line.startsWith('http_server_request_duration_seconds_count{') &&
+            labels.every((label) => line.includes(label)),
+        )
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    expect(
+      timed('http_request_method="GET"', 'http_response_status_code="404"', 'url_scheme="http"'),
+    ).toBeGreaterThan(0);
+    expect(timed('http_request_method="POST"', 'http_route="/webhooks/exchange"')).toBeGreaterThan(0);
   });
 
   it('records a KYC notification from the exchange and publishes it', async () => {
@@ -241,6 +258,9 @@ describe('webhook signing configuration', () => {
       }
       expect(health).toBe(200);
       expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(503);
+      // Alive, but not started: the start-up probe holds the pod back until its partitions are restored.
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/startupz`)).status).toBe(503);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz/webhooks`)).status).toBe(200);
       const body = JSON.stringify({ unique_reference: 'STARTING1', status: 'PAID', id: 'x' });
       const url = `http://127.0.0.1:${webhookPort}/webhooks/exchange`;
       const signed = await fetch(url, {

@@ -23,6 +23,8 @@ export const invariantNames = [
   'no_global_throttle',
   /** No secret in any log line, span or event. */
   'no_secret',
+  /** Every accepted order.submit_deposit shows its tx_hash in the order's events (recorded, refused or lost, said). */
+  'deposit_accounted',
 ] as const;
 export type InvariantName = (typeof invariantNames)[number];
 
@@ -42,7 +44,17 @@ export interface AcceptedOrder {
   create: Record<string, unknown>;
 }
 
-/** An exchange order as the sandbox recorded it (the v2 representation plus the mode of the key). */
+/** An order.submit_deposit the test sent: accepted unless a command.rejected names its command_id. */
+export interface SubmittedDeposit {
+  orderId: string;
+  commandId: string;
+  txHash: string;
+}
+
+/**
+ * An exchange order as the sandbox recorded it (the v2 representation plus the mode of the key). Its amounts are
+ * the ones the creating request gave when the sandbox recorded them (an exchange that rounds stores others).
+ */
 export interface ExchangeOrderRecord {
   uniqueReference: string;
   mode: string;
@@ -82,6 +94,8 @@ export interface RunHistory {
   /** Spans the workers exported: their names, attributes and events must hold no secret either. */
   spans?: SpanView[];
   secrets?: string[];
+  /** order.submit_deposit commands sent; omit to skip the deposit check. */
+  deposits?: SubmittedDeposit[];
 }
 
 /** What of an exported span can carry text. */
@@ -120,8 +134,20 @@ export function orderSignature(fields: {
     fields.depositCurrency.toUpperCase(),
     fields.withdrawCurrency.toUpperCase(),
     fields.withdrawAddress.toLowerCase(),
-    Number(fields.amount).toString(),
+    canonicalAmount(fields.amount),
   ].join('|');
+}
+
+/**
+ * A decimal string in one spelling ("1.50" and "01.5" are "1.5"), exactly: amounts of 18 fractional digits must not
+ * pass through a float (Number("1.000000000000000001") is 1). Anything else is left as it is.
+ */
+export function canonicalAmount(text: string): string {
+  const match = /^(\d+)(?:\.(\d*))?$/.exec(text.trim());
+  if (!match) return text;
+  const whole = (match[1] ?? '0').replace(/^0+(?=\d)/, '');
+  const fraction = (match[2] ?? '').replace(/0+$/, '');
+  return fraction === '' ? whole : `${whole}.${fraction}`;
 }
 
 function commandSignature(create: Record<string, unknown>, byDeposit: boolean): string {
@@ -357,6 +383,34 @@ function checkSecrets(texts: { source: string; text: string }[], secrets: string
   return violations;
 }
 
+/** Hex transaction hashes are case-insensitive; the events say the hash somewhere (any field, any case). */
+function checkDeposits(
+  all: PublishedEvent[],
+  histories: Map<string, PublishedEvent[]>,
+  deposits: SubmittedDeposit[],
+): Violation[] {
+  const violations: Violation[] = [];
+  // A rejection may carry seq 0 (not part of the order's history): look for it in every event read.
+  const rejected = new Set(
+    all.filter((e) => e.type === 'command.rejected').map((e) => String(e['command_id'])),
+  );
+  for (const deposit of deposits) {
+    if (rejected.has(deposit.commandId)) continue;
+    const events = histories.get(deposit.orderId) ?? [];
+    const hash = deposit.txHash.toLowerCase();
+    const told = events.some(
+      (e) => e.type !== 'command.rejected' && JSON.stringify(e).toLowerCase().includes(hash),
+    );
+    if (!told)
+      violations.push({
+        invariant: 'deposit_accounted',
+        orderId: deposit.orderId,
+        detail: `order.submit_deposit ${deposit.commandId} (tx ${deposit.txHash.slice(0, 18)}…) was not rejected, but no event of the order names its hash: ${events.map(describe).join(', ') || 'no events'}`,
+      });
+  }
+  return violations;
+}
+
 export function checkInvariants(history: RunHistory): Violation[] {
   const histories = byOrder(history.events);
   return [
@@ -367,6 +421,7 @@ export function checkInvariants(history: RunHistory): Violation[] {
     ...(history.throttleRefusals ? checkThrottles(history.throttleRefusals) : []),
     ...(history.texts && history.secrets ? checkSecrets(history.texts, history.secrets) : []),
     ...(history.spans && history.secrets ? checkSecrets(spanTexts(history.spans), history.secrets) : []),
+    ...(history.deposits ? checkDeposits(history.events, histories, history.deposits) : []),
   ];
 }
 
@@ -377,6 +432,7 @@ export function checkedInvariants(history: RunHistory): InvariantName[] {
     if (name === 'quote_cooldown' || name === 'no_global_throttle')
       return history.throttleRefusals !== undefined;
     if (name === 'no_secret') return history.texts !== undefined && history.secrets !== undefined;
+    if (name === 'deposit_accounted') return history.deposits !== undefined;
     return true;
   });
 }

@@ -35,6 +35,8 @@ export interface SendOptions {
   raw?: string;
   partition?: number;
   headers?: Record<string, string>;
+  /** Send an operator command (order.settle) as a trading service would: without the operator's signature. */
+  unsigned?: boolean;
 }
 
 export async function commandProducer(

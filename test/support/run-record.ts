@@ -11,6 +11,7 @@ import type {
   RunHistory,
   SpanView,
   StateRecordView,
+  SubmittedDeposit,
 } from './invariants.ts';
 import type { PublishedEvent } from './kafka-helpers.ts';
 import { uniqueName } from './unique-name.ts';
@@ -26,6 +27,11 @@ export const environmentSecrets: string[] = [
   webhookSecret,
 ];
 
+/**
+ * The sandbox's exchange orders, each with the amounts its creating request gave (the sandbox's own record of what
+ * was asked) where it has them: an exchange that stores 8 digits answers other amounts than an 18-digit command
+ * sent, and the checker attributes exchange orders to commands by what was sent.
+ */
 export function exchangeOrdersOf(sandbox: SandboxHandle): ExchangeOrderRecord[] {
   return sandbox.orders.list().map((view) => {
     const text = (key: string): string => {
@@ -38,8 +44,8 @@ export function exchangeOrdersOf(sandbox: SandboxHandle): ExchangeOrderRecord[] 
       depositCurrency: text('deposit_currency'),
       withdrawCurrency: text('withdraw_currency'),
       withdrawAddress: text('withdraw_address'),
-      depositAmount: text('deposit_amount'),
-      withdrawAmount: text('withdraw_amount'),
+      depositAmount: view.requested.depositAmount ?? text('deposit_amount'),
+      withdrawAmount: view.requested.withdrawAmount ?? text('withdraw_amount'),
     };
   });
 }
@@ -121,6 +127,8 @@ export async function recordRun(opts: {
   events: PublishedEvent[];
   /** Spans the workers exported, when the run had a receiver. */
   spans?: SpanView[];
+  /** order.submit_deposit commands the run sent (checked: each one accepted shows in its order's events). */
+  deposits?: SubmittedDeposit[];
 }): Promise<RunHistory> {
   return {
     orders: opts.orders,
@@ -133,6 +141,7 @@ export async function recordRun(opts: {
       { source: 'events topic', text: opts.events.map((e) => JSON.stringify(e)).join('\n') },
     ],
     ...(opts.spans ? { spans: opts.spans } : {}),
+    ...(opts.deposits ? { deposits: opts.deposits } : {}),
     secrets: environmentSecrets,
   };
 }

@@ -2,6 +2,7 @@
 // global setup provisioned, plus a command producer and an event collector on the run's own topics.
 import type { SandboxConfigInput } from '../../sandbox/index.ts';
 import { EventCollector, commandProducer, testKafka, type SendOptions } from './kafka-helpers.ts';
+import { operatorHeadersFor } from './operator-key.ts';
 import { services } from './services.ts';
 import { startWorkerEnvironment, type WorkerEnvironment } from './worker-environment.ts';
 
@@ -36,7 +37,16 @@ export async function startCluster(opts: {
   return {
     ...environment,
     collector,
-    send: producer.send,
+    // The tests play the operator too: an order.settle is signed with the test operator's key unless `unsigned`.
+    send: (command, sendOpts = {}) => {
+      if (command['type'] !== 'order.settle' || sendOpts.unsigned || sendOpts.raw !== undefined)
+        return producer.send(command, sendOpts);
+      const key = sendOpts.key === undefined ? String(command['order_id']) : (sendOpts.key ?? '');
+      return producer.send(command, {
+        ...sendOpts,
+        headers: { ...sendOpts.headers, ...operatorHeadersFor(key, JSON.stringify(command)) },
+      });
+    },
     stop: async () => {
       await environment.stop();
       await producer.close();

@@ -12,6 +12,7 @@ import {
   type SandboxConfigInput,
   type SandboxHandle,
 } from '../../sandbox/index.ts';
+import { testOperatorPublicKeys } from './operator-key.ts';
 import { startWorker, type WorkerProcess } from './worker-process.ts';
 
 export const webhookSecret = 'test-webhook-secret-0123456789';
@@ -113,6 +114,8 @@ export async function startWorkerEnvironment(
     // Far shorter than the 2 s default: nearly every wait of a test's orders (a poll, a deposit, a webhook) is
     // spent passivated, so the paths that bring an order back are exercised end to end.
     PASSIVATE_IDLE_MS: '250',
+    // The test operator's key: operator commands the tests send are signed with it (worker-cluster.ts).
+    OPERATOR_PUBLIC_KEYS: testOperatorPublicKeys,
     ...opts.env,
   };
   const workers: WorkerProcess[] = [];

@@ -2,7 +2,13 @@
 // a JavaScript number); anything but a plain non-negative decimal is no amount at all.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { normalizeDecimal, sameDecimal } from '../../src/decimal.ts';
+import {
+  fractionDigitsOf,
+  normalizeDecimal,
+  sameDecimal,
+  storedAs,
+  withinPartsPerMillion,
+} from '../../src/decimal.ts';
 import { decimalString } from '../../src/exchange/schemas.ts';
 
 /** An amount as units and a scale (units / 10^scale), written with exactly `scale` fractional digits. */
@@ -94,5 +100,53 @@ describe('sameDecimal', () => {
         expect(sameDecimal(padded, plain)).toBe(true);
       }),
     );
+  });
+});
+
+describe('storedAs: an amount as a store of fewer fractional digits wrote it', () => {
+  it('takes an 18-digit amount cut or rounded to 8 digits as the same amount, and nothing further off', () => {
+    const ours = '0.123456785000000001';
+    expect(storedAs(ours, '0.12345678', 8)).toBe(true); // truncated
+    expect(storedAs(ours, '0.12345679', 8)).toBe(true); // rounded half-up
+    expect(storedAs(ours, '0.12345677', 8)).toBe(false);
+    expect(storedAs(ours, '0.12345680', 8)).toBe(false);
+    expect(storedAs('1.000000001', '1', 8)).toBe(true);
+    expect(storedAs('1.000000001', '1.00000000', 8)).toBe(true);
+  });
+
+  it('allows no rounding to an amount that already fits the precision', () => {
+    expect(storedAs('1.53', '1.5', 8)).toBe(false);
+    expect(storedAs('1.5', '1.50000000', 8)).toBe(true);
+    expect(storedAs('0.12345678', '0.12345679', 8)).toBe(false);
+  });
+
+  it('is never true for something that is not an amount', () => {
+    expect(storedAs('1e-8', '0.00000001', 8)).toBe(false);
+    expect(storedAs('0.1', '', 8)).toBe(false);
+  });
+
+  it('holds for every amount cut to the precision, and its neighbour above (property)', () => {
+    fc.assert(
+      fc.property(amount, fc.integer({ min: 0, max: 12 }), (a, precision) => {
+        const ours = written(a);
+        const dropped = Math.max(0, a.scale - precision);
+        const cut = { units: a.units / 10n ** BigInt(dropped), scale: a.scale - dropped };
+        expect(storedAs(ours, written(cut), precision)).toBe(true);
+        if (a.scale > precision)
+          expect(storedAs(ours, written({ units: cut.units + 1n, scale: cut.scale }), precision)).toBe(true);
+        expect(storedAs(ours, written({ units: cut.units + 2n, scale: cut.scale }), precision)).toBe(false);
+      }),
+    );
+  });
+});
+
+describe('fractionDigitsOf and withinPartsPerMillion', () => {
+  it('counts the digits as written, and compares a relative distance on the digits', () => {
+    expect(fractionDigitsOf('1.50000000')).toBe(8);
+    expect(fractionDigitsOf('3')).toBe(0);
+    expect(fractionDigitsOf('x')).toBeUndefined();
+    expect(withinPartsPerMillion('100', '100.9', 10_000)).toBe(true);
+    expect(withinPartsPerMillion('100', '101.0000000001', 10_000)).toBe(false);
+    expect(withinPartsPerMillion('0.000000000000000001', '0.000000000000000001', 0)).toBe(true);
   });
 });

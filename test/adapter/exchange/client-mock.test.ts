@@ -559,6 +559,64 @@ describe('retries only where they are safe', () => {
     expect(budget.acquired).toHaveLength(2);
   });
 
+  it('holds a key no longer than the Retry-After cap, however long the header says, and tells the observer', async () => {
+    const ex = fresh();
+    ex.reply(
+      'GET',
+      '/pair/',
+      429,
+      { detail: 'Request was throttled.' },
+      { headers: { 'retry-after': '3600' } },
+    );
+    ex.reply('GET', '/pair/', 200, []);
+    const budget = new RecordingBudget();
+    const capped: Array<{ operation: string; statedMs: number; honouredMs: number }> = [];
+    const observer = {
+      callFinished: () => undefined,
+      attemptFailed: () => undefined,
+      budgetWaited: () => undefined,
+      retryAfterCapped: (event: { operation: string; statedMs: number; honouredMs: number }) =>
+        void capped.push(event),
+    };
+    const client = mockedClient(ex, { budget, observer, retryAfterMaxMs: 60_000 });
+    expect(await client.listPairs('cefi')).toEqual([]);
+    expect(budget.penalties).toEqual([{ key: client.budgetKey('cefi'), retryAfterMs: 60_000 }]);
+    expect(capped).toEqual([{ operation: 'listPairs', statedMs: 3_600_000, honouredMs: 60_000 }]);
+  });
+
+  it('caps the wait an unretried throttled call reports to its order too', async () => {
+    const ex = fresh();
+    ex.reply(
+      'GET',
+      '/pair/',
+      429,
+      { detail: 'Request was throttled.' },
+      {
+        headers: { 'retry-after': '86400' },
+        times: 3,
+      },
+    );
+    const err = await failure(mockedClient(ex, { retryAfterMaxMs: 30_000 }).listPairs('cefi'));
+    expect(err).toMatchObject({ code: 'throttled', retryAfterMs: 30_000 });
+  });
+
+  it('holds the key for every replica on a 429 only, not on a "throttled" body of another status', async () => {
+    const ex = fresh();
+    ex.reply(
+      'GET',
+      '/pair/',
+      503,
+      { detail: 'Request was throttled. Expected available in 900 seconds.' },
+      {
+        times: 3,
+      },
+    );
+    const budget = new RecordingBudget();
+    const err = await failure(mockedClient(ex, { budget }).listPairs('cefi'));
+    expect(err).toMatchObject({ code: 'http_503', action: 'backoff' });
+    expect(budget.penalties).toEqual([]);
+  });
+
   it('never repeats POST /orders/ after a 5xx or 408, and reports it as unknown_outcome (it may have been created)', async () => {
     for (const status of [500, 502, 503, 504, 408]) {
       const ex = fresh();

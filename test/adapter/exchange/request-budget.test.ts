@@ -16,6 +16,7 @@ import {
   budgetPolicy,
   type RequestBudget,
   type RequestPriority,
+  type RequestShare,
 } from '../../../src/exchange/request-budget.ts';
 import { uniqueName } from '../../support/services.ts';
 
@@ -54,9 +55,11 @@ async function offer(
   durationMs: number,
   concurrency: number,
   priority: (i: number) => RequestPriority = () => 'normal',
-): Promise<{ at: number[]; byPriority: Record<RequestPriority, number[]> }> {
+  share: (i: number) => RequestShare | undefined = () => undefined,
+): Promise<{ at: number[]; byPriority: Record<RequestPriority, number[]>; shared: number[] }> {
   const at: number[] = [];
   const byPriority: Record<RequestPriority, number[]> = { high: [], normal: [], low: [] };
+  const shared: number[] = [];
   const start = performance.now();
   const stop = AbortSignal.timeout(durationMs);
   await Promise.all(
@@ -64,19 +67,21 @@ async function offer(
       const budget = budgets[i % budgets.length];
       if (budget === undefined) return;
       const p = priority(i);
+      const part = share(i);
       while (!stop.aborted) {
         try {
-          await budget.acquire(key, p, stop);
+          await (part === undefined ? budget.acquire(key, p, stop) : budget.acquire(key, p, stop, part));
         } catch {
           return;
         }
         const t = performance.now() - start;
         at.push(t);
         byPriority[p].push(t);
+        if (part !== undefined) shared.push(t);
       }
     }),
   );
-  return { at: at.sort((a, b) => a - b), byPriority };
+  return { at: at.sort((a, b) => a - b), byPriority, shared: shared.sort((a, b) => a - b) };
 }
 
 function maxInAnyWindow(at: number[], windowMs: number): number {
@@ -128,6 +133,33 @@ describe.each(implementations)('%s (contract)', (_name, make) => {
     const other = performance.now();
     await budget.acquire('k4', 'low');
     expect(performance.now() - other).toBeLessThan(100);
+  });
+
+  it("holds a share (parked lookups) to its tenth of the key, however many wait in it, and leaves the rest to the key's other calls", async () => {
+    const budget = await make();
+    // 30 callers in the share against 6 ordinary ones of the same priority: without the share they would take most
+    // of the budget.
+    const { at, shared } = await offer(
+      [budget],
+      'k6',
+      2_000,
+      36,
+      () => 'low',
+      (i) => (i < 30 ? 'parked_lookup' : undefined),
+    );
+    expect(maxInAnyWindow(at, small.windowMs)).toBeLessThanOrEqual(small.limit);
+    expect(maxInAnyWindow(shared, small.windowMs)).toBeLessThanOrEqual(small.limit * 0.1);
+    expect(shared.length).toBeGreaterThan(0);
+    // The others get at least 85% of what the key admitted.
+    expect(at.length - shared.length).toBeGreaterThanOrEqual(at.length * 0.85);
+  });
+
+  it('holds a share during a penalty of its key', async () => {
+    const budget = await make();
+    await budget.penalize('k7', 400);
+    const started = performance.now();
+    await budget.acquire('k7', 'low', undefined, 'parked_lookup');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(300);
   });
 
   it('stops waiting when the caller aborts', async () => {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { CreateOrderInput } from '../../../machines/order-types.ts';
 import { QuoteCooldown } from '../../../src/redis/quote-cooldown.ts';
 import { useOwnRedis } from '../redis/redis-fixture.ts';
+import type { CreatesInFlight } from '../../../src/redis/creates-in-flight.ts';
 import type { ReferenceClaims } from '../../../src/redis/reference-claims.ts';
 import {
   createExchangeActors,
@@ -57,6 +58,36 @@ class MemoryClaims implements ReferenceClaims {
     if (owner === undefined) this.owners.set(reference, orderId);
     return Promise.resolve(owner === undefined || owner === orderId);
   }
+  owner(reference: string): Promise<string | null> {
+    return Promise.resolve(this.owners.get(reference) ?? null);
+  }
+}
+
+/** The POSTs out right now, as Redis keeps them (create-in-flight-1.lua), on the test's clock. */
+class MemoryInFlight implements CreatesInFlight {
+  readonly marks = new Map<string, Map<string, number>>();
+  readonly opened: string[] = [];
+  readonly clock: () => number;
+  constructor(clock: () => number = () => Date.now()) {
+    this.clock = clock;
+  }
+  open(siblings: string, orderId: string, ttlMs: number): Promise<void> {
+    this.opened.push(orderId);
+    const marks = this.marks.get(siblings) ?? new Map<string, number>();
+    marks.set(orderId, this.clock() + ttlMs);
+    this.marks.set(siblings, marks);
+    return Promise.resolve();
+  }
+  close(siblings: string, orderId: string): Promise<void> {
+    this.marks.get(siblings)?.delete(orderId);
+    return Promise.resolve();
+  }
+  othersOut(siblings: string, orderId: string): Promise<number> {
+    let longest = 0;
+    for (const [other, until] of this.marks.get(siblings) ?? [])
+      if (other !== orderId) longest = Math.max(longest, until - this.clock());
+    return Promise.resolve(longest);
+  }
 }
 
 /** The actors as one order host sees them: built over the deps, fenced by the host's barrier. */
@@ -78,11 +109,12 @@ function actors(overrides: Partial<ExchangeActorDeps & OrderBarrier> = {}) {
     durable: () => Promise.resolve(),
     mayAct: () => true,
     claims,
+    inFlight: new MemoryInFlight(),
     ownerOfReference: () => undefined,
     now: () => T + 60_000,
     ...overrides,
   };
-  return { exchange, claims, actors: fencedActors(deps) };
+  return { exchange, claims, deps, actors: fencedActors(deps) };
 }
 
 /** A page of GET /orders/ (newest first), each order `minutesAgo` before T, with a `next` cursor when more follow. */
@@ -128,7 +160,7 @@ describe('exchange actors: the lookup of a create in doubt', () => {
     expect(ex.requests.map((r) => r.path)).toEqual(['/orders/', '/orders/?cursor=c1']);
   });
 
-  it('matches an address the exchange stored in lower case (EVM), but not a base58 one in another case', async () => {
+  it('matches an address the exchange stored in lower case (EVM); a base58 one in another case is a near match (parked), never "not created"', async () => {
     const { exchange: ex, actors: a } = actors();
     ex.reply(
       'GET',
@@ -146,11 +178,10 @@ describe('exchange actors: the lookup of a create in doubt', () => {
       200,
       page([order('CASE', -1, { withdraw_address: base58.toLowerCase() })], null),
     );
-    const found = await second.actors.findExistingOrder(
-      { create: { ...create, withdrawAddress: base58 }, since: T },
-      signal,
-    );
-    expect(found.order).toBeNull();
+    // Not ours (case changes a base58 address), and not proof that ours is absent either.
+    await expect(
+      second.actors.findExistingOrder({ create: { ...create, withdrawAddress: base58 }, since: T }, signal),
+    ).rejects.toMatchObject({ action: 'fatal', code: 'lookup_near_match' });
   });
 
   it('never adopts an exchange order that a sibling order already owns (durably or by claim)', async () => {
@@ -176,17 +207,20 @@ describe('exchange actors: the lookup of a create in doubt', () => {
     expect(claims.owners.get('FREE')).toBe('o-1');
   });
 
-  it('is inconclusive (a retryable failure, never "not found") when the pages do not end', async () => {
+  it('says once that it can never finish (never "not found") when the pages do not end before the window', async () => {
     const { exchange: ex } = actors();
+    const told: string[] = [];
     const a = fencedActors({
       client: mockedClient(ex),
       cooldown: {} as QuoteCooldown,
       durable: () => Promise.resolve(),
       mayAct: () => true,
       claims: new MemoryClaims(),
+      inFlight: new MemoryInFlight(),
       ownerOfReference: () => undefined,
       now: () => T,
       maxLookupPages: 3,
+      onCreateDoubt: (doubt) => void told.push(doubt.kind),
     });
     ex.reply(
       'GET',
@@ -197,10 +231,12 @@ describe('exchange actors: the lookup of a create in doubt', () => {
         times: 3,
       },
     );
+    // The listing only grows: a window past the cap now is past it for good, so it is not retried (item 6).
     await expect(a.findExistingOrder({ create, since: T }, signal)).rejects.toMatchObject({
-      action: 'backoff',
-      code: 'lookup_incomplete',
+      action: 'fatal',
+      code: 'lookup_unreachable',
     });
+    expect(told).toEqual(['lookup_unreachable']);
   });
 });
 
@@ -431,6 +467,7 @@ describe('exchange actors: the actionable-quote cooldown, between requests as th
       durable: () => Promise.resolve(),
       mayAct: () => true,
       claims: new MemoryClaims(),
+      inFlight: new MemoryInFlight(),
       ownerOfReference: () => undefined,
       now: () => Date.now(),
     });
@@ -455,6 +492,7 @@ describe("exchange actors: a resting order's routine poll, made by the host", ()
       client: mockedClient(exchange, { budget }),
       cooldown: {} as QuoteCooldown,
       claims: new MemoryClaims(),
+      inFlight: new MemoryInFlight(),
       now: () => T + 60_000,
     });
     return { ex: exchange, budget, calls };
@@ -503,6 +541,7 @@ describe('exchange actors: status reads out at once are bounded', () => {
       client: mockedClient(exchange),
       cooldown: {} as QuoteCooldown,
       claims: new MemoryClaims(),
+      inFlight: new MemoryInFlight(),
       now: () => T + 60_000,
       maxStatusReads: 2,
       onStatusReadRefused: () => void refused++,
@@ -542,5 +581,199 @@ describe('exchange actors: status reads out at once are bounded', () => {
       live.fetchOrder({ orderId: 'o-c', mode: 'cefi', uniqueReference: 'C' }, signal),
     ).resolves.toMatchObject({ order: { uniqueReference: 'C' } });
     expect(calls.inflight()).toBe(0);
+  });
+});
+
+describe('exchange actors: a claim the create honours (issue 50, item 1)', () => {
+  it("never publishes a created order that another order's lookup took first: in doubt, with the reference", async () => {
+    const doubts: string[] = [];
+    const { exchange: ex, actors: a, claims } = actors({ onCreateDoubt: (d) => void doubts.push(d.kind) });
+    claims.owners.set('NEW', 'o-sibling');
+    ex.reply('POST', '/orders/', 201, order('NEW', 0));
+    ex.reply('GET', '/orders/NEW/', 200, order('NEW', 0));
+    await expect(a.createOrder(create, signal)).rejects.toMatchObject({
+      action: 'unknown_outcome',
+      code: 'created_order_claimed_elsewhere',
+      evidence: { uniqueReference: 'NEW', claim: 'another_order', created: true },
+    });
+    expect(claims.owners.get('NEW')).toBe('o-sibling');
+    expect(doubts).toEqual(['claimed_elsewhere']);
+  });
+
+  it('leaves the create in doubt, not created, when its claim cannot be confirmed (Redis down)', async () => {
+    const claims = new MemoryClaims();
+    claims.claim = () => Promise.reject(new Error('redis unreachable: Command timed out'));
+    const { exchange: ex, actors: a } = actors({ claims });
+    ex.reply('POST', '/orders/', 201, order('NEW', 0));
+    ex.reply('GET', '/orders/NEW/', 200, order('NEW', 0));
+    await expect(a.createOrder(create, signal)).rejects.toMatchObject({
+      action: 'unknown_outcome',
+      code: 'create_claim_unconfirmed',
+      evidence: { uniqueReference: 'NEW', claim: 'unconfirmed', created: true },
+    });
+  });
+
+  it("takes a 200 reuse answering a first POST for another order's order (no claim), and one repeating a doubt for its own", async () => {
+    const { exchange: ex, actors: a, claims } = actors();
+    const defi = { ...create, mode: 'defi' as const, rateId: 'rate-1' };
+    ex.reply('POST', '/orders/', 200, order('SOMEONES', 0));
+    ex.reply('GET', '/orders/SOMEONES/', 200, order('SOMEONES', 0));
+    await expect(a.createOrder(defi, signal)).rejects.toMatchObject({
+      action: 'unknown_outcome',
+      code: 'reused_foreign_order',
+      evidence: { uniqueReference: 'SOMEONES', claim: 'another_order', created: false },
+    });
+    expect(claims.owners.has('SOMEONES')).toBe(false);
+    // Nor is it taken by a repeat of that doubt: the doubt remembers it is another order's.
+    ex.reply('POST', '/orders/', 200, order('SOMEONES', 0));
+    await expect(
+      a.createOrder({ ...defi, attempt: 2, repeatsDoubt: true, foreignReferences: ['SOMEONES'] }, signal),
+    ).rejects.toMatchObject({ code: 'reused_foreign_order' });
+    // A repeat of a doubt answered with a reuse is this order's own first POST.
+    ex.reply('POST', '/orders/', 200, order('MINE', 0));
+    ex.reply('GET', '/orders/MINE/', 200, order('MINE', 0));
+    await expect(a.createOrder({ ...defi, attempt: 2, repeatsDoubt: true }, signal)).resolves.toMatchObject({
+      order: { uniqueReference: 'MINE' },
+      reused: true,
+    });
+    expect(claims.owners.get('MINE')).toBe('o-1');
+  });
+
+  it("takes no order a sibling's POST still out may be about to claim; the sibling claims and publishes it alone", async () => {
+    exchange = mockExchange();
+    const claims = new MemoryClaims();
+    const inFlight = new MemoryInFlight();
+    const shared = {
+      client: mockedClient(exchange),
+      cooldown: {} as QuoteCooldown,
+      durable: () => Promise.resolve(),
+      mayAct: () => true,
+      claims,
+      inFlight,
+      ownerOfReference: () => undefined,
+      now: () => T + 60_000,
+    };
+    const lookup = fencedActors(shared); // o-1, in doubt
+    const sibling = fencedActors(shared); // o-2: same pair, address and amount
+    exchange.reply('POST', '/orders/', 201, order('SIBLINGS', 0), { delayMs: 300 });
+    exchange.reply('GET', '/orders/SIBLINGS/', 200, order('SIBLINGS', 0));
+    exchange.reply('GET', '/orders/', 200, page([order('SIBLINGS', 0)], null), { times: 2 });
+    const posting = sibling.createOrder({ ...create, orderId: 'o-2' }, signal);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The sibling's order is already listed, its POST's answer not back yet.
+    const first = await lookup.findExistingOrder({ create, since: T }, signal);
+    expect(first.order).toBeNull();
+    expect(first.recheckAt).toBeGreaterThan(T + 60_000);
+    expect(claims.owners.has('SIBLINGS')).toBe(false);
+    await expect(posting).resolves.toMatchObject({ order: { uniqueReference: 'SIBLINGS' } });
+    expect(claims.owners.get('SIBLINGS')).toBe('o-2');
+    expect(inFlight.marks.get([...inFlight.marks.keys()][0] ?? '')?.size ?? 0).toBe(0);
+    // Looked up again: the sibling's, not ours, and nothing else is there.
+    const second = await lookup.findExistingOrder({ create, since: T }, signal);
+    expect(second).toMatchObject({ order: null });
+    expect(second.recheckAt).toBeUndefined();
+  });
+});
+
+describe('exchange actors: "not created" only when nothing even nearly matches (issue 50, item 2)', () => {
+  const precise = { ...create, depositAmount: '0.123456789012345678' };
+
+  it('finds its 18-decimal order stored with 8 decimals (rounded or cut)', async () => {
+    const { exchange: ex, actors: a } = actors();
+    ex.reply('GET', '/orders/', 200, page([order('ROUNDED', -1, { deposit_amount: '0.12345679' })], null));
+    await expect(a.findExistingOrder({ create: precise, since: T }, signal)).resolves.toMatchObject({
+      order: { uniqueReference: 'ROUNDED' },
+    });
+    await ex.agent.close();
+    const again = actors();
+    again.exchange.reply(
+      'GET',
+      '/orders/',
+      200,
+      page([order('CUT', -1, { deposit_amount: '0.12345678' })], null),
+    );
+    await expect(
+      again.actors.findExistingOrder({ create: precise, since: T }, signal),
+    ).resolves.toMatchObject({ order: { uniqueReference: 'CUT' } });
+  });
+
+  it('parks on a near match nobody claimed (an amount just beyond rounding, an extra id we never sent)', async () => {
+    const doubts: string[] = [];
+    const { exchange: ex, actors: a } = actors({ onCreateDoubt: (d) => void doubts.push(d.kind) });
+    ex.reply('GET', '/orders/', 200, page([order('NEAR', -1, { deposit_amount: '0.12345690' })], null));
+    await expect(a.findExistingOrder({ create: precise, since: T }, signal)).rejects.toMatchObject({
+      action: 'fatal',
+      code: 'lookup_near_match',
+    });
+    ex.reply('GET', '/orders/', 200, page([order('MEMO', -1, { withdraw_address_extra_id: '777' })], null));
+    await expect(a.findExistingOrder({ create, since: T }, signal)).rejects.toMatchObject({
+      code: 'lookup_near_match',
+    });
+    expect(doubts).toEqual(['near_match', 'near_match']);
+  });
+
+  it('concludes "not created" past a near match that another order claimed (it is explained)', async () => {
+    const { exchange: ex, actors: a, claims } = actors();
+    claims.owners.set('NEAR', 'o-sibling');
+    ex.reply('GET', '/orders/', 200, page([order('NEAR', -1, { deposit_amount: '0.12345690' })], null));
+    await expect(a.findExistingOrder({ create: precise, since: T }, signal)).resolves.toMatchObject({
+      order: null,
+    });
+  });
+
+  it('lets an operator adopt an order stored with 8 decimals, never one with another extra id', async () => {
+    const { exchange: ex, actors: a } = actors();
+    ex.reply('GET', '/orders/STORED/', 200, order('STORED', 0, { deposit_amount: '0.12345679' }));
+    ex.reply('GET', '/orders/MEMO/', 200, order('MEMO', 0, { withdraw_address_extra_id: '777' }));
+    await expect(a.adoptOrder({ create: precise, uniqueReference: 'STORED' }, signal)).resolves.toMatchObject(
+      { order: { uniqueReference: 'STORED' } },
+    );
+    await expect(a.adoptOrder({ create, uniqueReference: 'MEMO' }, signal)).rejects.toMatchObject({
+      code: 'adopt_mismatch',
+    });
+  });
+});
+
+describe('exchange actors: the lookup of a parked order, and the reference an order knows (issue 50, items 6, 7)', () => {
+  it('asks for the reference the order already knows, not the oldest candidate', async () => {
+    const { exchange: ex, actors: a, claims } = actors();
+    claims.owners.set('MINE', 'o-1'); // claimed by its own POST, whose confirming GET failed
+    ex.reply('GET', '/orders/', 200, page([order('MINE', -2), order('OLDER', -1)], null));
+    ex.reply('GET', '/orders/MINE/', 200, order('MINE', -2));
+    await expect(
+      a.findExistingOrder({ create: { ...create, knownReference: 'MINE' }, since: T }, signal),
+    ).resolves.toMatchObject({ order: { uniqueReference: 'MINE' } });
+    expect(claims.owners.has('OLDER')).toBe(false);
+  });
+
+  it('never concludes "not created" when its POST made an order another order holds', async () => {
+    const { exchange: ex, actors: a, claims } = actors();
+    claims.owners.set('MADE', 'o-sibling');
+    ex.reply('GET', '/orders/', 200, page([order('MADE', -1)], null));
+    await expect(
+      a.findExistingOrder({ create: { ...create, knownReference: 'MADE' }, since: T }, signal),
+    ).rejects.toMatchObject({ action: 'fatal', code: 'created_order_claimed_elsewhere' });
+  });
+
+  it("runs a parked order's lookup at low priority within the parked lookups' share", async () => {
+    exchange = mockExchange();
+    const budget = new RecordingBudget();
+    const a = fencedActors({
+      client: mockedClient(exchange, { budget }),
+      cooldown: {} as QuoteCooldown,
+      durable: () => Promise.resolve(),
+      mayAct: () => true,
+      claims: new MemoryClaims(),
+      inFlight: new MemoryInFlight(),
+      ownerOfReference: () => undefined,
+      now: () => T + 60_000,
+    });
+    exchange.reply('GET', '/orders/', 200, page([], null), { times: 2 });
+    await a.findExistingOrder({ create, since: T, parked: true }, signal);
+    await a.findExistingOrder({ create, since: T }, signal);
+    expect(budget.acquired.map(({ priority, share }) => [priority, share])).toEqual([
+      ['low', 'parked_lookup'],
+      ['high', undefined],
+    ]);
   });
 });

@@ -6,7 +6,7 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import type { RequestBudget, RequestPriority } from '../../../src/exchange/request-budget.ts';
+import type { RequestBudget, RequestPriority, RequestShare } from '../../../src/exchange/request-budget.ts';
 import { FullExchangeClient, type FullExchangeClientOptions } from './full-client.ts';
 
 export const origin = 'http://exchange.test';
@@ -140,10 +140,15 @@ export function mockExchange(): MockExchange {
 
 /** A budget that admits everything and records what it was asked. */
 export class RecordingBudget implements RequestBudget {
-  readonly acquired: { key: string; priority: RequestPriority }[] = [];
+  readonly acquired: { key: string; priority: RequestPriority; share?: RequestShare }[] = [];
   readonly penalties: { key: string; retryAfterMs: number }[] = [];
-  acquire(key: string, priority: RequestPriority): Promise<void> {
-    this.acquired.push({ key, priority });
+  acquire(
+    key: string,
+    priority: RequestPriority,
+    _signal?: AbortSignal,
+    share?: RequestShare,
+  ): Promise<void> {
+    this.acquired.push(share === undefined ? { key, priority } : { key, priority, share });
     return Promise.resolve();
   }
   penalize(key: string, retryAfterMs: number): Promise<void> {

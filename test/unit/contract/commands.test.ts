@@ -168,4 +168,21 @@ describe('command parsing', () => {
     }
     expect(longKey).toMatchObject({ ok: false, orderId: null });
   });
+
+  it('refuses a routed webhook hint whose exchange text runs past the cap an order keeps it under', () => {
+    const hint = {
+      type: 'order.webhook_hint',
+      command_id: 'h-1',
+      order_id: 'o-1',
+      unique_reference: 'R1',
+      status: 'PAID',
+      received_at: '2026-11-22T06:00:00.000Z',
+    };
+    expect(parse(hint).ok).toBe(true);
+    expect(parse({ ...hint, status: 'P'.repeat(10_000) })).toMatchObject({ ok: false, reason: 'malformed' });
+    expect(parse({ ...hint, unique_reference: 'R'.repeat(10_000) })).toMatchObject({
+      ok: false,
+      reason: 'malformed',
+    });
+  });
 });

@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { allocatorEnv } from '../../../src/allocator-env.ts';
 import { configSchema, loadConfig } from '../../../src/config.ts';
+import { workerImageEnv } from './image-environment.ts';
 import { deployRoot } from './kustomize-renderer.ts';
 
 const root = join(deployRoot, '..');
@@ -73,7 +74,9 @@ describe('docker-compose.yml', () => {
     const env = services['worker']?.environment ?? {};
     const known = new Set(Object.keys(configSchema.in.shape));
     expect(Object.keys(env).filter((name) => !known.has(name))).toEqual([]);
-    const config = loadConfig(env);
+    // As the container sees it: the image's own environment (NODE_ENV=production) under the compose file's.
+    const config = loadConfig({ ...workerImageEnv(), ...env });
+    expect(config.production).toBe(true);
     expect(config.otlpEndpoint).toBe('http://jaeger:4318');
     expect(seconds(services['worker']?.stop_grace_period)).toBeGreaterThan(config.shutdownTimeoutMs / 1000);
   });

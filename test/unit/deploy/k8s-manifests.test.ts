@@ -1,7 +1,10 @@
 // The Kubernetes manifests as a cluster would receive them: each overlay rendered (with `kubectl kustomize` too,
-// where kubectl is installed, and the two renderings compared), every object validated against the Kubernetes and
-// KEDA schemas, and the properties the runbook relies on checked: restricted Pod Security, probes, grace period
-// above the shutdown bound, PDB, KEDA capped at the partition count, replicated topics, a pinned image.
+// where kubectl is installed, and the two renderings compared), every object validated against the Kubernetes, KEDA
+// and Prometheus Operator schemas, and the properties the runbook relies on checked: restricted Pod Security, probes
+// (start-up only once restored, readiness for webhooks), a configuration change that rolls the pods, grace period
+// above the shutdown bound, PDB, KEDA alone owning the replica count, capped at the partition count, a webhook
+// Service a terminating pod leaves, replicated topics, a pinned image, the dev cluster's own Kafka, Redis, sandbox
+// and collector address. The alert rules: prometheus-rules.test.ts.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +12,8 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema, loadConfig } from '../../../src/config.ts';
-import { deployRoot, renderKustomization, type K8sObject } from './kustomize-renderer.ts';
+import { workerImageEnv } from './image-environment.ts';
+import { configMapHash, deployRoot, renderKustomization, type K8sObject } from './kustomize-renderer.ts';
 
 const targets = {
   dev: join(deployRoot, 'k8s', 'overlays', 'dev'),
@@ -26,6 +30,7 @@ const modelModules: Record<string, string> = {
   'policy/v1': 'kubernetes-models/policy/v1',
   'networking.k8s.io/v1': 'kubernetes-models/networking.k8s.io/v1',
   'keda.sh/v1alpha1': '@kubernetes-models/keda/keda.sh/v1alpha1',
+  'monitoring.coreos.com/v1': '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1',
 };
 
 function kubectlAvailable(): boolean {
@@ -55,6 +60,7 @@ interface Container {
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
   lifecycle?: { preStop?: { sleep?: { seconds: number } } };
   env?: Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+  envFrom?: Array<{ configMapRef?: { name: string }; secretRef?: { name: string } }>;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
 }
 interface PodSpec {
@@ -70,9 +76,15 @@ interface PodSpec {
 const podSpec = (o: K8sObject): PodSpec => (o['spec'] as { template: { spec: PodSpec } }).template.spec;
 const podLabels = (o: K8sObject): Record<string, string> =>
   (o['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+/** The ConfigMap the worker container's envFrom names (its generated name carries a hash of its content). */
+function workerConfigMap(objects: K8sObject[]): K8sObject | undefined {
+  const statefulSet = byKind(objects, 'StatefulSet').find((o) => o.metadata.name === 'exchange-order-worker');
+  const worker = statefulSet && podSpec(statefulSet).containers.find((c) => c.name === 'worker');
+  const name = worker?.envFrom?.find((from) => from.configMapRef)?.configMapRef?.name;
+  return byKind(objects, 'ConfigMap').find((c) => c.metadata.name === name);
+}
 const workerConfig = (objects: K8sObject[]): Record<string, string> =>
-  (byKind(objects, 'ConfigMap').find((c) => c.metadata.name === 'exchange-order-worker-config')?.['data'] ??
-    {}) as Record<string, string>;
+  (workerConfigMap(objects)?.['data'] ?? {}) as Record<string, string>;
 
 /** The checks of the Pod Security "restricted" profile (v1.30) that apply to these pods. */
 function restrictedProfileViolations(spec: PodSpec): string[] {
@@ -190,12 +202,33 @@ describe.each(['dev', 'production'] as const)('the %s overlay', (overlay) => {
     expect(worker.securityContext?.['readOnlyRootFilesystem']).toBe(true);
   });
 
-  it('probes start-up and liveness on /healthz and readiness on /readyz, on the metrics port', () => {
+  it('probes start-up on /startupz (restored), liveness on /healthz and readiness for webhooks, on the metrics port', () => {
     const metricsPort = worker.ports?.find((p) => p.name === 'metrics');
     expect(metricsPort?.containerPort).toBe(9464);
-    expect(worker.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(worker.startupProbe?.httpGet).toEqual({ path: '/startupz', port: 'metrics' });
     expect(worker.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
-    expect(worker.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(worker.readinessProbe?.httpGet).toEqual({ path: '/readyz/webhooks', port: 'metrics' });
+  });
+
+  it('rolls the pods on a configuration change: the ConfigMap they read is named by its content', () => {
+    const configMap = workerConfigMap(objects);
+    expect(configMap?.metadata.name).toMatch(/^exchange-order-worker-config-[a-z0-9]{10}$/);
+    const hash = configMap?.metadata.name.slice('exchange-order-worker-config-'.length);
+    expect(hash).toBe(configMapHash(config));
+    expect(configMapHash({ ...config, LOG_LEVEL: 'warn' })).not.toBe(hash);
+    expect(byKind(objects, 'ConfigMap').map((c) => c.metadata.name)).not.toContain(
+      'exchange-order-worker-config',
+    );
+  });
+
+  it('routes webhooks to ready pods only, so a terminating pod leaves the endpoints during its preStop pause', () => {
+    const webhooks = byKind(objects, 'Service').find(
+      (s) => s.metadata.name === 'exchange-order-worker-webhooks',
+    );
+    expect(
+      (webhooks?.['spec'] as { publishNotReadyAddresses?: boolean }).publishNotReadyAddresses,
+    ).toBeFalsy();
+    expect(worker.lifecycle?.preStop?.sleep?.seconds).toBeGreaterThanOrEqual(5);
   });
 
   it('gives the pod more time than the preStop pause plus SHUTDOWN_TIMEOUT_MS', () => {
@@ -223,7 +256,8 @@ describe.each(['dev', 'production'] as const)('the %s overlay', (overlay) => {
       ...(config['KAFKA_SASL_MECHANISM'] ? { KAFKA_SASL_PASSWORD: 'p' } : {}),
       ...(config['REDIS_USERNAME'] ? { REDIS_PASSWORD: 'p' } : {}),
     };
-    expect(() => loadConfig({ ...files, ...secrets })).not.toThrow();
+    // As the pod sees it: the image's environment (NODE_ENV=production) under the ConfigMap's and the Secret's.
+    expect(() => loadConfig({ ...workerImageEnv(), ...files, ...secrets })).not.toThrow();
   });
 
   it('keeps the webhook Service to webhooks and puts metrics on the headless pods Service', () => {
@@ -284,9 +318,65 @@ describe.each(['dev', 'production'] as const)('the %s overlay', (overlay) => {
   });
 });
 
+describe('the dev overlay', () => {
+  const objects = rendered.dev;
+  const config = workerConfig(objects);
+  const namespace = only(objects, 'StatefulSet').metadata.namespace;
+
+  it('brings the Kafka, Redis and exchange sandbox its configuration names, in its own namespace', () => {
+    const hosts = [
+      ...(config['KAFKA_BROKERS'] ?? '').split(',').map((broker) => broker.split(':')[0] as string),
+      new URL(config['REDIS_URL'] ?? '').hostname,
+      new URL(config['EXCHANGE_API_URL'] ?? '').hostname,
+    ];
+    const services = byKind(objects, 'Service').map(
+      (s) => `${s.metadata.name}.${s.metadata.namespace ?? ''}`,
+    );
+    expect(hosts.filter((host) => !services.includes(host))).toEqual([]);
+    for (const name of ['kafka', 'redis', 'exchange-sandbox'])
+      expect(byKind(objects, 'Deployment').map((d) => d.metadata.name)).toContain(name);
+    expect(hosts.every((host) => host.endsWith(`.${namespace}`))).toBe(true);
+  });
+
+  it('exports traces to the example collector where it renders', () => {
+    const collector = byKind(rendered.collector, 'Service').find((s) => s.metadata.name === 'otel-collector');
+    const endpoint = new URL(config['OTEL_EXPORTER_OTLP_ENDPOINT'] ?? '');
+    expect(endpoint.hostname).toBe(`${collector?.metadata.name}.${collector?.metadata.namespace}`);
+    expect(Number(endpoint.port)).toBe(
+      (collector?.['spec'] as { ports: Array<{ port: number }> }).ports[0]?.port,
+    );
+  });
+});
+
 describe('the production overlay', () => {
   const objects = rendered.production;
   const config = workerConfig(objects);
+
+  it('leaves the replica count to KEDA: the StatefulSet states none', () => {
+    const statefulSet = only(objects, 'StatefulSet');
+    expect((statefulSet['spec'] as { replicas?: number }).replicas).toBeUndefined();
+    expect(
+      (only(objects, 'ScaledObject')['spec'] as { scaleTargetRef: { name: string } }).scaleTargetRef.name,
+    ).toBe(statefulSet.metadata.name);
+  });
+
+  it('scrapes every pod with a ServiceMonitor on the headless Service, from the namespace the NetworkPolicy admits', () => {
+    const monitor = only(objects, 'ServiceMonitor')['spec'] as {
+      selector: { matchLabels: Record<string, string> };
+      endpoints: Array<{ port: string; path: string }>;
+    };
+    const selected = byKind(objects, 'Service').filter((service) =>
+      Object.entries(monitor.selector.matchLabels).every(
+        ([label, value]) =>
+          (service.metadata['labels'] as Record<string, string> | undefined)?.[label] === value,
+      ),
+    );
+    expect(selected.map((service) => service.metadata.name)).toEqual(['exchange-order-worker-pods']);
+    expect(monitor.endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
+    expect(only(objects, 'PrometheusRule').metadata.namespace).toBe(
+      only(objects, 'StatefulSet').metadata.namespace,
+    );
+  });
 
   it('replicates the topics it creates and exports traces', () => {
     expect(config).toMatchObject({

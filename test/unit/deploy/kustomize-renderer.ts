@@ -1,9 +1,11 @@
 // A small kustomize renderer for tests, limited to the features deploy/k8s uses: `resources` (files and
-// directories), `namespace`, `images`, `configMapGenerator` (literals, files, behavior create/merge, with
-// generatorOptions.disableNameSuffixHash) and `patches` (JSON 6902 operations, inline or from a file, with a
-// kind/name target). Anything else in a kustomization makes it throw: it never silently renders less than kustomize
+// directories), `namespace`, `images`, `configMapGenerator` (literals, files, behavior create/merge; the generated
+// name gets kustomize's content hash, `<name>-<hash>`, computed once every overlay merged into it, and the pod
+// templates' references follow it, unless generatorOptions.disableNameSuffixHash) and `patches` (JSON 6902
+// operations, inline or from a file, with a kind/name target). Anything else in a kustomization makes it throw: it never silently renders less than kustomize
 // would. Where kubectl is installed, test/unit/deploy/k8s-manifests.test.ts compares its output with
 // `kubectl kustomize`; CI machines without kubectl rely on this renderer alone.
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
@@ -98,8 +100,62 @@ function podSpecs(object: K8sObject): Array<Record<string, unknown>> {
   return [];
 }
 
+/** Generated ConfigMaps whose name gets the content hash once the whole tree is rendered. */
+const needsHash = new WeakSet<K8sObject>();
+
+/**
+ * kustomize's name suffix for a generated ConfigMap: the SHA-256 of the JSON of {data, kind, name} (keys sorted, and
+ * HTML-escaped as Go's encoding/json does), its first 10 hex digits with 0, 1, 3, a and e replaced by g, h, k, m
+ * and t. The name in it is empty: kustomize (v5) looks `metadata/name` up as one field name and finds none, so two
+ * generated ConfigMaps with the same data get the same suffix (checked against `kubectl kustomize`).
+ */
+export function configMapHash(data: Record<string, string>): string {
+  const sorted = Object.fromEntries(Object.entries(data).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const json = JSON.stringify({ data: sorted, kind: 'ConfigMap', name: '' }).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  const swap: Record<string, string> = { '0': 'g', '1': 'h', '3': 'k', a: 'm', e: 't' };
+  return [...createHash('sha256').update(json).digest('hex').slice(0, 10)].map((c) => swap[c] ?? c).join('');
+}
+
+interface ConfigMapRefs {
+  envFrom?: Array<{ configMapRef?: { name: string } }>;
+  env?: Array<{ valueFrom?: { configMapKeyRef?: { name: string } } }>;
+}
+
+/** Gives each hashed ConfigMap its final name and points every pod template's reference at it. */
+function applyNameHashes(objects: K8sObject[]): void {
+  const renamed = new Map<string, string>();
+  for (const object of objects) {
+    if (!needsHash.has(object)) continue;
+    const name = object.metadata.name;
+    object.metadata.name = `${name}-${configMapHash((object['data'] ?? {}) as Record<string, string>)}`;
+    renamed.set(name, object.metadata.name);
+  }
+  const follow = (ref: { name: string } | undefined): void => {
+    if (ref && renamed.has(ref.name)) ref.name = renamed.get(ref.name) as string;
+  };
+  for (const object of objects)
+    for (const spec of podSpecs(object)) {
+      for (const list of ['containers', 'initContainers'])
+        for (const container of (spec[list] as ConfigMapRefs[] | undefined) ?? []) {
+          for (const from of container.envFrom ?? []) follow(from.configMapRef);
+          for (const env of container.env ?? []) follow(env.valueFrom?.configMapKeyRef);
+        }
+      for (const volume of (spec['volumes'] as Array<{ configMap?: { name: string } }> | undefined) ?? [])
+        follow(volume.configMap);
+    }
+}
+
 /** Renders the kustomization in `dir` like `kubectl kustomize dir` (within the supported features). */
 export function renderKustomization(dir: string): K8sObject[] {
+  const objects = renderTree(dir);
+  applyNameHashes(objects);
+  return objects;
+}
+
+function renderTree(dir: string): K8sObject[] {
   const file = join(dir, 'kustomization.yaml');
   const kustomization = parseYaml(readFileSync(file, 'utf8')) as Kustomization & Record<string, unknown>;
   for (const key of Object.keys(kustomization))
@@ -109,12 +165,10 @@ export function renderKustomization(dir: string): K8sObject[] {
   for (const resource of kustomization.resources ?? []) {
     const path = join(dir, resource);
     if (!existsSync(path)) throw new Error(`${file}: resource ${resource} does not exist`);
-    objects.push(...(statSync(path).isDirectory() ? renderKustomization(path) : readDocuments(path)));
+    objects.push(...(statSync(path).isDirectory() ? renderTree(path) : readDocuments(path)));
   }
 
   for (const generator of kustomization.configMapGenerator ?? []) {
-    if (!kustomization.generatorOptions?.disableNameSuffixHash && generator.behavior !== 'merge')
-      throw new Error(`${file}: name suffix hashes are not supported here (set disableNameSuffixHash)`);
     const data: Record<string, string> = {};
     for (const literal of generator.literals ?? []) {
       const eq = literal.indexOf('=');
@@ -128,7 +182,14 @@ export function renderKustomization(dir: string): K8sObject[] {
       existing['data'] = { ...(existing['data'] as Record<string, string>), ...data };
     } else {
       if (existing) throw new Error(`${file}: ConfigMap ${generator.name} generated twice`);
-      objects.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: generator.name }, data });
+      const generated: K8sObject = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: generator.name },
+        data,
+      };
+      if (!kustomization.generatorOptions?.disableNameSuffixHash) needsHash.add(generated);
+      objects.push(generated);
     }
   }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { exchangeMessageMaxChars } from '../../../machines/domain.ts';
 import {
   classificationTable,
   classifyErrorResponse,
@@ -107,6 +108,18 @@ describe('fallback on the HTTP status', () => {
     expect(
       classifyErrorResponse({ status: 400, body: { detail: 'Something nobody documented.' } }).code,
     ).toBe('http_400');
+  });
+
+  it("cuts the exchange's message to the cap on exchange text, matched row or not", () => {
+    const megabyte = 'y'.repeat(1 << 20);
+    const unexplained = classifyErrorResponse({ status: 400, body: { detail: megabyte } });
+    expect(unexplained.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
+    const matched = classifyErrorResponse({
+      status: 400,
+      body: { detail: `The quote for this rate_id has expired. Please request a new rate. ${megabyte}` },
+    });
+    expect(matched.code).not.toMatch(/^http_/);
+    expect(matched.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
   });
 
   it('uses a status line as the message of an empty or HTML body', () => {

@@ -6,6 +6,8 @@ import {
   budgetPolicy,
   gcraStep,
   maxAdmittedTogether,
+  requestShares,
+  sharePolicy,
   type Admission,
   type RequestPriority,
 } from '../../../src/exchange/request-budget.ts';
@@ -23,6 +25,18 @@ describe('budget policy', () => {
     expect(budgetPolicy({ limit: 100, windowMs: 1000 }).capacity).toEqual({ high: 12, normal: 7, low: 2 });
     expect(() => budgetPolicy({ limit: 1, windowMs: 1000 })).toThrow(RangeError);
     expect(() => budgetPolicy({ burst: { high: 1, normal: 5, low: 1 } })).toThrow(RangeError);
+  });
+});
+
+describe('budget shares', () => {
+  it('holds parked lookups to at most a tenth of the documented budget in any window, at any priority', () => {
+    const key = budgetPolicy();
+    const share = sharePolicy(key, 'parked_lookup');
+    expect(requestShares.parked_lookup).toBeLessThanOrEqual(0.1);
+    expect(share.maxPerWindow).toBeLessThanOrEqual(2500 * 0.1);
+    expect(share.windowMs).toBe(key.windowMs);
+    // Small limits (tests, the Redis fallback) still get a policy that paces.
+    expect(() => sharePolicy(budgetPolicy({ limit: 10, windowMs: 1000 }), 'parked_lookup')).not.toThrow();
   });
 });
 

@@ -8,6 +8,7 @@ import { createLogger } from '../../../src/telemetry/logger.ts';
 import {
   createOpsServer,
   createWebhookServer,
+  type WebhookServerDeps,
   type WebhookServerLimits,
 } from '../../../src/http/http-server.ts';
 
@@ -30,14 +31,14 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-function webhookServer(limits: WebhookServerLimits = {}) {
+function webhookServer(limits: WebhookServerLimits & Pick<WebhookServerDeps, 'onShed'> = {}) {
   const received: Buffer[] = [];
   const server = createWebhookServer({
     logger,
     ...limits,
     handleWebhook: (raw) => {
       received.push(raw);
-      return Promise.resolve({ status: 200 as const, body: { accepted: true } });
+      return Promise.resolve({ status: 200 as const, result: 'routed' as const, body: { accepted: true } });
     },
   });
   return { server, received };
@@ -108,7 +109,7 @@ describe('webhook server (HTTP_PORT)', () => {
       handleWebhook: async (raw) => {
         received.push(raw);
         await held;
-        return { status: 200 as const, body: { accepted: true } };
+        return { status: 200 as const, result: 'routed' as const, body: { accepted: true } };
       },
     });
     const base = await listen(server);
@@ -136,6 +137,63 @@ describe('webhook server (HTTP_PORT)', () => {
     const answers = await Promise.all(deliveries);
     expect(answers.filter((a) => a !== 'HTTP/1.1 200')).toEqual([]);
     expect(received).toHaveLength(1_000);
+  });
+
+  it('shares one budget of unverified body bytes among all deliveries: a flood gets 503s past it, and a delivery after it goes through', async () => {
+    const shed: string[] = [];
+    const { server, received } = webhookServer({
+      maxUnverifiedBytes: 64 * 1_024,
+      requestTimeoutMs: 3_000,
+      onShed: (reason) => shed.push(reason),
+    });
+    const base = await listen(server);
+    const { port } = new URL(base);
+    // 24 unsigned senders: 12 declare 16 KiB and send half, 12 stream chunks of 8 KiB without a length; none finishes.
+    const flood = Array.from(
+      { length: 24 },
+      (_, i) =>
+        new Promise<string>((resolve) => {
+          const head =
+            i % 2 === 0
+              ? 'POST /webhooks/exchange HTTP/1.1\r\nHost: x\r\nContent-Length: 16384\r\n\r\n'
+              : 'POST /webhooks/exchange HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2000\r\n';
+          const socket = connect(Number(port), '127.0.0.1', () => socket.write(head + 'x'.repeat(8_192)));
+          sockets.push(socket);
+          let data = '';
+          socket.on('data', (chunk) => (data += chunk.toString()));
+          socket.on('close', () => resolve(data.slice(0, 12)));
+          socket.on('error', () => resolve(data.slice(0, 12) || 'error'));
+          setTimeout(() => resolve(data.slice(0, 12) || 'held'), 1_500);
+        }),
+    );
+    const answers = await Promise.all(flood);
+    const busy = answers.filter((a) => a === 'HTTP/1.1 503');
+    // 64 KiB admit at most 4 declared 16 KiB bodies, or 8 streamed 8 KiB ones: the other senders are turned away.
+    expect(busy.length).toBeGreaterThanOrEqual(24 - 8);
+    expect(answers.filter((a) => a !== 'HTTP/1.1 503' && a !== 'held')).toEqual([]);
+    expect(shed.length).toBe(busy.length);
+    expect(new Set(shed)).toEqual(new Set(['body_budget']));
+    expect(received).toEqual([]);
+    // The flood's held bytes come back when its connections go: a real delivery is read and handed on.
+    for (const socket of sockets.splice(0)) socket.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const res = await fetch(`${base}/webhooks/exchange`, { method: 'POST', body: '{"signed":"later"}' });
+    expect(res.status).toBe(200);
+    expect(received.map((raw) => raw.toString())).toEqual(['{"signed":"later"}']);
+  });
+
+  it('counts a connection refused at accept by the cap', async () => {
+    const shed: string[] = [];
+    const { server } = webhookServer({ maxConnections: 1, onShed: (reason) => shed.push(reason) });
+    const base = await listen(server);
+    const { port } = new URL(base);
+    for (let i = 0; i < 3; i++)
+      await new Promise<void>((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => resolve());
+        sockets.push(socket);
+      });
+    for (let i = 0; i < 50 && shed.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(shed).toEqual(['connections', 'connections']);
   });
 
   it('caps concurrent connections', async () => {

@@ -86,6 +86,46 @@ describe('describeOrder', () => {
     expect(new Set(ids).size).toBe(2);
   });
 
+  it("shows a parked order's next re-check, or that it stopped for good, and the reference its POST returned", () => {
+    const parkedEvents = [event(1, 'order.parked', { reason: 'create_outcome_unknown', attempts: 1 })];
+    const scheduled = describeOrder({
+      orderId: 'o-1',
+      record: record(
+        {
+          resumeFrom: 'creating.parked',
+          stateValue: {},
+          context: {
+            retryAt: now + 600_000,
+            parkedRechecks: 1,
+            pendingIntent: { kind: 'create', reference: 'HELD', foreign: ['HELD'] },
+          },
+        },
+        1,
+      ),
+      events: parkedEvents,
+      lease: null,
+      now,
+    });
+    expect(scheduled.parked?.recheck).toMatch(/^next at 2026-01-01T00:10:00.000Z \(1 made so far/);
+    expect(scheduled.parked?.knownReference).toEqual({ uniqueReference: 'HELD', heldElsewhere: true });
+    const stopped = describeOrder({
+      orderId: 'o-1',
+      record: record(
+        {
+          resumeFrom: 'creating.parked',
+          stateValue: {},
+          context: { retryAt: null, lookupUnreachableAt: now - 1_000, pendingIntent: { kind: 'create' } },
+        },
+        1,
+      ),
+      events: parkedEvents,
+      lease: null,
+      now,
+    });
+    expect(stopped.parked?.recheck).toMatch(/^stopped since .*can never finish.*order\.settle/);
+    expect(stopped.parked?.knownReference).toBeNull();
+  });
+
   it('is no longer parked once the order was settled (created or finished after order.parked)', () => {
     const report = describeOrder({
       orderId: 'o-1',
@@ -110,6 +150,32 @@ describe('describeOrder', () => {
       "state record says seq 4, the events topic's last event of the order has seq 3",
       'event seq 3 where 2 was expected (gap or repeat)',
     ]);
+  });
+});
+
+describe('describeOrder: an end that left a deposit unrecorded', () => {
+  it('says so in the end event of the timeline', () => {
+    const report = describeOrder({
+      orderId: 'o-1',
+      record: record({ resumeFrom: 'canceled', stateValue: 'canceled', context: {} }, 2, true),
+      events: [
+        event(1, 'order.created'),
+        event(2, 'order.canceled', {
+          unique_reference: 'REF1',
+          reason: 'exchange',
+          unrecorded_deposit: {
+            tx_hash: '0xabc',
+            state: 'unconfirmed',
+            accepted_at: new Date(now).toISOString(),
+          },
+        }),
+      ],
+      lease: 'unknown',
+      now,
+    });
+    expect(report.timeline.at(-1)?.summary).toBe(
+      'reason exchange; deposit 0xabc NOT recorded at the exchange (unconfirmed)',
+    );
   });
 });
 

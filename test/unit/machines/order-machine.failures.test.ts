@@ -1,6 +1,7 @@
 import { SimulatedClock } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { backoffDelay } from '../../../machines/backoff.ts';
+import { exchangeMessageMaxChars, exchangeValueMaxChars } from '../../../machines/domain.ts';
 import { resolveOrderConfig } from '../../../machines/order-context.ts';
 import {
   OrderHarness,
@@ -317,6 +318,39 @@ describe('order machine: creating failures', () => {
     expect(h.calls.requestQuote).toHaveLength(1);
     expect(h.calls.createOrder.map((call) => call.input.rateId)).toEqual(['rate-9', 'rate-9']);
     expect(h.emitted.at(-1)).toMatchObject({ type: 'order.created', reused: true });
+  });
+
+  it('repeats a DeFi create in doubt only once the settle window has passed: never beside the POST in doubt', async () => {
+    const h = await OrderHarness.start(
+      orderInput({ config: { createSettleMs: 60_000 } }),
+      {
+        createOrder: [
+          fails('unknown_outcome', { code: 'timeout' }),
+          ok({ order: exchangeOrder(), reused: true }),
+        ],
+      },
+      { always: { acquireQuoteSlot: granted, requestQuote: quoteReply('rate-9') } },
+    );
+    expect(h.state).toBe('creating.waiting');
+    const failedAt = h.context.now;
+    expect(h.context.retryAt).toBe(failedAt + 60_000);
+    expect(h.snapshot.can({ type: 'CANCEL', at: h.context.now })).toBe(false);
+    await h.advance(59_999);
+    expect(h.calls.createOrder).toHaveLength(1);
+    await h.advance(1);
+    expect(h.calls.createOrder.map((call) => [call.input.rateId, call.at])).toEqual([
+      ['rate-9', T0],
+      ['rate-9', failedAt + 60_000],
+    ]);
+    expect(h.emitted.at(-1)).toMatchObject({ type: 'order.created', reused: true });
+  });
+
+  it('never re-checks a parked create sooner than the settle window after the failure that parked it', () => {
+    expect(resolveOrderConfig({ createSettleMs: 60_000, parkedRecheckMs: 1_000 }).parkedRecheckMs).toBe(
+      60_000,
+    );
+    expect(resolveOrderConfig({ createSettleMs: 1_000, parkedRecheckMs: 5_000 }).parkedRecheckMs).toBe(5_000);
+    expect(resolveOrderConfig(undefined).parkedRecheckMs).toBe(300_000);
   });
 
   it('parks a create in doubt whose verification keeps failing past maxAttempts, and keeps re-checking', async () => {
@@ -961,5 +995,34 @@ describe('order machine: address and chain pairing before any quote', () => {
     await h.advance((h.context.retryAt ?? 0) - h.context.now);
     expect(h.calls.checkAddress).toHaveLength(2);
     expect(h.state.startsWith('quoting')).toBe(true);
+  });
+});
+
+describe('order machine: exchange text it keeps is bounded', () => {
+  it('keeps its record and its events small whatever the length of the exchange text in a failure', async () => {
+    const megabyte = 'z'.repeat(1 << 20);
+    const h = await OrderHarness.start(orderInput({ mode: 'cefi' }), {
+      createOrder: [fails('fatal', { code: `address_invalid${megabyte}`, message: megabyte })],
+    });
+    expect(h.state).toBe('failed');
+    const failed = h.emitted.at(-1) as { type: string; message: string; code: string };
+    expect(failed.type).toBe('order.failed');
+    expect(failed.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
+    expect(failed.code.length).toBeLessThanOrEqual(exchangeValueMaxChars);
+    // The whole durable form (the state record's machine) stays far below a broker's record limit.
+    expect(JSON.stringify(h.durable()).length).toBeLessThan(16_384);
+  });
+
+  it('bounds a pre-screening message and an address pairing message it fails with', async () => {
+    const megabyte = 'w'.repeat(1 << 20);
+    const screened = await OrderHarness.start(
+      orderInput({ mode: 'cefi', preScreening: { ip: '203.0.113.7' } }),
+      { preScreen: [ok({ status: 'failed', message: megabyte })] },
+    );
+    expect(screened.context.failure?.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
+    const paired = await OrderHarness.start(orderInput({ mode: 'cefi' }), {
+      checkAddress: [ok({ ok: false, code: 'withdraw_network_mismatch', message: megabyte })],
+    });
+    expect(paired.context.failure?.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
   });
 });

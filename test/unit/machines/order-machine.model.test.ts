@@ -53,8 +53,8 @@ function view(status: string): ExchangeOrderView {
 }
 const done = (id: string, output: unknown) =>
   ({ type: `xstate.done.actor.${id}`, output }) as unknown as OrderEvent;
-const error = (id: string, action: FailureAction) =>
-  ({ type: `xstate.error.actor.${id}`, error: failure(action) }) as unknown as OrderEvent;
+const error = (id: string, action: FailureAction, extra: Partial<ExchangeFailure> = {}) =>
+  ({ type: `xstate.error.actor.${id}`, error: { ...failure(action), ...extra } }) as unknown as OrderEvent;
 
 /**
  * The events offered to a state: for each event type it has transitions for, the catalogue's variants (timers,
@@ -109,10 +109,22 @@ function eventCatalogue(snapshot: OrderSnapshot): OrderEvent[] {
     error('createOrder', 'unknown_outcome'),
     error('createOrder', 'backoff'),
     error('createOrder', 'mode_mismatch'),
+    // The POST made an exchange order another order holds (its claim said so): what only a CeFi lookup acts on.
+    ...(snapshot.context.request.mode === 'defi'
+      ? []
+      : [
+          error('createOrder', 'unknown_outcome', {
+            code: 'created_order_claimed_elsewhere',
+            evidence: { uniqueReference: 'HELD1', claim: 'another_order', created: true },
+          }),
+        ]),
     done('findExistingOrder', { order: view('INITIAL'), at }),
     done('findExistingOrder', { order: null, at }),
+    // Another order's POST of the same siblings is out: nothing can be concluded yet.
+    done('findExistingOrder', { order: null, recheckAt: at + 5_000, at }),
     error('findExistingOrder', 'backoff'),
     error('findExistingOrder', 'fatal'),
+    error('findExistingOrder', 'fatal', { code: 'lookup_unreachable' }),
     done('adoptOrder', { order: view('INITIAL'), at }),
     error('adoptOrder', 'fatal'),
     done('submitDeposit', { alreadyRecorded: false, at }),
@@ -145,7 +157,7 @@ function abstractState(snapshot: OrderSnapshot): string {
     intent === null
       ? null
       : intent.kind === 'create'
-        ? `create:${intent.outcome}:${intent.rateId ?? ''}`
+        ? `create:${intent.outcome}:${intent.rateId ?? ''}:${intent.reference != null && (intent.foreign ?? []).includes(intent.reference)}`
         : intent.kind,
     Math.min(c.attempt, c.config.maxAttempts), // grows without bound while a create is in doubt
     c.requotes,
@@ -165,6 +177,7 @@ function abstractState(snapshot: OrderSnapshot): string {
     c.failure?.reason ?? null,
     c.cancelReason,
     c.parkedAt !== null,
+    c.lookupUnreachableAt != null,
   ]);
 }
 
@@ -258,14 +271,11 @@ describe('order machine: model-based coverage (@xstate/graph)', () => {
         [],
         coverage,
       );
-      const intent = snapshot.context.pendingIntent;
-      const repeatable =
-        snapshot.context.request.mode === 'defi' && intent?.kind === 'create' && intent.rateId !== null;
       const expected =
         durable.resumeFrom === 'quoting.requesting'
           ? 'quoting.acquiringSlot'
-          : durable.resumeFrom === 'creating.posting' && !repeatable
-            ? 'creating.waiting' // the settle window first: the previous owner's POST may still land
+          : durable.resumeFrom === 'creating.posting'
+            ? 'creating.waiting' // the settle window first, DeFi too: the previous owner's POST may still land
             : durable.resumeFrom;
       expect(resumeKeyOf(restored.value), `restore from ${durable.resumeFrom}`).toBe(expected);
       expect(restored.context.failure).toEqual(snapshot.context.failure);

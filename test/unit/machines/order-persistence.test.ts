@@ -232,7 +232,7 @@ describe('restore: before the exchange order exists', () => {
     expect(restored.calls.acquireQuoteSlot.map((call) => call.at)).toEqual([T0 + 10_000]);
   });
 
-  it('repeats a DeFi create that was in flight with the same rate_id and takes the 200 reuse', async () => {
+  it('repeats a DeFi create that was in flight with the same rate_id, after the settle window, and takes the 200 reuse', async () => {
     const h = await OrderHarness.start(orderInput(), {
       acquireQuoteSlot: [granted],
       requestQuote: [quoteReply('rate-7')],
@@ -241,6 +241,15 @@ describe('restore: before the exchange order exists', () => {
     const { restored } = await crashAndRestore(h, 2_000, {
       createOrder: [ok({ order: exchangeOrder(), reused: true })],
     });
+    // The previous owner's POST may still be under way: no second POST beside it before the settle window passed.
+    expect(restored.state).toBe('creating.waiting');
+    expect(restored.context.pendingIntent).toMatchObject({ kind: 'create', outcome: 'unknown' });
+    await restored.advance(restored.context.config.createSettleMs - 1);
+    expect(restored.calls.createOrder).toHaveLength(0);
+    await restored.advance(1);
+    expect(restored.calls.createOrder.map((call) => call.at)).toEqual([
+      T0 + 2_000 + restored.context.config.createSettleMs,
+    ]);
     expect(restored.calls.requestQuote).toHaveLength(0);
     expect(restored.calls.findExistingOrder).toHaveLength(0);
     expect(restored.calls.createOrder[0]?.input).toMatchObject({ rateId: 'rate-7', attempt: 2 });
@@ -263,6 +272,7 @@ describe('restore: before the exchange order exists', () => {
       { createOrder: [fails('requote', { code: 'rate_id_invalid_or_expired' })] },
       { always: { acquireQuoteSlot: granted } },
     );
+    await restored.advance(restored.context.config.createSettleMs);
     // The first POST may have created the order: a fresh quote and a second POST could make a second one.
     expect(restored.calls.requestQuote).toHaveLength(0);
     expect(restored.calls.createOrder).toHaveLength(1);

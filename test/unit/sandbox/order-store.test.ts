@@ -22,6 +22,7 @@ function newOrder(createdAt: number, mode: Order['mode']): NewOrder {
     pair: { from: { addressFormat: 'evm' }, to: { addressFormat: 'evm' } } as unknown as Order['pair'],
     depositAmount: 1n,
     withdrawAmount: 1n,
+    requested: { depositAmount: 1n, withdrawAmount: undefined },
     rate: 1n,
     depositAddress: '',
     depositAddressExtraId: '',

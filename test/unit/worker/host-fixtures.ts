@@ -86,6 +86,8 @@ export function hostOver(
       | 'maxPollsAtRest'
       | 'commandPipelineDepth'
       | 'rewind'
+      | 'callsSettled'
+      | 'callsSettleTimeoutMs'
     >
   > = {},
 ): OrderHost {
@@ -117,6 +119,10 @@ export function hostOver(
       ? {}
       : { commandPipelineDepth: options.commandPipelineDepth }),
     ...(options.rewind ? { rewind: options.rewind } : {}),
+    ...(options.callsSettled ? { callsSettled: options.callsSettled } : {}),
+    ...(options.callsSettleTimeoutMs === undefined
+      ? {}
+      : { callsSettleTimeoutMs: options.callsSettleTimeoutMs }),
   });
 }
 

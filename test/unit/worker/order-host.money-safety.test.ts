@@ -38,6 +38,7 @@ function harness(
   const written: OutboundRecord[] = [];
   const starts: StartOrderOptions[] = [];
   let stopped = 0;
+  let restored = 0;
   const store = {
     get: (id: string) => records.get(id),
     apply: (record: OrderRecord) => void records.set(record.order_id, record),
@@ -71,7 +72,10 @@ function harness(
       opts.onCreate?.(start);
       return handle;
     },
-    restore: () => handle,
+    restore: () => {
+      restored++;
+      return handle;
+    },
     resting: () => null,
   };
   const host = hostOver({ store, writer, leases, binding });
@@ -90,7 +94,7 @@ function harness(
     written
       .filter((r) => r.topic === 'events')
       .map((r) => JSON.parse(String(r.value)) as Record<string, unknown>);
-  return { host, written, starts, send, events, stoppedCount: () => stopped };
+  return { host, written, starts, send, events, stoppedCount: () => stopped, restoredCount: () => restored };
 }
 
 function parsed(value: unknown): OrderCommand {
@@ -197,8 +201,10 @@ describe('order host: money safety', () => {
     fail = true;
     h.starts[0]?.onChange([{ type: 'order.quoted' }]);
     await expect(h.host.durable('o-1')).rejects.toThrow();
+    // The failed write reloaded the order from its last durable record (a second actor); halt() stops that one.
+    expect(h.restoredCount()).toBe(1);
     h.host.halt(new Error('kafka down for good'));
-    expect(h.stoppedCount()).toBe(1);
+    expect(h.stoppedCount()).toBe(2);
     expect(h.host.mayAct('o-1')).toBe(false);
   });
 

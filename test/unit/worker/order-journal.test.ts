@@ -82,6 +82,45 @@ describe('order journal', () => {
     expect(applied).toEqual([]);
   });
 
+  it('writes nothing on top of a record whose write failed, until a record built on a durable one commits', async () => {
+    // A writer that decides at commit time, as the real one does: the first write fails, the others are checked then.
+    const pending: Array<{ guard: () => boolean; settle: (outcome: 'fail' | 'commit') => void }> = [];
+    const subject = new OrderJournal({
+      writer: {
+        write: (_records, _offsets, guard) =>
+          new Promise<boolean>((resolve, reject) =>
+            pending.push({
+              guard: guard ?? (() => true),
+              settle: (outcome) =>
+                outcome === 'fail' ? reject(new Error('record too large')) : resolve(guard ? guard() : true),
+            }),
+          ),
+      },
+      store: { apply: () => {} },
+      topics: { events: 'events', state: 'state' },
+      now: () => 0,
+    });
+    const first = subject.append({ record: previous, fence: 1, events: [{ type: 'a' }], guard: () => true });
+    // Queued on top of the first record before its write failed: its seq would follow an event never published.
+    const second = subject.append({
+      record: first.record,
+      fence: 1,
+      events: [{ type: 'b' }],
+      guard: () => true,
+    });
+    pending[0]?.settle('fail');
+    await expect(first.written).rejects.toThrow(/too large/);
+    pending[1]?.settle('commit');
+    expect(await second.written).toBe(false);
+    // The order's next life starts again from its durable record: that is written, and the rule ends with it.
+    const again = subject.append({ record: previous, fence: 1, events: [{ type: 'a' }], guard: () => true });
+    pending[2]?.settle('commit');
+    expect(await again.written).toBe(true);
+    const later = subject.append({ record: again.record, fence: 1, events: [], guard: () => true });
+    pending[3]?.settle('commit');
+    expect(await later.written).toBe(true);
+  });
+
   it('publishes an event outside any history with seq 0 and its own event_id', async () => {
     const { subject, writes } = journal(true);
     await subject.publishUnsequenced(null, { type: 'command.rejected' }, 'rejected:commands:2:17', offset);

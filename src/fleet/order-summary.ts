@@ -1,0 +1,197 @@
+// One order as the fleet tools show it (the read API, `inspect list`, the console): what an operator asks first,
+// decided purely from the order's latest state record (the compacted state topic). The record's machine is read
+// loosely (its context evolves with the machine); a field it does not have is null, never made up. Nothing here is
+// a secret: the record holds no key, token or webhook secret, and only the fields below leave this module.
+import { z } from 'zod';
+
+/** The states an order waits in for an operator (machines/resume-keys.ts: `parked` is an older spelling). */
+const parkedStates = new Set(['creating.parked', 'parked']);
+const finishedStates = new Set(['completed', 'refunded', 'canceled', 'failed']);
+
+/** `parked`: waits for an operator (create in doubt, or halted by a bug); `open`: moving; `finished`. */
+export type OrderPhase = 'open' | 'parked' | 'finished';
+
+export interface ParkedEvidence {
+  /** When it was parked (ISO). */
+  since: string;
+  reason: 'create_outcome_unknown' | 'internal_error';
+  /** Earliest and latest time the exchange order may have been created (ISO), when known. */
+  window_from: string | null;
+  window_to: string | null;
+  /** POST /orders/ attempts made. */
+  attempts: number | null;
+  rate_id: string | null;
+  /** GET /orders/ scans made for the create in doubt (CeFi). */
+  lookup_scans: number | null;
+  last_failure: { code: string; message: string } | null;
+}
+
+/** What the order asked the exchange for: the facts an operator matches an exchange order against. */
+export interface OrderIntent {
+  deposit_currency: string | null;
+  withdraw_currency: string | null;
+  deposit_amount: string | null;
+  withdraw_amount: string | null;
+  withdraw_address: string | null;
+  withdraw_address_extra_id: string | null;
+  refund_address: string | null;
+  /** The exchange order's deposit address, once the exchange order is known. */
+  deposit_address: string | null;
+}
+
+export interface OrderSummary {
+  order_id: string;
+  /** The machine state it is stored in (a resume key, e.g. `creating.parked`, `open`, `completed`). */
+  state: string;
+  phase: OrderPhase;
+  seq: number;
+  mode: string;
+  /** The state partition (= commands partition) the order lives on. */
+  partition: number;
+  /** Fencing token of the lease holder that wrote the record. */
+  fence: number;
+  unique_reference: string | null;
+  /** The last exchange status the worker confirmed. */
+  exchange_status: string | null;
+  /** When the record last changed (ISO): any event, command or intent written. */
+  updated_at: string;
+  /** When the order entered what it waits in now (ISO): parked since, else its last change. */
+  since: string;
+  deadlines: {
+    payment_deadline: string | null;
+    next_poll_at: string | null;
+    retry_at: string | null;
+  };
+  parked: ParkedEvidence | null;
+  intent: OrderIntent;
+  /** W3C traceparent of the command that created the order, when recorded. */
+  trace_origin: string | null;
+}
+
+/** The state record's fields read here (src/kafka/order-state-store.ts orderRecordSchema), loosely. */
+export const summaryRecordSchema = z
+  .object({
+    order_id: z.string(),
+    partition: z.number().int(),
+    fence: z.number().int(),
+    rev: z.number().int(),
+    seq: z.number().int(),
+    updated_at: z.string(),
+    mode: z.string(),
+    unique_reference: z.string().nullable(),
+    terminal: z.boolean(),
+    halted: z.object({ code: z.string(), message: z.string(), at: z.string() }).loose().nullish(),
+    machine: z.unknown(),
+    trace_origin: z.string().optional(),
+  })
+  .loose();
+export type SummaryRecord = z.infer<typeof summaryRecordSchema>;
+
+type Loose = Record<string, unknown>;
+
+function objectAt(value: unknown, key: string): Loose | null {
+  const inner = typeof value === 'object' && value !== null ? (value as Loose)[key] : undefined;
+  return typeof inner === 'object' && inner !== null && !Array.isArray(inner) ? (inner as Loose) : null;
+}
+
+function textAt(value: Loose | null, key: string): string | null {
+  const inner = value?.[key];
+  return typeof inner === 'string' ? inner : null;
+}
+
+function numberAt(value: Loose | null, key: string): number | null {
+  const inner = value?.[key];
+  return typeof inner === 'number' && Number.isFinite(inner) ? inner : null;
+}
+
+function iso(ms: number | null): string | null {
+  return typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null;
+}
+
+/** The summary of one state record. Throws nothing: an unreadable machine gives a summary with nulls. */
+export function summarizeOrder(record: SummaryRecord): OrderSummary {
+  // Read by hand, not by a schema: every record a replica reads passes here, and the store validated its shape.
+  const machine =
+    typeof record.machine === 'object' && record.machine !== null ? (record.machine as Loose) : null;
+  const context = objectAt(machine, 'context');
+  const state = textAt(machine, 'resumeFrom') ?? (record.terminal ? 'finished' : 'unknown');
+  const halted = record.halted ?? null;
+  const phase: OrderPhase = record.terminal
+    ? 'finished'
+    : halted !== null || parkedStates.has(state)
+      ? 'parked'
+      : 'open';
+  let parked: ParkedEvidence | null = null;
+  if (phase === 'parked') {
+    const pending = objectAt(context, 'pendingIntent');
+    const intent = textAt(pending, 'kind') === 'create' ? pending : null;
+    const failure = objectAt(context, 'lastFailure');
+    const failedAt = numberAt(failure, 'at');
+    const startedAt = numberAt(intent, 'startedAt');
+    const lastFailure =
+      failure && textAt(failure, 'code') !== null
+        ? { code: textAt(failure, 'code') ?? '', message: textAt(failure, 'message') ?? '' }
+        : null;
+    parked = halted
+      ? {
+          since: halted.at,
+          reason: 'internal_error',
+          window_from: null,
+          window_to: null,
+          attempts: numberAt(context, 'createAttempts'),
+          rate_id: null,
+          lookup_scans: numberAt(context, 'lookupScans'),
+          last_failure: { code: halted.code, message: halted.message },
+        }
+      : {
+          since: iso(numberAt(context, 'parkedAt')) ?? record.updated_at,
+          reason: 'create_outcome_unknown',
+          // As order.parked states it (machines/order-event-builders.ts parkedEventOf).
+          window_from: iso(startedAt ?? failedAt),
+          window_to: iso(
+            startedAt === null ? failedAt : failedAt === null ? startedAt : Math.max(startedAt, failedAt),
+          ),
+          attempts: numberAt(context, 'createAttempts'),
+          rate_id: textAt(intent, 'rateId'),
+          lookup_scans: numberAt(context, 'lookupScans'),
+          last_failure: lastFailure,
+        };
+  }
+  const request = objectAt(context, 'request');
+  const open = phase === 'open';
+  return {
+    order_id: record.order_id,
+    state: halted && !record.terminal ? `${state} (halted)` : state,
+    phase,
+    seq: record.seq,
+    mode: record.mode,
+    partition: record.partition,
+    fence: record.fence,
+    unique_reference: record.unique_reference,
+    exchange_status: textAt(context, 'lastStatus'),
+    updated_at: record.updated_at,
+    since: parked?.since ?? record.updated_at,
+    deadlines: {
+      payment_deadline: iso(numberAt(context, 'paymentDeadline')),
+      next_poll_at: open ? iso(numberAt(context, 'nextPollAt')) : null,
+      retry_at: open ? iso(numberAt(context, 'retryAt')) : null,
+    },
+    parked,
+    intent: {
+      deposit_currency: textAt(request, 'depositCurrency'),
+      withdraw_currency: textAt(request, 'withdrawCurrency'),
+      deposit_amount: textAt(request, 'depositAmount'),
+      withdraw_amount: textAt(request, 'withdrawAmount'),
+      withdraw_address: textAt(request, 'withdrawAddress'),
+      withdraw_address_extra_id: textAt(request, 'withdrawAddressExtraId'),
+      refund_address: textAt(request, 'refundAddress'),
+      deposit_address: textAt(objectAt(context, 'order'), 'depositAddress'),
+    },
+    trace_origin: record.trace_origin ?? null,
+  };
+}
+
+/** Whether a state name is one an order finishes in. */
+export function isFinishedState(state: string): boolean {
+  return finishedStates.has(state);
+}
