@@ -2097,24 +2097,16 @@ export class OrderHost {
       partition: message.partition,
       offset: message.offset,
     };
-    // An operator command (order.settle) without a valid operator signature is refused like a malformed one.
-    const screened = screenOperator(
-      this.opts.operatorAuthority,
-      parseCommand(
-        message.value,
-        message.key,
-        this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
-      ),
-      message,
-      this.opts.now(),
+    const parsed = parseCommand(
+      message.value,
+      message.key,
+      this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
     );
-    const parsed = screened.parsed;
     const commandType = parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown');
     // The metric label only takes a known type: a producer's typo must not create a new time series.
     noteCommandType((commandTypes as readonly string[]).includes(commandType) ? commandType : 'unknown');
     span.setAttribute('command.type', commandType);
     if (parsed.ok) span.setAttribute('command.id', parsed.command.command_id);
-    if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
     const forwarding = forwardingOf(message.headers);
     if (forwarding) {
       const { from } = forwarding;
@@ -2147,17 +2139,23 @@ export class OrderHost {
       );
       return;
     }
-    const decision = decide(
-      parsed,
-      {
-        partition: message.partition,
-        now: this.opts.now(),
-        hops: forwarding?.hops ?? 0,
-        canonical: orderId === null ? undefined : this.opts.canonicalPartition?.(orderId),
-      },
-      record,
-      slot && { halted: slot.halted, actor: slot.actor },
-    );
+    const arrival = {
+      partition: message.partition,
+      now: this.opts.now(),
+      hops: forwarding?.hops ?? 0,
+      canonical: orderId === null ? undefined : this.opts.canonicalPartition?.(orderId),
+    };
+    const here = slot && { halted: slot.halted, actor: slot.actor };
+    const routed = decide(parsed, arrival, record, here);
+    // An operator command (order.settle) without a valid operator signature is refused like a malformed one, where
+    // its order lives: a copy forwarded there keeps the operator headers, and the signature covers only the key and
+    // value, which a forward does not change. So the refusal is part of the order's history like any other.
+    const screened =
+      routed.kind === 'forward'
+        ? { parsed, operator: null }
+        : screenOperator(this.opts.operatorAuthority, parsed, message, arrival.now);
+    if (!screened.parsed.ok) span.setAttribute('command.rejected', screened.parsed.reason);
+    const decision = screened.parsed === parsed ? routed : decide(screened.parsed, arrival, record, here);
     switch (decision.kind) {
       case 'skip':
         noteOutcome(decision.outcome);

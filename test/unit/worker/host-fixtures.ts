@@ -88,6 +88,7 @@ export function hostOver(
       | 'rewind'
       | 'callsSettled'
       | 'callsSettleTimeoutMs'
+      | 'operatorAuthority'
     >
   > = {},
 ): OrderHost {
@@ -123,6 +124,7 @@ export function hostOver(
     ...(options.callsSettleTimeoutMs === undefined
       ? {}
       : { callsSettleTimeoutMs: options.callsSettleTimeoutMs }),
+    ...(options.operatorAuthority ? { operatorAuthority: options.operatorAuthority } : {}),
   });
 }
 
