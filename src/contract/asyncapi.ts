@@ -12,6 +12,7 @@ import {
   orderWebhookHintCommand,
 } from './commands.ts';
 import { contractRulesMarkdown, contractVersion } from './contract-rules.ts';
+import { operatorCommandTypes, operatorHeaders } from './operator-signature.ts';
 import {
   commandRejectedEvent,
   kycStatusChangedEvent,
@@ -75,25 +76,55 @@ const traceHeaders = {
   baggage: { type: 'string', description: 'W3C Baggage, when the context carries any' },
 };
 
-const commandHeaders = {
-  type: 'object',
-  properties: {
-    ...traceHeaders,
-    'forwarded-from': {
-      type: 'string',
-      pattern: '^.+:[0-9]+:[0-9]+$',
-      description:
-        "set by the worker on a command it forwarded to its order's partition: <topic>:<partition>:<offset> where it first arrived; a producer must not set it",
-    },
-    'forward-hops': {
-      type: 'string',
-      pattern: '^[1-9][0-9]*$',
-      description: 'set by the worker: forwards the copy went through; a producer must not set it',
-    },
+const forwardingHeaders = {
+  'forwarded-from': {
+    type: 'string',
+    pattern: '^.+:[0-9]+:[0-9]+$',
+    description:
+      "set by the worker on a command it forwarded to its order's partition: <topic>:<partition>:<offset> where it first arrived; a producer must not set it",
   },
-  description:
-    'Every header of a command is kept (and forwarded with it); these are the ones the worker reads.',
+  'forward-hops': {
+    type: 'string',
+    pattern: '^[1-9][0-9]*$',
+    description: 'set by the worker: forwards the copy went through; a producer must not set it',
+  },
 };
+
+/** The headers that make a command an operator's (operator-signature.ts): required on operator commands. */
+const operatorSignatureHeaders = {
+  [operatorHeaders.keyId]: {
+    type: 'string',
+    pattern: '^[A-Za-z0-9._@-]{1,64}$',
+    description: 'the operator key that signed the command: a key id of OPERATOR_PUBLIC_KEYS',
+  },
+  [operatorHeaders.signedAt]: {
+    type: 'string',
+    pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d{1,3})?Z$',
+    description: 'when it was signed (ISO 8601 UTC); refused past OPERATOR_SIGNATURE_MAX_AGE_MS',
+  },
+  [operatorHeaders.signature]: {
+    type: 'string',
+    pattern: '^[A-Za-z0-9+/]{86}==$',
+    description:
+      'base64 Ed25519 signature over "exchange-order-worker operator command v1\\n<key id>\\n<signed at>\\n<message key>\\n" followed by the value exactly as sent',
+  },
+};
+
+function commandHeaders(type: string): Record<string, unknown> {
+  const operator = operatorCommandTypes.includes(type);
+  return {
+    type: 'object',
+    ...(operator ? { required: Object.values(operatorHeaders) } : {}),
+    properties: {
+      ...traceHeaders,
+      ...forwardingHeaders,
+      ...(operator ? operatorSignatureHeaders : {}),
+    },
+    description: operator
+      ? 'An operator command: refused (command.rejected, unauthorized) without a valid operator signature. Every header is kept (and forwarded with it); these are the ones the worker reads.'
+      : 'Every header of a command is kept (and forwarded with it); these are the ones the worker reads.',
+  };
+}
 
 const eventHeaders = {
   type: 'object',
@@ -121,6 +152,8 @@ function answersText(type: string): string | undefined {
     .filter(([, answer]) => (answer.answeredBy as readonly string[]).includes(type))
     .map(([command]) => command);
   if (type === 'command.rejected') return 'Answers any command; command_id names it.';
+  if (type === 'order.operator_command')
+    return `Answers ${commands.join(' or ')} first, as accepted from an operator (who signed it), before its outcome; command_id names it.`;
   return commands.length
     ? `Answers ${commands.join(' or ')} (command_id set) when one of those caused it; otherwise no command_id.`
     : undefined;
@@ -139,7 +172,7 @@ export function asyncApiDocument(): Record<string, unknown> {
       title: type,
       summary: answeredByText(type),
       contentType: 'application/json',
-      headers: commandHeaders,
+      headers: commandHeaders(type),
       correlationId: { location: '$message.payload#/command_id' },
       bindings: { kafka: { key: orderKey, bindingVersion: '0.5.0' } },
       payload: { schemaFormat: payloadSchemaFormat, schema: schemas[type] },

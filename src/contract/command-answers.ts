@@ -1,15 +1,19 @@
 // Which events answer which command: an event that answers a command carries that command's `command_id` in its
 // envelope. A command is open from the moment it is accepted until one of the events that close it is published
 // (or the order finishes); an event answers the latest open command that lists it. command.rejected answers any
-// command and names it in its own `command_id` field. Events no command causes (a status the exchange moved to, a
-// lapsed payment window, a KYC notice) carry none.
+// command and names it in its own `command_id` field, and so does order.operator_command for the operator command
+// it records (the host writes it before the command's outcome). Events no command causes (a status the exchange
+// moved to, a lapsed payment window, a KYC notice) carry none.
 import type { OrderDomainEventType } from '../../machines/order-events.ts';
+
+/** The events that may answer a command: the machine's, and the host's record of an accepted operator command. */
+export type AnsweringEventType = OrderDomainEventType | 'order.operator_command';
 
 export interface CommandAnswer {
   /** Events that answer the command while it is open. */
-  readonly answeredBy: readonly OrderDomainEventType[];
+  readonly answeredBy: readonly AnsweringEventType[];
   /** Of those, the ones after which the command is answered for good. */
-  readonly closedBy: readonly OrderDomainEventType[];
+  readonly closedBy: readonly AnsweringEventType[];
   /** For the contract document: what the answer means. */
   readonly description: string;
 }
@@ -33,10 +37,10 @@ export const commandAnswers = {
     description: 'order.canceled (reason command)',
   },
   'order.settle': {
-    answeredBy: ['order.created', 'order.settle_refused', 'order.failed'],
+    answeredBy: ['order.operator_command', 'order.created', 'order.settle_refused', 'order.failed'],
     closedBy: ['order.created', 'order.settle_refused', 'order.failed'],
     description:
-      'adopt: order.created (the adopted exchange order) or order.settle_refused; abandon: order.failed (reason abandoned_by_operator)',
+      'first order.operator_command (the operator key that signed it), then adopt: order.created (the adopted exchange order) or order.settle_refused; abandon: order.failed (reason abandoned_by_operator). Without a valid operator signature: command.rejected (reason unauthorized) only',
   },
 } as const satisfies Record<string, CommandAnswer>;
 

@@ -5,7 +5,7 @@
 import { commandAnswers } from './command-answers.ts';
 
 /** The contract's version (docs/asyncapi.json info.version): see the versioning rule. */
-export const contractVersion = '1.1.0';
+export const contractVersion = '2.0.0';
 
 /** Commands an order remembers for deduplication (its state record keeps the last this many command ids). */
 export const rememberedCommandIds = 200;
@@ -33,6 +33,12 @@ export const contractRules: ReadonlyArray<{ title: string; text: string }> = [
       '- Commands: optional `traceparent` and `tracestate` (W3C Trace Context): the command is handled in that trace.',
       '  Other headers are kept and ignored. `forwarded-from` (`<topic>:<partition>:<offset>` where the command first',
       '  arrived) and `forward-hops` are set by the worker on the copies it forwards; a producer must not set them.',
+      '- Operator commands (`order.settle`): `operator-key-id`, `operator-signed-at` (ISO 8601 UTC) and',
+      '  `operator-signature` (base64 Ed25519, by a key of `OPERATOR_PUBLIC_KEYS`, over',
+      '  `exchange-order-worker operator command v1\\n<key id>\\n<signed at>\\n<message key>\\n` and the value exactly',
+      '  as sent), required: without them, or signed by another key, over other bytes or longer ago than',
+      '  `OPERATOR_SIGNATURE_MAX_AGE_MS`, the command is refused (`command.rejected`, reason `unauthorized`). A forward',
+      "  keeps them and changes neither key nor value: the signature is checked on the order's partition.",
       "- Events: `event-type` (the payload's `type`), always; `traceparent` and `tracestate` of the worker span that",
       '  wrote the event whenever the work that caused it had a trace context (a command that carried one, or any',
       '  work while the worker exports traces); `baggage` when that context carried W3C baggage.',
@@ -80,7 +86,8 @@ export const contractRules: ReadonlyArray<{ title: string; text: string }> = [
     text: [
       "An event that answers a command carries that command's `command_id` in its envelope; an event no command",
       'caused (a status the exchange moved to, a lapsed payment window, a KYC notice) carries none.',
-      '`command.rejected` answers any command and names it in its own `command_id` field.',
+      '`command.rejected` answers any command and names it in its own `command_id` field; `order.operator_command`',
+      'records an accepted operator command (who signed it) in its own `command_id` field, before its outcome.',
       answers,
     ].join('\n'),
   },

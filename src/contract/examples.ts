@@ -75,14 +75,25 @@ export const commandExamples: Record<string, ContractExample> = {
       received_at: at(30),
     },
   },
-  'order.settle': command('an operator adopts the exchange order of a parked order', {
-    type: 'order.settle',
-    command_id: 'settle-ord-7f3a9c-1',
-    order_id: order,
-    resolution: 'adopt',
-    unique_reference: reference,
-    note: 'found in the partner dashboard',
-  }),
+  'order.settle': {
+    summary:
+      'an operator adopts the exchange order of a parked order, signed with an operator key (the signature shown is illustrative)',
+    headers: {
+      traceparent,
+      'operator-key-id': 'alice',
+      'operator-signed-at': at(40),
+      'operator-signature':
+        'm3QnVh0c1QJ3oM6kY2bq5F9yWz8xT4rL7uA1sD6gH0jK2lP5oI8uY3tR6eW9qZ4xC7vB1nM0aS2dF5gH8jK3lA==',
+    },
+    payload: {
+      type: 'order.settle',
+      command_id: 'settle-ord-7f3a9c-1',
+      order_id: order,
+      resolution: 'adopt',
+      unique_reference: reference,
+      note: 'found in the partner dashboard',
+    },
+  },
 };
 
 const excerpt = '{"type":"order.cancel","command_id":"cmd-cancel-2","order_id":"ord-7f3a9c"}';
@@ -188,6 +199,19 @@ export const eventExamples: Record<string, ContractExample> = {
       message: 'exchange order K8J2M4N6P0 is LTC -> ETH, the order is BTC -> ETH',
     },
     'settle-ord-7f3a9c-1',
+  ),
+  'order.operator_command': event(
+    "an operator's order.settle accepted, with the key that signed it: its outcome follows",
+    2,
+    {
+      type: 'order.operator_command',
+      command_id: 'settle-ord-7f3a9c-1',
+      command_type: 'order.settle',
+      resolution: 'adopt',
+      unique_reference: reference,
+      note: 'found in the partner dashboard',
+      operator: { key_id: 'alice', signed_at: at(40) },
+    },
   ),
   'order.failed': event(
     'the exchange refused the withdraw address',

@@ -74,6 +74,16 @@ describe('the AsyncAPI document', () => {
 
   const ajv07 = new Ajv({ strict: false, allErrors: true });
   const ajv2020 = new Ajv2020({ strict: false, allErrors: true });
+
+  it('requires the operator signature headers on order.settle, and on no command a trading service sends', () => {
+    const settle = messages[messageId('order.settle')]!;
+    const byHeaders = ajv07.compile(settle.headers!);
+    const { 'operator-signature': _signature, ...unsigned } = settle.examples![0]!.headers;
+    expect(byHeaders(unsigned)).toBe(false);
+    expect(ajv07.errorsText(byHeaders.errors)).toContain('operator-signature');
+    for (const type of ['order.create', 'order.submit_deposit', 'order.cancel'])
+      expect(ajv07.compile(messages[messageId(type)]!.headers!)({}), type).toBe(true);
+  });
   it.each(Object.keys(schemas))('has an example of %s that its schemas accept', (type) => {
     const message = messages[messageId(type)]!;
     const [example] = message.examples!;
