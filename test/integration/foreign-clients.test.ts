@@ -3,10 +3,14 @@
 // partitioner), mixed with kafkajs for the same orders, against two real workers. Every order ends as expected with
 // one exchange order; commands that arrived on another partition than their order's are forwarded there; two
 // partitioners creating one order make one order; consumers of the events topic in both clients read every event
-// with its headers. A parked order is settled with the runbook's own kcat line, another with the inspector's, and
-// every kcat or curl block of docs/operations.md is run here as printed.
+// with its headers. Parked orders are settled with the runbook's lines and the inspector's, each run as printed and
+// signed with the test operator's key (OPERATOR_KEY_FILE): the runbook's hand-signed kcat recipe lands on another
+// partition, is forwarded with its operator headers and accepted, while kcat's unsigned settle is refused
+// `unauthorized` after its forward. Every kcat or curl block and every settle or find-exchange-order line of
+// docs/operations.md is run here as printed.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { crc32 } from 'node:zlib';
@@ -15,6 +19,7 @@ import { ensureKafkaJars } from '../../dev/services/kafka-local.ts';
 import { demoKeys } from '../../sandbox/index.ts';
 import { defaultPartitionOf } from '../../src/kafka/partitioning.ts';
 import { seqProblems, type PublishedEvent } from '../support/kafka-helpers.ts';
+import { testOperator } from '../support/operator-key.ts';
 import { modeSpecs, orderCreateCommand } from '../support/order-specs.ts';
 import { services, uniqueName } from '../support/services.ts';
 import { startCluster, webhookSecret, type Cluster } from '../support/worker-cluster.ts';
@@ -26,13 +31,21 @@ const partitions = 4;
 let cluster: Cluster;
 let classpath: string;
 let brokers: string;
+/** The operator's key for the tools and the hand-signed recipe, as docs/operations.md names them. */
+let operatorEnv: Record<string, string>;
+let scratch: string;
 
 beforeAll(async () => {
   // No test is skipped for a missing tool: kcat (Debian package) and a JDK must be there.
   await run('kcat', ['-V']);
   classpath = await ensureKafkaJars();
   brokers = services().kafkaBrokers.join(',');
-  cluster = await startCluster({ workers: 2, partitions });
+  // No re-check while the test runs: a parked order stays parked until it is settled.
+  cluster = await startCluster({ workers: 2, partitions, env: { PARKED_RECHECK_MS: '3600000' } });
+  scratch = mkdtempSync(join(tmpdir(), 'foreign-clients-'));
+  const keyFile = join(scratch, 'operator.pem');
+  writeFileSync(keyFile, testOperator.privateKeyPem, { mode: 0o600 });
+  operatorEnv = { OPERATOR_KEY_FILE: keyFile, OPERATOR_KEY_ID: testOperator.keyId };
 }, 180_000);
 
 afterAll(async () => {
@@ -42,13 +55,14 @@ afterAll(async () => {
 interface Ran {
   stdout: string;
   stderr: string;
+  code: number | null;
 }
 
-/** Runs a program to its end (stdin given, or closed); rejects on a non-zero exit with what it printed. */
+/** Runs a program to its end (stdin given, or closed); rejects on a non-zero exit (unless `exitCode` is it). */
 function run(
   command: string,
   args: string[],
-  opts: { input?: string; env?: Record<string, string> } = {},
+  opts: { input?: string; env?: Record<string, string>; exitCode?: number } = {},
 ): Promise<Ran> {
   return new Promise((resolveRun, reject) => {
     const child = spawn(command, args, {
@@ -61,8 +75,8 @@ function run(
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
     child.once('exit', (code) =>
-      code === 0
-        ? resolveRun({ stdout, stderr })
+      code === (opts.exitCode ?? 0)
+        ? resolveRun({ stdout, stderr, code })
         : reject(
             new Error(`${command} ${args.join(' ')} exited ${code}:\n${stdout}\n${stderr}`.slice(0, 4000)),
           ),
@@ -72,7 +86,7 @@ function run(
 }
 
 /** A shell script as an operator pastes it, in bash, with the worker's variables and the script's own. */
-function shell(script: string, env: Record<string, string> = {}): Promise<Ran> {
+function shell(script: string, env: Record<string, string> = {}, exitCode = 0): Promise<Ran> {
   return run('bash', ['-c', `set -o pipefail\n${script}`], {
     env: {
       KAFKA_BROKERS: brokers,
@@ -80,8 +94,28 @@ function shell(script: string, env: Record<string, string> = {}): Promise<Ran> {
       TOPIC_EVENTS: cluster.topics.events,
       ...env,
     },
+    exitCode,
   });
 }
+
+/** An operator's line for the tools (npm run inspect), with the worker's configuration and the operator's key. */
+function toolShell(script: string, env: Record<string, string> = {}, exitCode = 0): Promise<Ran> {
+  return shell(script, { ...cluster.env, ...operatorEnv, ...env }, exitCode);
+}
+
+/** What `npm run inspect -- <order_id>` prints, and its settle lines (each to be run as printed). */
+async function inspectorSettleLines(orderId: string): Promise<string[]> {
+  const { stdout } = await run(process.execPath, [join(root, 'src', 'inspect', 'main.ts'), orderId], {
+    env: cluster.env,
+  });
+  return settleLinesOf(stdout);
+}
+
+const settleLinesOf = (text: string): string[] =>
+  text
+    .split('\n')
+    .map((row) => row.trim())
+    .filter((row) => row.startsWith('npm run -s inspect -- settle'));
 
 const line = (command: Record<string, unknown>): string =>
   `${String(command['order_id'])}|${JSON.stringify(command)}`;
@@ -184,7 +218,9 @@ function elsewhereForLibrdkafka(prefix: string): string {
 const runbook = readFileSync(join(root, 'docs', 'operations.md'), 'utf8');
 const runbookBlocks = [...runbook.matchAll(/```sh\n([\s\S]*?)```/g)]
   .map((match) => match[1]!)
-  .filter((block) => /\b(kcat|curl)\b/.test(block));
+  .filter((block) =>
+    block.split('\n').some((row) => !row.trimStart().startsWith('#') && /\b(kcat|curl)\b/.test(row)),
+  );
 const ranBlocks = new Set<string>();
 function runbookBlock(marker: string): string {
   const found = runbookBlocks.filter((block) => block.includes(marker));
@@ -192,6 +228,25 @@ function runbookBlock(marker: string): string {
   ranBlocks.add(found[0]!);
   return found[0]!;
 }
+
+/** The runbook's lines for the operator tools that settle or look up a parked order, each run here as printed. */
+const runbookToolLines = [...runbook.matchAll(/```sh\n([\s\S]*?)```/g)]
+  .flatMap((match) => match[1]!.split('\n'))
+  .filter((row) => /^npm run -s inspect -- (settle|find-exchange-order)\b/.test(row));
+const ranLines = new Set<string>();
+function runbookLine(what: string, matches: (row: string) => boolean): string {
+  const found = runbookToolLines.filter(matches);
+  expect(found, `one runbook line: ${what}`).toHaveLength(1);
+  ranLines.add(found[0]!);
+  return found[0]!;
+}
+const byRunbook = {
+  find: () => runbookLine('find-exchange-order', (row) => row.includes('find-exchange-order')),
+  adopt: () => runbookLine('adopt', (row) => row.includes(' adopt ') && !row.includes('--dry-run')),
+  abandon: () => runbookLine('abandon', (row) => row.includes(' abandon ')),
+  dryRun: () => runbookLine('--dry-run', (row) => row.includes('--dry-run')),
+  file: () => runbookLine('--file', (row) => row.includes('--file')),
+};
 
 const events = (orderId: string): PublishedEvent[] => cluster.collector.of(orderId);
 const typesOf = (orderId: string): string[] => events(orderId).map((e) => e.type);
@@ -201,15 +256,43 @@ function exchangeOrdersWith(amount: string): number {
     .length;
 }
 
+function referenceOf(amount: string): string {
+  const [exchangeOrder] = cluster.sandbox.orders
+    .list()
+    .filter((o) => Number(o.order['deposit_amount']) === Number(amount));
+  return String(exchangeOrder?.order['unique_reference']);
+}
+
+/** The order's seq as the tools list it: its last event's. */
+const seqOf = (orderId: string): string => String(Math.max(...events(orderId).map((e) => e.seq)));
+
+/** Waits for the order's `count`-th event of this type. */
+async function nthEvent(orderId: string, type: string, count: number): Promise<PublishedEvent> {
+  await cluster.collector.waitFor(
+    () => events(orderId).filter((e) => e.type === type).length >= count,
+    `${type} #${count} of ${orderId}`,
+    60_000,
+  );
+  return events(orderId).filter((e) => e.type === type)[count - 1]!;
+}
+
 const defi = modeSpecs[0];
+const cefi = modeSpecs[1];
 
 describe('kcat and the Java client as trading services', () => {
   const kcatConsumer = { current: undefined as ReturnType<typeof foreignConsumer> | undefined };
   const javaConsumer = { current: undefined as ReturnType<typeof foreignConsumer> | undefined };
-  const parkedA = elsewhereForLibrdkafka('parked-a');
-  const parkedB = uniqueName('parked-b');
+  // Parked orders, each settled another way: A by hand-signed kcat (kcat's partitioner puts its commands
+  // elsewhere), B from find-exchange-order (CeFi), C from the inspector's report, D and E with the runbook's lines.
+  const parked = {
+    a: { id: elsewhereForLibrdkafka('parked-a'), mode: 'defi', amount: (defi.base * 1.411).toFixed(6) },
+    b: { id: uniqueName('parked-b'), mode: 'cefi', amount: (cefi.base * 1.412).toFixed(6) },
+    c: { id: uniqueName('parked-c'), mode: 'defi', amount: (defi.base * 1.415).toFixed(6) },
+    d: { id: uniqueName('parked-d'), mode: 'defi', amount: (defi.base * 1.416).toFixed(6) },
+    e: { id: uniqueName('parked-e'), mode: 'defi', amount: (defi.base * 1.417).toFixed(6) },
+  } as const;
+  const parkedIds = Object.values(parked).map((order) => order.id);
   let referenceA = '';
-  const amounts = { parkedA: (defi.base * 1.411).toFixed(6), parkedB: (defi.base * 1.412).toFixed(6) };
   const traceId = '5bf92f3577b34da6a3ce929d0e0e4736';
 
   it('starts a kcat and a Java consumer of the events topic', async () => {
@@ -218,66 +301,178 @@ describe('kcat and the Java client as trading services', () => {
     await Promise.all([kcatConsumer.current.ready, javaConsumer.current.ready]);
   });
 
-  it("settles a parked order with the runbook's own kcat line, run as printed", async () => {
-    // Parked: the answer to its POST /orders/ is lost, and the repeat with the same rate_id is refused.
+  it('parks five orders whose create outcome is unknown', async () => {
+    // The answer to each POST /orders/ is lost; DeFi repeats with the same rate_id are refused, CeFi lookups too.
     cluster.sandbox.clearFaults();
-    cluster.sandbox.injectFault({
-      target: 'endpoint',
-      endpoint: 'POST /orders/',
-      kind: 'lost_response',
-      times: 1,
-    });
+    for (const order of Object.values(parked))
+      cluster.sandbox.injectFault({
+        target: 'endpoint',
+        endpoint: 'POST /orders/',
+        kind: 'lost_response',
+        times: 1,
+        whenBody: { deposit_amount: order.amount },
+      });
     cluster.sandbox.injectFault({ target: 'endpoint', endpoint: 'POST /orders/', kind: 'expired_on_repeat' });
-    await cluster.send(orderCreateCommand('defi', amounts.parkedA, parkedA), {
-      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
-    });
-    await cluster.collector.waitForOrderEvent(parkedA, 'order.parked', 90_000);
     cluster.sandbox.injectFault({
       target: 'endpoint',
-      endpoint: 'POST /orders/',
-      kind: 'lost_response',
-      times: 1,
+      endpoint: 'GET /orders/',
+      kind: 'http_error',
+      status: 403,
     });
-    await cluster.send(orderCreateCommand('defi', amounts.parkedB, parkedB));
-    await cluster.collector.waitForOrderEvent(parkedB, 'order.parked', 90_000);
+    await Promise.all(
+      Object.values(parked).map((order) =>
+        cluster.send(
+          orderCreateCommand(order.mode, order.amount, order.id),
+          order === parked.a ? { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } } : {},
+        ),
+      ),
+    );
+    for (const id of parkedIds) await cluster.collector.waitForOrderEvent(id, 'order.parked', 90_000);
     cluster.sandbox.clearFaults();
-
-    const [onExchange] = cluster.sandbox.orders
-      .list()
-      .filter((o) => Number(o.order['deposit_amount']) === Number(amounts.parkedA));
-    referenceA = String(onExchange?.order['unique_reference']);
-    // kcat's partitioner puts this order's commands elsewhere: the settle is forwarded to the order's partition.
-    await shell(runbookBlock('"resolution\\":\\"adopt\\"'), { ORDER_ID: parkedA, REF: referenceA });
-    const adopted = await cluster.collector.waitForOrderEvent(parkedA, 'order.created', 60_000);
-    expect(adopted).toMatchObject({ unique_reference: referenceA, command_id: `settle-${parkedA}-adopt` });
-
-    // The runbook's abandon line reaches the order too: it is no longer parked, so it is refused in its history.
-    await shell(runbookBlock('"resolution\\":\\"abandon\\"'), { ORDER_ID: parkedA });
-    const refused = await cluster.collector.waitForOrderEvent(parkedA, 'command.rejected', 60_000);
-    expect(refused).toMatchObject({ reason: 'not_allowed', command_id: `settle-${parkedA}-abandon` });
-    expect(refused.seq).toBeGreaterThan(0);
-    expect(exchangeOrdersWith(amounts.parkedA)).toBe(1);
+    for (const order of Object.values(parked)) expect(exchangeOrdersWith(order.amount), order.id).toBe(1);
+    referenceA = referenceOf(parked.a.amount);
   });
 
-  it("settles another with the inspector's printed lines, run as printed", async () => {
-    const inspected = await run(process.execPath, [join(root, 'src', 'inspect', 'main.ts'), parkedB], {
-      env: cluster.env,
+  it("refuses kcat's unsigned settle after its forward, and accepts the runbook's hand-signed one, forwarded with its headers", async () => {
+    const { id } = parked.a;
+    const home = defaultPartitionOf(id, partitions);
+    const arrival = crc32(Buffer.from(id)) % partitions;
+    // A trading service's settle (no operator key), through kcat's partitioner: forwarded, then refused where the
+    // order lives, in its history.
+    await viaKcat({
+      type: 'order.settle',
+      command_id: `${id}-unsigned`,
+      order_id: id,
+      resolution: 'adopt',
+      unique_reference: referenceA,
     });
-    const lines = inspected.stdout.split('\n').filter((text) => text.includes('kcat -P'));
-    expect(lines).toHaveLength(2);
-    // The adopt line names another order's exchange order: refused, the order stays parked...
-    await shell(lines[0]!.trim(), { REF: referenceA });
-    const refusal = await cluster.collector.waitForOrderEvent(parkedB, 'order.settle_refused', 60_000);
-    expect(String(refusal['command_id'])).toMatch(/-adopt$/);
-    // ...and the abandon line (its own command_id: not a duplicate_conflict of the refused adopt) ends it.
-    await shell(lines[1]!.trim());
-    const failed = await cluster.collector.waitForOrderEvent(parkedB, 'order.failed', 60_000);
-    expect(failed).toMatchObject({ reason: 'abandoned_by_operator' });
-    expect(String(failed['command_id'])).toMatch(/-abandon$/);
-    expect(typesOf(parkedB)).not.toContain('command.rejected');
+    const refused = await cluster.collector.waitForOrderEvent(id, 'command.rejected', 60_000);
+    expect(refused).toMatchObject({
+      reason: 'unauthorized',
+      command_id: `${id}-unsigned`,
+      source: { partition: home },
+      forwarded_from: { partition: arrival },
+    });
+    expect(refused.seq).toBeGreaterThan(0);
+
+    // The runbook's recipe, as printed: signed by hand with openssl, sent with kcat's default partitioner.
+    await shell(runbookBlock('operator-signature=$SIG'), { ORDER_ID: id, REF: referenceA, ...operatorEnv });
+    const adopted = await cluster.collector.waitForOrderEvent(id, 'order.created', 60_000);
+    expect(adopted).toMatchObject({ unique_reference: referenceA, command_id: `settle-${id}-adopt` });
+    const accepted = events(id).find((e) => e.type === 'order.operator_command');
+    expect(accepted).toMatchObject({
+      command_id: `settle-${id}-adopt`,
+      resolution: 'adopt',
+      operator: { key_id: testOperator.keyId },
+    });
+    expect(accepted!.seq).toBe(adopted.seq - 1);
+    // It arrived elsewhere: its copy on the order's partition carries the operator headers and where it arrived.
+    const copies = await run('kcat', [
+      '-C',
+      '-b',
+      brokers,
+      '-t',
+      cluster.topics.commands,
+      '-p',
+      String(home),
+      '-e',
+      '-q',
+      '-X',
+      'isolation.level=read_committed',
+      '-f',
+      '%k\t%h\t%s\n',
+    ]);
+    const copy = copies.stdout.split('\n').find((row) => row.includes(`"settle-${id}-adopt"`));
+    expect(copy).toMatch(
+      new RegExp(`forwarded-from=${cluster.topics.commands.replace(/\./g, '\\.')}:${arrival}:\\d+`),
+    );
+    expect(copy).toMatch(
+      /operator-key-id=[^,]+,operator-signed-at=[^,]+,operator-signature=[A-Za-z0-9+/]+=*/,
+    );
+    expect(exchangeOrdersWith(parked.a.amount)).toBe(1);
   });
 
-  const cefi = modeSpecs[1];
+  it("adopts a CeFi order with the line find-exchange-order prints for the runbook's lookup", async () => {
+    const { id, amount } = parked.b;
+    const found = await toolShell(byRunbook.find(), { ORDER_ID: id });
+    const reference = referenceOf(amount);
+    expect(found.stdout).toMatch(new RegExp(`^pick {7}${reference}:`, 'm'));
+    const lines = settleLinesOf(found.stdout);
+    expect(lines).toEqual([`npm run -s inspect -- settle ${id} adopt ${reference} --seq ${seqOf(id)}`]);
+    await toolShell(lines[0]!);
+    const adopted = await cluster.collector.waitForOrderEvent(id, 'order.created', 60_000);
+    expect(adopted).toMatchObject({ unique_reference: reference });
+    expect(String(adopted['command_id'])).toMatch(/^settle-s\d+-adopt-/);
+    expect(typesOf(id).slice(-2)).toEqual(['order.operator_command', 'order.created']);
+  });
+
+  it('settles a DeFi order with the lines the inspector prints, run as printed', async () => {
+    const { id } = parked.c;
+    // find-exchange-order cannot list a DeFi order: it says so, with the settle line to run once REF is known.
+    const defiLookup = await toolShell(byRunbook.find(), { ORDER_ID: id }, 1);
+    const [fromLookup] = settleLinesOf(defiLookup.stderr.replace(/^.*then: /s, ''));
+    expect(fromLookup).toBe(
+      `npm run -s inspect -- settle ${id} adopt "\${REF:?set REF to the unique_reference}" --seq ${seqOf(id)}`,
+    );
+    // Another order's exchange order: the worker refuses it (order.settle_refused), the order stays parked.
+    await toolShell(fromLookup!, { REF: referenceA });
+    await nthEvent(id, 'order.settle_refused', 1);
+    // The report's two lines: its adopt (refused again, for the same reason), then its abandon.
+    const [adopt, abandon] = await inspectorSettleLines(id);
+    expect([adopt, abandon]).toEqual([
+      `npm run -s inspect -- settle ${id} adopt "\${REF:?set REF to the unique_reference}" --seq ${seqOf(id)}`,
+      `npm run -s inspect -- settle ${id} abandon --seq ${seqOf(id)}`,
+    ]);
+    await toolShell(adopt!, { REF: referenceA });
+    await nthEvent(id, 'order.settle_refused', 2);
+    const [, abandonNow] = await inspectorSettleLines(id);
+    await toolShell(abandonNow!);
+    const failed = await cluster.collector.waitForOrderEvent(id, 'order.failed', 60_000);
+    expect(failed).toMatchObject({ reason: 'abandoned_by_operator' });
+    expect(String(failed['command_id'])).toMatch(/^settle-s\d+-abandon$/);
+    expect(typesOf(id)).not.toContain('command.rejected');
+  });
+
+  it("settles orders with the runbook's adopt, abandon, bulk and --dry-run lines, run as printed", async () => {
+    const [d, e] = [parked.d.id, parked.e.id];
+    // D: an adopt of another order's exchange order (refused by the worker), then the abandon.
+    await toolShell(byRunbook.adopt(), { ORDER_ID: d, REF: referenceA, SEQ: seqOf(d) });
+    expect(await nthEvent(d, 'order.settle_refused', 1)).toMatchObject({ code: 'reference_owned' });
+    await toolShell(byRunbook.abandon(), { ORDER_ID: d, SEQ: seqOf(d) });
+    const failed = await cluster.collector.waitForOrderEvent(d, 'order.failed', 60_000);
+    expect(failed).toMatchObject({ reason: 'abandoned_by_operator' });
+    // Each accepted settle is recorded with its operator: the refused adopt, then the abandon with its note.
+    expect(events(d).filter((event) => event.type === 'order.operator_command')).toMatchObject([
+      { resolution: 'adopt', unique_reference: referenceA, note: null },
+      {
+        resolution: 'abandon',
+        note: 'no exchange order in the window',
+        operator: { key_id: testOperator.keyId },
+      },
+    ]);
+
+    // E: a bulk plan with another order's exchange order (refused by the worker), then --dry-run's signed kcat line.
+    const plan = join(scratch, 'plan.txt');
+    writeFileSync(plan, `${e} ${seqOf(e)} adopt ${referenceA}\n`);
+    const bulk = await toolShell(byRunbook.file(), { PLAN: plan });
+    expect(bulk.stdout).toMatch(new RegExp(`^sent {2}${e} {2}adopt ${referenceA}`, 'm'));
+    await nthEvent(e, 'order.settle_refused', 1);
+    const reference = referenceOf(parked.e.amount);
+    const dry = await toolShell(byRunbook.dryRun(), { ORDER_ID: e, REF: reference, SEQ: seqOf(e) });
+    const kcatLines = dry.stdout
+      .split('\n')
+      .map((row) => row.trim())
+      .filter((row) => row.includes('| kcat -P'));
+    expect(kcatLines).toHaveLength(1);
+    expect(kcatLines[0]).toContain(
+      `-p ${defaultPartitionOf(e, partitions)} -H 'operator-key-id=${testOperator.keyId}'`,
+    );
+    await shell(kcatLines[0]!);
+    const adopted = await cluster.collector.waitForOrderEvent(e, 'order.created', 60_000);
+    expect(adopted).toMatchObject({ unique_reference: reference });
+    for (const id of parkedIds) expect(seqProblems(events(id)), id).toEqual([]);
+  });
+
   const viaKcatId = elsewhereForLibrdkafka('by-kcat');
   const viaJavaId = elsewhereForLibrdkafka('by-java');
   const twiceId = elsewhereForLibrdkafka('twice');
@@ -411,12 +606,13 @@ describe('kcat and the Java client as trading services', () => {
     expect(JSON.parse(answer.stdout)).toMatchObject({ accepted: true });
   });
 
-  it('ran every kcat and curl block of the runbook', () => {
+  it('ran every kcat and curl block of the runbook, and every settle and find-exchange-order line', () => {
     expect(runbookBlocks.filter((block) => !ranBlocks.has(block))).toEqual([]);
+    expect(runbookToolLines.filter((row) => !ranLines.has(row))).toEqual([]);
   });
 
   it('has every event, with its headers, read by the kcat and the Java consumers alike', async () => {
-    const ours = [parkedA, parkedB, viaKcatId, viaJavaId, twiceId];
+    const ours = [...parkedIds, viaKcatId, viaJavaId, twiceId];
     const expected = cluster.collector.events
       .filter((e) => ours.includes(String(e.order_id)))
       .map((e) => e.event_id)
@@ -436,7 +632,7 @@ describe('kcat and the Java client as trading services', () => {
         expect(record.headers['event-type']).toBe(record.value['type']);
       }
       // The trace of the kafkajs create that carried one goes on in its events' headers.
-      const createdA = consumer.records.find((r) => r.value['event_id'] === `${parkedA}:1`);
+      const createdA = consumer.records.find((r) => r.value['event_id'] === `${parked.a.id}:1`);
       expect(createdA?.headers['traceparent']).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
       consumer.stop();
     }
