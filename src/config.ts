@@ -505,6 +505,8 @@ export const configSchema = configVariables
     insecureTransportWarnings: insecureTransportWarnings(value),
     telemetry: {
       serviceName: value.OTEL_SERVICE_NAME,
+      /** OTEL_TRACES_SAMPLER and its argument: the ratio samplers follow the order (telemetry/order-sampler.ts). */
+      sampler: { name: value.OTEL_TRACES_SAMPLER, ratio: value.OTEL_TRACES_SAMPLER_ARG },
       // Spans leave the process only when an exporter or an endpoint is named (the SDK's own default would send
       // them to localhost:4318 and log a failure every few seconds where no collector runs).
       exportTraces:

@@ -21,6 +21,7 @@ import { ClusterAdmin } from './kafka/cluster-admin.ts';
 import { CommandConsumer } from './kafka/command-consumer.ts';
 import { createKafka } from './kafka/kafka-client.ts';
 import { OrderStateStore } from './kafka/order-state-store.ts';
+import { KeyPartitioning } from './kafka/partitioning.ts';
 import { ensureTopics } from './kafka/topics.ts';
 import { TransactionalWriter } from './kafka/transactional-writer.ts';
 import { explainKafkaAccess, transactionalIdOf, workerAcls } from './kafka/worker-acls.ts';
@@ -303,6 +304,9 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   const eventLoopLoad = new EventLoopLoad();
   // Where each order lives, kept from its create and again from the retention sweep's tombstone (marked retired).
   const homes = new OrderHomes(redis, { ttlMs: orderHomeTtlMs(config.finishedOrderRetentionMs) });
+  // An order's home, before it has a record: the partition the Java client's partitioner gives its order_id (the
+  // commands topic's partition count is known once the topics are ensured, before any command is consumed).
+  const partitioning = new KeyPartitioning();
   const operatorLog = logger.child({ component: 'operator-authority' });
   const operatorAuthority = new OperatorAuthority({
     keys: config.operations.operatorKeys,
@@ -356,6 +360,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
       consumerGroup: config.consumerGroup,
     }),
     homes,
+    canonicalPartition: (orderId) => partitioning.partitionOf(orderId),
   });
   restoring = () => host.restoring;
   // CeFi orders are confirmed in bulk (GET /orders/?status=<code>) for every CeFi mode with a key (keys are per mode).
@@ -466,12 +471,15 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
 
   const worker = new Worker(config, logger, {
     http,
-    ensureTopics: () =>
-      ensureTopics(kafka, config.topics, logger, {
+    ensureTopics: async () => {
+      const topics = await ensureTopics(kafka, config.topics, logger, {
         // A replayed create is recognised by its finished order, then by the order's retired home.
         replayRecognisedForMs:
           config.finishedOrderRetentionMs + orderHomeTtlMs(config.finishedOrderRetentionMs),
-      }),
+      });
+      partitioning.usePartitionCount(topics.partitions);
+      return topics;
+    },
     writer,
     store,
     hints,
@@ -609,6 +617,7 @@ const telemetry = startTelemetry({
   workerId: config.workerId,
   exportTraces: config.telemetry.exportTraces,
   serviceName: config.telemetry.serviceName,
+  sampler: config.telemetry.sampler,
   logger,
 });
 run(config, logger, telemetry).catch((error: unknown) => {

@@ -27,6 +27,12 @@ export const endpointFaultKinds = [
   'expired_on_repeat',
   /** GET /orders/{unique_reference}/ answers another order's representation. */
   'get_other_order',
+  /**
+   * The exchange's risk check refuses the caller's IP before the request takes effect: 400 with Django REST
+   * framework's top-level `{"non_field_errors": ["User's IP has risk."]}` (as EdgeApp's client expects on /rate/ and
+   * /orders/).
+   */
+  'ip_risk',
   /** POST /orders/ stores (and from then on returns) its amounts rounded to fewer fractional digits. */
   'round_amounts',
   /** A first POST /orders/ answers 200 "reused" with another order's exchange order, and creates nothing. */

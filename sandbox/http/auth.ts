@@ -3,12 +3,20 @@
 // only, and the ownership rule: with an API key, every referral code supplied by any mechanism (header, `ref`
 // query parameter, `referral_code` body field) must belong to the key's partner, else 401. v1 authentication is
 // optional: an unknown ApiKey is a 401, an absent one leaves the caller anonymous (or known by its referral token).
+// An empty (or blank) x-referral-token header supplies no code: v2 takes it as absent, as v1 does (EdgeApp's exchange
+// plugin sends the header empty when its partner has no referral code).
 import type { Caller } from './caller.ts';
 import { HttpError, headerValue, v2Error, type SandboxRequest } from './http-kit.ts';
 import { messages } from '../wire/messages.ts';
 import type { ReferralCodeRecord, World } from '../domain/world.ts';
 
 const API_KEY_SCHEME = /^ApiKey\s+(\S+)\s*$/;
+
+/** A referral token as supplied: undefined when absent, empty or blank (none supplied). */
+function suppliedCode(value: string | null | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : undefined;
+}
 
 export function unauthorized(): never {
   throw v2Error(401, messages.credentialsNotProvided);
@@ -20,8 +28,8 @@ export function authenticate(
   options: { referralTokenAlone: boolean },
 ): Caller {
   const authorization = headerValue(request.headers, 'authorization');
-  const token = headerValue(request.headers, 'x-referral-token');
-  const tokenReferral = token ? world.referralToken(token.trim()) : undefined;
+  const token = suppliedCode(headerValue(request.headers, 'x-referral-token'));
+  const tokenReferral = token === undefined ? undefined : world.referralToken(token);
   const keyText = authorization ? API_KEY_SCHEME.exec(authorization)?.[1] : undefined;
   const apiKey = keyText ? world.apiKey(keyText) : undefined;
 

@@ -203,12 +203,16 @@ export async function startSandboxServer(
     errorReply: (error) => error.reply,
   };
 
-  /** Latency, timeout, 5xx and 429 faults armed for this endpoint; `hang` means hold the request that long. */
+  /** Latency, timeout, 5xx, 429 and IP-risk faults armed for this endpoint; `hang` means hold the request that long. */
   async function transportFaults(
     endpoint: string,
     subject: Readonly<Record<string, unknown>> | undefined,
   ): Promise<Reply | { hangMs: number } | undefined> {
-    const fired = faults.endpointFaults(endpoint, ['latency', 'timeout', 'http_error', 'throttle'], subject);
+    const fired = faults.endpointFaults(
+      endpoint,
+      ['latency', 'timeout', 'http_error', 'throttle', 'ip_risk'],
+      subject,
+    );
     for (const fault of fired) if (fault.kind === 'latency') await sleep(fault.latencyMs ?? 1_000);
     for (const fault of fired) {
       if (fault.kind === 'timeout') return { hangMs: fault.latencyMs ?? 120_000 };
@@ -216,6 +220,8 @@ export async function startSandboxServer(
         const status = fault.status ?? 503;
         return { status, body: { detail: status >= 500 ? 'A server error occurred.' : 'Injected error.' } };
       }
+      if (fault.kind === 'ip_risk')
+        return { status: 400, body: { non_field_errors: ["User's IP has risk."] } };
       if (fault.kind === 'throttle') {
         const seconds = fault.retryAfterSeconds === undefined ? 30 : fault.retryAfterSeconds;
         return seconds === null

@@ -1,9 +1,9 @@
 // The event contract of TOPIC_EVENTS: JSON, key = order_id. Every event carries the envelope
 // {type, event_id, order_id, seq, occurred_at}; seq is strictly increasing per order with no gap or repeat,
 // event_id is `${order_id}:${seq}` (stable across redelivery, so consumers can deduplicate on it).
-// command.rejected for a command that names no existing order (or that arrived on another partition than its
-// order's) carries seq 0: it is not part of an order's history. It never copies the command: a bounded excerpt and
-// a hash identify it, so a huge command cannot make a huge event.
+// command.rejected for a command that names no existing order (or names one without its key, or could not be
+// routed to its order's partition) carries seq 0: it is not part of an order's history. It never copies the
+// command: a bounded excerpt and a hash identify it, so a huge command cannot make a huge event.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isoTime, orderDomainEvents } from '../../machines/order-events.ts';
@@ -13,6 +13,12 @@ const envelope = {
   order_id: z.string().nullable(),
   seq: z.number().int().min(0),
   occurred_at: isoTime,
+  command_id: z
+    .string()
+    .optional()
+    .describe(
+      'the command this event answers (src/contract/command-answers.ts); absent on an event no command caused',
+    ),
 };
 
 /** A domain event of machines/order-events.ts as published: its `type`, the envelope, then its payload. */
@@ -49,6 +55,7 @@ export const rejectionReasons = [
   'unknown_order',
   'not_allowed',
   'too_large',
+  'unroutable',
   'unauthorized',
 ] as const;
 
@@ -98,7 +105,16 @@ export const commandRejectedEvent = z.object({
     .regex(/^[0-9a-f]{64}$/)
     .describe('SHA-256 (hex) of the command value exactly as received'),
   command_bytes: z.number().int().min(0).describe('size of the command value as received'),
-  source: z.object({ topic: z.string(), partition: z.number().int(), offset: z.string() }).nullable(),
+  source: z
+    .object({ topic: z.string(), partition: z.number().int(), offset: z.string() })
+    .nullable()
+    .describe("where the command was handled (for a forwarded command: its copy on its order's partition)"),
+  forwarded_from: z
+    .object({ topic: z.string(), partition: z.number().int(), offset: z.string() })
+    .optional()
+    .describe(
+      'where a forwarded command first arrived, as its producer wrote it (absent when it was handled where it arrived)',
+    ),
 });
 
 /** An operator's command accepted for an order, with who signed it: written before whatever the command causes. */

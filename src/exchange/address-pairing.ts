@@ -162,6 +162,25 @@ function refuse(side: Side, problem: Problem, message: string): SideResult {
   return { ok: false, reason: `${side}_${problem}`, message };
 }
 
+/**
+ * Names one network goes by with one client or another (the live exchange lists Tron as TRON, clients and our
+ * sandbox say TRX): a stated name the exchange does not list is read as its alias when the exchange lists that.
+ * Only names that cannot mean another chain are here.
+ */
+const networkAliases: ReadonlyMap<string, readonly string[]> = new Map([
+  ['TRX', ['TRON']],
+  ['TRON', ['TRX']],
+]);
+
+/** The stated network as the exchange names it: itself when listed (upper case), else a listed alias of it. */
+function networkAsListed(stated: string, listed: readonly string[], catalog: CatalogSnapshot): string {
+  const name = stated.trim().toUpperCase();
+  const known = (candidate: string): boolean =>
+    listed.includes(candidate) || catalog.network(candidate) !== undefined;
+  if (known(name)) return name;
+  return networkAliases.get(name)?.find(known) ?? name;
+}
+
 /** Which network the address is for: the stated one (when the currency is on it), or the currency's only one. */
 function pairedNetwork(
   input: SideInput,
@@ -172,7 +191,7 @@ function pairedNetwork(
   const field = `${side}_network`;
   const listed = currency.networks.map((n) => n.network);
   if (input.statedNetwork !== undefined) {
-    const stated = input.statedNetwork.trim().toUpperCase();
+    const stated = networkAsListed(input.statedNetwork, listed, catalog);
     const network = catalog.network(stated);
     if (listed.includes(stated)) return { network: network ?? null, name: stated };
     if (network === undefined)

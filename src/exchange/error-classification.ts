@@ -83,6 +83,10 @@ export const classificationTable: readonly ClassificationRow[] = [
     action: 'fatal',
   },
   { code: 'address_invalid', patterns: [' has invalid characters for a valid value'], action: 'fatal' },
+  // The exchange's risk check refused the end user's IP (Django REST framework's top-level
+  // `{"non_field_errors": ["User's IP has risk."]}`, answered by /rate/ and /orders/ as EdgeApp's client expects):
+  // a compliance refusal, not retryable; nothing was created.
+  { code: 'ip_risk', patterns: ["User's IP has risk"], action: 'fatal' },
   {
     code: 'pre_screening_amounts_exclusive',
     patterns: ['Only one of deposit_amount or withdraw_amount can be provided'],

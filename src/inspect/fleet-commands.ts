@@ -25,6 +25,7 @@ import {
   type Resolution,
   type SettleRequest,
 } from './operator-commands.ts';
+import { settleLine } from './render.ts';
 
 export const fleetCommands = new Set(['list', 'find-exchange-order', 'settle']);
 
@@ -252,7 +253,7 @@ export async function runFleetCommand(argv: string[]): Promise<number> {
     }
     if (order.mode === 'defi') {
       console.error(
-        `inspect find-exchange-order: ${order.order_id} is a DeFi order; GET /orders/ lists CeFi orders only. The worker re-checks it by repeating its POST with rate_id ${order.parked?.rate_id ?? '?'}; look it up in the partner dashboard, then: npm run -s inspect -- settle ${order.order_id} adopt <REF> --seq ${order.seq}`,
+        `inspect find-exchange-order: ${order.order_id} is a DeFi order; GET /orders/ lists CeFi orders only. The worker re-checks it by repeating its POST with rate_id ${order.parked?.rate_id ?? '?'}; look it up in the partner dashboard, then: ${settleLine(order.order_id, true, ` --seq ${order.seq}`)}`,
       );
       return 1;
     }
@@ -306,7 +307,7 @@ export async function runFleetCommand(argv: string[]): Promise<number> {
           2,
         ),
       );
-    } else console.log(renderCandidates(order, report, listed, prepared, config));
+    } else console.log(renderCandidates(order, report, listed, prepared));
     return 0;
   }
 
@@ -394,7 +395,6 @@ function renderCandidates(
   report: CandidateReport,
   listed: { orders: readonly ExchangeOrderView[]; complete: boolean },
   prepared: PreparedCommand | null,
-  config: { kafkaBrokers: readonly string[]; topics: { commands: string } },
 ): string {
   const lines: string[] = [];
   const intent = order.intent;
@@ -417,8 +417,7 @@ function renderCandidates(
     lines.push(
       'settle it  (checks the seq is still ' + String(order.seq) + ', signs with OPERATOR_KEY_FILE):',
       `  npm run -s inspect -- settle ${order.order_id} adopt ${report.pick.uniqueReference} --seq ${order.seq}`,
-      `  or, as signed now${prepared.headers['operator-key-id'] ? '' : ' (UNSIGNED: no OPERATOR_KEY_FILE)'}:`,
-      `  ${preparedKcatLine(prepared, [...config.kafkaBrokers], config.topics.commands)}`,
+      '  (with --dry-run: the signed kcat line instead; the --json output carries it as "kcat")',
     );
   } else
     lines.push(

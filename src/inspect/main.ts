@@ -169,10 +169,7 @@ async function main(): Promise<number> {
   report.problems.push(...incomplete.map((p) => `incomplete read: ${p}`));
   const found = report.found.state || report.found.events > 0;
   if (json) console.log(JSON.stringify(report, null, follow ? undefined : 2));
-  else if (found)
-    console.log(
-      renderReport(report, { brokers: [...config.kafkaBrokers], commandsTopic: config.topics.commands }),
-    );
+  else if (found) console.log(renderReport(report));
   else
     console.error(
       `inspect: no order with order_id or unique_reference "${id}" in ${config.topics.state} or ${config.topics.events}`,

@@ -226,6 +226,9 @@ function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/** The field of a printed command the operator fills in (the kcat line reads it from the shell variable REF). */
+export const REFERENCE_PLACEHOLDER = '<UNIQUE_REFERENCE>';
+
 type DurableContext = z.infer<typeof durableMachineSchema>['context'];
 
 /** A parked order's own re-checks, as its state record says: next one, or stopped for good. */
@@ -274,13 +277,15 @@ function parkedOf(
     actions: [
       {
         resolution: 'adopt',
-        when: 'the exchange holds an order created in the window for this pair, amount and withdraw address: adopt it (put its unique_reference in)',
+        when: 'the exchange holds an order created in the window for this pair, amount and withdraw address: adopt it (set REF to its unique_reference first)',
+        // One command_id per resolution: an adopt refused (order.settle_refused) is followed by an abandon, which
+        // under the adopt's command_id would be refused as duplicate_conflict.
         command: {
           type: 'order.settle',
-          command_id: `settle-${stamp}`,
+          command_id: `settle-${stamp}-adopt`,
           order_id: orderId,
           resolution: 'adopt',
-          unique_reference: '<UNIQUE_REFERENCE>',
+          unique_reference: REFERENCE_PLACEHOLDER,
         },
       },
       {
@@ -288,7 +293,7 @@ function parkedOf(
         when: 'the exchange holds no such order: abandon it (order.failed, reason abandoned_by_operator)',
         command: {
           type: 'order.settle',
-          command_id: `settle-${stamp}`,
+          command_id: `settle-${stamp}-abandon`,
           order_id: orderId,
           resolution: 'abandon',
         },

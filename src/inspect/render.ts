@@ -1,19 +1,38 @@
 // The inspector's text output: a header of facts, the parked advice when there is any, and the timeline. Plain
 // lines only (no colours, no cursor moves), so it reads the same in a terminal, a pipe or a ticket.
-import type { OrderReport } from './order-report.ts';
+import { REFERENCE_PLACEHOLDER, type OrderReport } from './order-report.ts';
 
 function relative(ms: number): string {
   const s = Math.round(Math.abs(ms) / 100) / 10;
   return ms >= 0 ? `in ${s} s` : `${s} s overdue`;
 }
 
-/** The shell line that writes a command to the commands topic (key = order_id), for operators with kcat. */
-export function kcatLine(command: Record<string, string>, brokers: string[], topic: string): string {
-  const value = JSON.stringify(command).replace(/'/g, `'\\''`);
-  return `echo '${command['order_id']}|${value}' | kcat -P -b ${brokers.join(',')} -t ${topic} -K'|'`;
+/** A string as one double-quoted shell word, `$REF` kept for the shell to expand (with a check that it is set). */
+function doubleQuoted(text: string): string {
+  const escaped = text.replace(/[\\"$`]/g, (c) => `\\${c}`);
+  return `"${escaped.replaceAll(REFERENCE_PLACEHOLDER, '${REF:?set REF to the unique_reference}')}"`;
 }
 
-export function renderReport(report: OrderReport, ctx: { brokers: string[]; commandsTopic: string }): string {
+/**
+ * The shell line that writes a command to the commands topic (key = order_id), for operators with kcat, run as
+ * printed: kcat's default partitioner may pick any partition (the worker forwards the command to its order's). A
+ * field left to the operator (REFERENCE_PLACEHOLDER) is read from $REF.
+ */
+export function kcatLine(command: Record<string, string>, brokers: string[], topic: string): string {
+  const line = `${command['order_id']}|${JSON.stringify(command)}`;
+  return `echo ${doubleQuoted(line)} | kcat -P -b ${brokers.join(',')} -t ${topic} -K'|'`;
+}
+
+/**
+ * The inspector's own settle line for an order, run as printed: an adopt reads the exchange order from $REF (with a
+ * check that it is set). Order ids and references are shell-safe words (the contract's identifier alphabet).
+ */
+export function settleLine(orderId: string, adopt: boolean, seq: string): string {
+  const resolution = adopt ? `adopt ${doubleQuoted(REFERENCE_PLACEHOLDER)}` : 'abandon';
+  return `npm run -s inspect -- settle ${orderId} ${resolution}${seq}`;
+}
+
+export function renderReport(report: OrderReport): string {
   const lines: string[] = [];
   const row = (label: string, value: string): void => void lines.push(`${label.padEnd(11)}${value}`);
   row('order', `${report.orderId}${report.mode ? `  (${report.mode})` : ''}`);
@@ -54,18 +73,14 @@ export function renderReport(report: OrderReport, ctx: { brokers: string[]; comm
         `  answered   ${p.knownReference.uniqueReference}${p.knownReference.heldElsewhere ? ' (made by this order, held by another: do not adopt it here)' : ' (its POST was answered with it; check it first)'}`,
       );
     if (p.recheck) lines.push(`  re-checks  ${p.recheck}`);
-    lines.push('  what an operator can do (a command on the commands topic, key = order_id):');
+    lines.push('  what an operator can do (a signed order.settle on the commands topic, key = order_id):');
     lines.push(
-      '  (the inspector settle commands sign with OPERATOR_KEY_FILE; the kcat lines are unsigned, which a worker with OPERATOR_PUBLIC_KEYS refuses: settle ... --dry-run prints them signed)',
+      '  (settle signs with OPERATOR_KEY_FILE / OPERATOR_KEY_ID, as the worker requires, and checks the seq; with --dry-run it prints the signed kcat line instead of sending)',
     );
     const seq = report.state ? ` --seq ${report.state.seq}` : '';
     for (const action of p.actions) {
       lines.push(`  - ${action.resolution}: ${action.when}`);
-      // Signed with OPERATOR_KEY_FILE (the worker refuses an unsigned order.settle); --dry-run prints the signed kcat line.
-      lines.push(
-        `    npm run -s inspect -- settle ${report.orderId} ${action.resolution === 'adopt' ? 'adopt <UNIQUE_REFERENCE>' : 'abandon'}${seq}`,
-      );
-      lines.push(`    ${kcatLine(action.command, ctx.brokers, ctx.commandsTopic)}`);
+      lines.push(`    ${settleLine(report.orderId, action.resolution === 'adopt', seq)}`);
     }
     lines.push(`  find the exchange order: npm run -s inspect -- find-exchange-order ${report.orderId}`);
   }

@@ -1,7 +1,7 @@
 // The orders of the state partitions a replica does not own, held as numbers rather than objects. A replica reads
 // every partition (see order-state-store.ts) but drives only its own; of another partition's order it needs only
 // what two durable backstops ask when Redis has forgotten (homes, reference claims): on which partition the order
-// lives (a create that arrived on another partition is refused as misrouted) and whether an order there already
+// lives (a command that arrived on another partition is forwarded there) and whether an order there already
 // records an exchange order (a reference is never claimed by a second order). Its (fence, rev) keep a record from an
 // older lease holder from replacing a newer one, and whether it is finished keeps the view `get` gives as before.
 //
@@ -10,8 +10,9 @@
 // as a Map entry keyed by the id string, an object and a reference string with its own Map entry (measured at 100k
 // orders on 6 partitions, 3 replicas: the stubs were 0.05 of one replica's memory for all orders). Two ids (or two
 // references) with the same 53-bit hash are taken for one: with 100k orders held, a new id meets an existing hash
-// with probability about 1e-11, and the worst it does is refuse a create as misrouted or a reference as taken (an
-// order parked, never a duplicate exchange order).
+// with probability about 1e-11, and the worst it does is forward a new order's create to another partition than its
+// canonical one (where it is created all the same, one order) or refuse a reference as taken (an order parked, never
+// a duplicate exchange order).
 
 /** Two 32-bit string hashes (FNV-1a and a multiply-xorshift one) as one integer in [1, 2^53). */
 export function hash53(text: string): number {

@@ -44,6 +44,14 @@ export const orderRecordSchema = z.object({
   halted: z.object({ code: z.string(), message: z.string(), at: z.string() }).nullish(),
   /** The machine's durable form (versioned by the machine module); null in a finished order's compact form. */
   machine: z.unknown(),
+  /**
+   * Commands accepted and not answered yet, [type, command_id] (src/contract/command-answers.ts): the events that
+   * answer them carry their command_id, after a restore too. Absent when none is open.
+   */
+  answering: z
+    .array(z.tuple([z.string(), z.string()]))
+    .max(8)
+    .optional(),
   /** W3C traceparent of the command that created the order: traces of its later polls link to it. */
   trace_origin: z.string().max(55).optional(),
 });

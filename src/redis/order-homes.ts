@@ -1,11 +1,11 @@
-// The partition each order lives on, shared by every replica. A replica holds only its own partitions' state, so
-// an order.create that a producer sent to another partition than its order's (the key is right, the partition was
-// chosen by hand) would otherwise look like a new order: the first create records its partition here (SET NX) and
-// a later one elsewhere is refused. Kept longer than a finished order stays in the state topic, and marked retired
+// The partition each order lives on, shared by every replica. A new order's home is the canonical partition of its
+// order_id (command-routing.ts), where its create claims it here (SET NX); an order created before that rule lives
+// where its first create arrived, and a create of it that reaches the canonical partition first finds that home
+// here and is forwarded to it. Kept longer than a finished order stays in the state topic, and marked retired
 // when the retention sweep removes the order from it (retire): a create of the order replayed after that (the
 // commands topic may keep it longer than the state topic keeps the order) is refused instead of starting a second
-// exchange order. Redis restarted empty forgets both: a misrouted or replayed create of an old order during that
-// time is a double fault we accept.
+// exchange order. Redis restarted empty forgets both: a replayed create of an old order during that time (or one of
+// an order created under the old rule, before its record is read) is a double fault we accept.
 import { z } from 'zod';
 import { invalidArgument, toRedisWorkerError } from './redis-errors.ts';
 import type { RedisPort } from './redis-port.ts';

@@ -14,6 +14,7 @@ import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runti
 import { envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import type { Logger } from './logger.ts';
+import { orderSamplerFor } from './order-sampler.ts';
 import { WorkerMetrics } from './metrics.ts';
 import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from './semconv.ts';
 
@@ -82,8 +83,11 @@ export function startTelemetry(opts: {
   exportTraces: boolean;
   /** OTEL_SERVICE_NAME, when set (it wins over the default name). */
   serviceName: string | undefined;
+  /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, as validated: a ratio sampler follows the order. */
+  sampler?: { name: string | undefined; ratio: number | undefined };
   logger: Logger;
 }): Telemetry {
+  const sampler = orderSamplerFor(opts.sampler?.name, opts.sampler?.ratio);
   diag.setLogger(pinoDiagLogger(opts.logger), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   const prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   const sdk = new NodeSDK({
@@ -123,6 +127,9 @@ export function startTelemetry(opts: {
     // Without exported traces, no span processor (the SDK then registers no tracer provider); with them, the
     // processors and exporters the OTEL_* variables name.
     ...(opts.exportTraces ? {} : { spanProcessors: [] }),
+    // A ratio sampler decides an order's own traces (polls, timers) as its first trace was decided; the SDK reads
+    // the other samplers from the environment itself.
+    ...(opts.exportTraces && sampler ? { sampler } : {}),
   });
   sdk.start();
   // The instrumentation patches ioredis when it is required; our ESM import of it happened before the SDK started

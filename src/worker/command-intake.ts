@@ -11,6 +11,7 @@ import type {
 } from '../contract/commands.ts';
 import type { RejectionReason } from '../contract/events.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
+import { routeCommand, type Route, type RouteArrival } from './command-routing.ts';
 import type { OrderActorEvent, OrderActorHandle } from './machine-binding.ts';
 
 /** JSON with object keys sorted at every depth (undefined members dropped), so equal content hashes equally. */
@@ -80,13 +81,16 @@ export interface Rejection {
   remember?: [string, string];
 }
 
-/** The refusal of a command that arrived on a partition other than its order's home (the key was right). */
-export function misrouted(command: OrderCommand, hash: string, home: number, arrivedOn: number): Rejection {
+/**
+ * The refusal of a command whose order lives on another partition than the one it reached, after it went through
+ * every forward it may (see command-routing.ts): only a home that moved under it twice gets here.
+ */
+export function unroutable(command: OrderCommand, hash: string, home: number, arrivedOn: number): Rejection {
   return {
     command_id: command.command_id,
     command_type: command.type,
-    reason: 'malformed',
-    message: `order ${command.order_id} lives on partition ${home}; this command arrived on partition ${arrivedOn} (let the key choose the partition)`,
+    reason: 'unroutable',
+    message: `order ${command.order_id} lives on partition ${home}; this command reached partition ${arrivedOn} after its forwards and is not forwarded again`,
     remember: [command.command_id, hash],
   };
 }
@@ -106,6 +110,8 @@ export type Decision =
   /** Nothing to do but commit the command's offset. */
   | { kind: 'skip'; outcome: 'duplicate' | 'consumed' }
   | { kind: 'reject'; orderId: string | null; rejection: Rejection }
+  /** Its order lives on another partition (or will: the canonical one): a copy goes there (command-routing.ts). */
+  | { kind: 'forward'; orderId: string; partition: number }
   | { kind: 'create'; command: OrderCreateCommand; hash: string }
   | { kind: 'deliver'; command: OrderCommand; event: OrderActorEvent; hash: string }
   /** An order halted by a bug has no machine to decide: the operator's order.settle abandon ends it. */
@@ -118,13 +124,36 @@ export interface OrderHere {
   actor: Pick<OrderActorHandle, 'can' | 'status'> | undefined;
 }
 
+/** How a command arrived: its partition, its forwards and its order's canonical partition (command-routing.ts). */
+export interface Arrival extends Partial<Omit<RouteArrival, 'partition'>> {
+  partition: number;
+  now: number;
+}
+
+/** A route that leaves this partition, as a decision (undefined: the command is handled here). */
+export function awayDecision(
+  command: OrderCommand,
+  hash: string,
+  arrivedOn: number,
+  route: Route,
+): Decision | undefined {
+  if (route.kind === 'here') return undefined;
+  if (route.kind === 'forward')
+    return { kind: 'forward', orderId: command.order_id, partition: route.partition };
+  return {
+    kind: 'reject',
+    orderId: command.order_id,
+    rejection: unroutable(command, hash, route.home, arrivedOn),
+  };
+}
+
 /**
  * Decides what a command does. `record` is the order's latest record (undefined: no such order); `here` is how
  * this replica drives it (undefined: not at all); `now` stamps the machine event.
  */
 export function decide(
   parsed: ParsedCommand,
-  arrival: { partition: number; now: number },
+  arrival: Arrival,
   record: OrderRecord | undefined,
   here: OrderHere | undefined,
 ): Decision {
@@ -152,13 +181,18 @@ export function decide(
       remember: [command.command_id, hash],
     },
   });
-  if (record && record.partition !== arrival.partition)
-    // Its key is right but a producer chose another partition: the order is driven where its record lives.
-    return {
-      kind: 'reject',
-      orderId: command.order_id,
-      rejection: misrouted(command, hash, record.partition, arrival.partition),
-    };
+  // Its key is right but its producer's partitioner chose another partition than its order's home: forwarded.
+  const away = awayDecision(
+    command,
+    hash,
+    arrival.partition,
+    routeCommand(
+      command,
+      { partition: arrival.partition, hops: arrival.hops ?? 0, canonical: arrival.canonical },
+      record?.partition,
+    ),
+  );
+  if (away) return away;
 
   if (command.type === 'order.create') {
     if (!record) return { kind: 'create', command, hash };

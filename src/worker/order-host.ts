@@ -19,6 +19,7 @@ import {
 import pLimit from 'p-limit';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 import { commandTypes, parseCommand } from '../contract/commands.ts';
+import { answerOf, opened, type OpenCommand } from '../contract/command-answers.ts';
 import { operatorEvents, screenOperator, type OperatorAuthority } from './operator-authority.ts';
 import { rejectedCommandFingerprint } from '../contract/events.ts';
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
@@ -26,6 +27,7 @@ import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit } from '../kafka/transactional-writer.ts';
 import { WorkerError } from '../errors.ts';
 import { onceEvery, type Logger } from '../telemetry/logger.ts';
+import { originLink } from '../telemetry/order-sampler.ts';
 import { extractContext, fromTraceparent, toTraceparent, withOrderId } from '../telemetry/propagation.ts';
 import {
   ATTR_EXCHANGE_UNIQUE_REFERENCE,
@@ -50,7 +52,8 @@ import {
   type RestingOrder,
 } from './machine-binding.ts';
 import type { FetchOrderInput } from '../../machines/order-types.ts';
-import { decide, misrouted, retired, type Rejection } from './command-intake.ts';
+import { awayDecision, decide, retired, type Rejection } from './command-intake.ts';
+import { forwardedHeaders, forwardingOf, towardsHome } from './command-routing.ts';
 import { unrecordedDepositAlerts } from './deposit-alerts.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
@@ -155,6 +158,12 @@ export interface OrderHostOptions {
   /** Screens operator commands (order.settle) for an operator's signature; absent: no screening (unit tests). */
   operatorAuthority?: OperatorAuthority;
   /**
+   * The partition the commands topic's default (murmur2) partitioner gives an order_id: the home of an order not
+   * known yet, where a command that arrived elsewhere is forwarded (command-routing.ts). Absent, or undefined while
+   * the partition count is unknown: such a command is handled where it arrived.
+   */
+  canonicalPartition?: (orderId: string) => number | undefined;
+  /**
    * An order only waiting (see MachineBinding.resting) for this long, its latest record durable, is passivated:
    * its actor stops and the slot keeps the record and a deadline. 0 or absent: never (PASSIVATE_IDLE_MS).
    */
@@ -246,7 +255,7 @@ export const orphanSweepIntervalMs = 30_000;
 /** How a command ended, filled in while it is handled (read by handleMessage for its span and metrics). */
 interface CommandOutcome {
   commandType: string;
-  result: 'accepted' | 'duplicate' | 'rejected' | 'consumed';
+  result: 'accepted' | 'duplicate' | 'rejected' | 'consumed' | 'forwarded';
   reason?: string;
 }
 const commandOutcomeKey = createContextKey('exchange-order-worker command outcome');
@@ -270,6 +279,11 @@ interface OrderSlot {
   record: OrderRecord;
   actor: OrderActorHandle | undefined;
   pendingEvents: EmittedDomainEvent[];
+  /**
+   * The commands accepted and not answered yet ([type, command_id], contract/command-answers.ts): an event that
+   * answers one carries its command_id. Written with the record, so a restored order still answers them.
+   */
+  answering: OpenCommand[];
   /** The latest write of this order: resolves once committed, rejects when it was refused or failed. */
   lastWrite: Promise<void>;
   /** The actor stopped on an unmodelled error; the slot keeps the lease and refuses all but order.settle abandon. */
@@ -584,9 +598,11 @@ export class OrderHost {
     if (!slot?.actor || slot.stopped || slot.halted || !this.mayAct(hint.orderId)) return false;
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.opts.now() };
     if (!slot.actor.can(event)) return true;
+    // In the webhook's trace, linked to the order's first (a sampler keeps it with the order's other traces).
     const span = tracer.startSpan('order webhook hint', {
       kind: SpanKind.INTERNAL,
       attributes: this.orderAttributes(slot),
+      ...(slot.origin ? { links: [originLink(slot.origin)] } : {}),
     });
     try {
       context.with(trace.setSpan(context.active(), span), () => this.takeHint(slot, event, hint.receivedAt));
@@ -1342,7 +1358,7 @@ export class OrderHost {
         root: true,
         kind: SpanKind.INTERNAL,
         attributes: this.orderAttributes(slot),
-        ...(origin ? { links: [{ context: origin }] } : {}),
+        ...(origin ? { links: [originLink(origin)] } : {}),
       },
       ROOT_CONTEXT,
     );
@@ -1581,6 +1597,7 @@ export class OrderHost {
       record: { ...record, fence },
       actor: undefined,
       pendingEvents: [],
+      answering: record.answering ?? [],
       lastWrite: Promise.resolve(),
       halted: false,
       persistScheduled: false,
@@ -1604,7 +1621,7 @@ export class OrderHost {
     const hints = name === 'order timer' ? slot.hintLinks : undefined;
     if (hints) slot.hintLinks = undefined;
     const links = [
-      ...(slot.origin ? [{ context: slot.origin }] : []),
+      ...(slot.origin ? [originLink(slot.origin)] : []),
       ...(hints ?? []).map((c) => ({ context: c })),
     ];
     const span = tracer.startSpan(
@@ -1660,7 +1677,7 @@ export class OrderHost {
         // Re-created from the record it was passivated with: the same state, nothing new to write.
         if (slot.waking && emitted.length === 0) return;
         this.recordTransition(slot, emitted);
-        slot.pendingEvents.push(...emitted);
+        slot.pendingEvents.push(...this.answered(slot, emitted));
         this.schedulePersist(slot);
       },
       onError: (error) => {
@@ -1725,7 +1742,10 @@ export class OrderHost {
       }
       if (bare && this.binding.unwritten?.(slot.record.machine, machine)) return Promise.resolve(true);
     }
-    const events = [...slot.pendingEvents.splice(0, slot.pendingEvents.length), ...(extra.events ?? [])];
+    const events = [
+      ...slot.pendingEvents.splice(0, slot.pendingEvents.length),
+      ...this.answered(slot, extra.events ?? []),
+    ];
     const eventTypes = events.map((event) => event.type);
     // Webhook-to-event latency: from the hint to the first event a later write publishes (the poll's answer). A
     // hint whose poll found nothing new is forgotten after a minute rather than measured against a later change.
@@ -1735,6 +1755,9 @@ export class OrderHost {
       if (eventTypes.length || this.opts.now() - slot.webhookAt > 60_000) slot.webhookAt = undefined;
     }
     const status = slot.actor?.status();
+    const terminal = extra.terminal === true || (status?.terminal ?? slot.record.terminal);
+    // A finished order answers nothing more.
+    if (terminal) slot.answering = [];
     const { record, written } = this.opts.journal.append({
       record: slot.record,
       fence: slot.fence,
@@ -1743,7 +1766,8 @@ export class OrderHost {
       offset: extra.offset,
       changes: {
         unique_reference: status?.uniqueReference ?? slot.record.unique_reference,
-        terminal: extra.terminal === true || (status?.terminal ?? slot.record.terminal),
+        terminal,
+        answering: slot.answering,
         // A live actor that writes again has recovered from an earlier halt.
         halted: slot.actor ? null : (slot.record.halted ?? null),
         machine: slot.actor ? (machine ?? slot.actor.durable()) : slot.record.machine,
@@ -1773,6 +1797,16 @@ export class OrderHost {
     lastWrite.catch(() => {}); // observed through durable(); never an unhandled rejection
     slot.lastWrite = lastWrite;
     return write;
+  }
+
+  /** The events as published: each that answers an open command carries its command_id (which it may close). */
+  private answered<E extends EmittedDomainEvent>(slot: OrderSlot, events: readonly E[]): E[] {
+    if (slot.answering.length === 0) return [...events];
+    return events.map((event) => {
+      const { commandId, open } = answerOf(slot.answering, event.type);
+      slot.answering = open;
+      return commandId === undefined ? event : { ...event, command_id: commandId };
+    });
   }
 
   /** An end just committed left a deposit unrecorded at the exchange: the operator hears of it (log and metric). */
@@ -1996,6 +2030,8 @@ export class OrderHost {
     const startedAt = performance.now();
     const parent = extractContext(message.headers ?? {});
     const outcome: CommandOutcome = { commandType: 'unknown', result: 'accepted' };
+    // A command for an order driven here (a deposit, a routed webhook hint) links to the order's first trace.
+    const origin = message.key ? this.slots.get(message.key)?.origin : undefined;
     const span = tracer.startSpan(
       `process ${message.topic}`,
       {
@@ -2012,6 +2048,7 @@ export class OrderHost {
             ? { [ATTR_MESSAGING_KAFKA_MESSAGE_KEY]: message.key, [ATTR_ORDER_ID]: message.key }
             : {}),
         },
+        ...(origin ? { links: [originLink(origin)] } : {}),
       },
       parent,
     );
@@ -2060,24 +2097,21 @@ export class OrderHost {
       partition: message.partition,
       offset: message.offset,
     };
-    // An operator command (order.settle) without a valid operator signature is refused like a malformed one.
-    const screened = screenOperator(
-      this.opts.operatorAuthority,
-      parseCommand(
-        message.value,
-        message.key,
-        this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
-      ),
-      message,
-      this.opts.now(),
+    const parsed = parseCommand(
+      message.value,
+      message.key,
+      this.maxCommandBytes === undefined ? {} : { maxBytes: this.maxCommandBytes },
     );
-    const parsed = screened.parsed;
     const commandType = parsed.ok ? parsed.command.type : (parsed.commandType ?? 'unknown');
     // The metric label only takes a known type: a producer's typo must not create a new time series.
     noteCommandType((commandTypes as readonly string[]).includes(commandType) ? commandType : 'unknown');
     span.setAttribute('command.type', commandType);
     if (parsed.ok) span.setAttribute('command.id', parsed.command.command_id);
-    if (!parsed.ok) span.setAttribute('command.rejected', parsed.reason);
+    const forwarding = forwardingOf(message.headers);
+    if (forwarding) {
+      const { from } = forwarding;
+      span.setAttribute('command.forwarded_from', `${from.topic}:${from.partition}:${from.offset}`);
+    }
     const named = parsed.ok ? parsed.command.order_id : parsed.orderId;
     // A passivated order comes back to life before its command is decided (a wake that fails on a lost lease hands
     // the order to its reload, which the adoption below joins).
@@ -2105,12 +2139,23 @@ export class OrderHost {
       );
       return;
     }
-    const decision = decide(
-      parsed,
-      { partition: message.partition, now: this.opts.now() },
-      record,
-      slot && { halted: slot.halted, actor: slot.actor },
-    );
+    const arrival = {
+      partition: message.partition,
+      now: this.opts.now(),
+      hops: forwarding?.hops ?? 0,
+      canonical: orderId === null ? undefined : this.opts.canonicalPartition?.(orderId),
+    };
+    const here = slot && { halted: slot.halted, actor: slot.actor };
+    const routed = decide(parsed, arrival, record, here);
+    // An operator command (order.settle) without a valid operator signature is refused like a malformed one, where
+    // its order lives: a copy forwarded there keeps the operator headers, and the signature covers only the key and
+    // value, which a forward does not change. So the refusal is part of the order's history like any other.
+    const screened =
+      routed.kind === 'forward'
+        ? { parsed, operator: null }
+        : screenOperator(this.opts.operatorAuthority, parsed, message, arrival.now);
+    if (!screened.parsed.ok) span.setAttribute('command.rejected', screened.parsed.reason);
+    const decision = screened.parsed === parsed ? routed : decide(screened.parsed, arrival, record, here);
     switch (decision.kind) {
       case 'skip':
         noteOutcome(decision.outcome);
@@ -2118,6 +2163,9 @@ export class OrderHost {
         return;
       case 'reject':
         await this.reject(decision.orderId, message, decision.rejection);
+        return;
+      case 'forward':
+        await this.forward(decision.orderId, message, decision.partition);
         return;
       case 'create': {
         // The order's home, shared by the replicas: this replica reads only its own partitions' records, so a
@@ -2130,14 +2178,19 @@ export class OrderHost {
           await this.reject(command.order_id, message, retired(command, hash));
           return;
         }
-        if (home !== undefined && home.partition !== message.partition) {
-          await this.reject(
-            command.order_id,
-            message,
-            misrouted(command, hash, home.partition, message.partition),
-          );
-          return;
-        }
+        // Its home is another partition (an order created before homes followed the key, or by such a replica during
+        // an upgrade): the create goes there, where the order's record is (or is being) written.
+        const away =
+          home === undefined
+            ? undefined
+            : awayDecision(
+                command,
+                hash,
+                message.partition,
+                towardsHome({ partition: message.partition, hops: forwarding?.hops ?? 0 }, home.partition),
+              );
+        if (away?.kind === 'forward') return this.forward(command.order_id, message, away.partition);
+        if (away?.kind === 'reject') return this.reject(command.order_id, message, away.rejection);
         await this.createOrder(command, message.partition, offset, hash);
         return;
       }
@@ -2145,6 +2198,7 @@ export class OrderHost {
         // decide() abandons only a halted order driven here; the offset is committed all the same
         if (!slot) return this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
         const { command } = decision;
+        slot.answering = opened(slot.answering, command.type, command.command_id);
         // Its last good state may hold a deposit the exchange never recorded: the end says so, as the machine's do.
         const unrecorded = this.binding.unrecordedDeposit?.(slot.record.machine) ?? null;
         await this.requireWritten(
@@ -2183,6 +2237,7 @@ export class OrderHost {
           await this.settleCommand(offset, this.opts.journal.commitOffset(offset), null);
           return;
         }
+        slot.answering = opened(slot.answering, command.type, command.command_id);
         // Who sent an operator command comes first in what it writes (before order.failed, for an abandon).
         slot.pendingEvents.push(...operatorEvents(command, screened.operator));
         slot.actor.send(event);
@@ -2249,6 +2304,7 @@ export class OrderHost {
     const origin = toTraceparent(trace.getSpanContext(context.active()));
     if (origin) record.trace_origin = origin;
     const slot = this.newSlot(record, fence);
+    slot.answering = opened([], command.type, command.command_id);
     this.slots.set(command.order_id, slot);
     // The first record is written once the order's local first steps have run (the address check, and whatever
     // follows at once: a quote slot that needs none, the intent of a CeFi order's create), not at the state it
@@ -2278,6 +2334,31 @@ export class OrderHost {
     this.finishIfTerminal(slot);
   }
 
+  /**
+   * Forwards a command to its order's home partition (command-routing.ts): a copy of the message (key, value and
+   * headers, plus where it first arrived) written with the offset where it arrived, in one transaction.
+   */
+  private async forward(orderId: string, message: InboundCommandMessage, partition: number): Promise<void> {
+    noteOutcome('forwarded');
+    const offset: OffsetToCommit = {
+      topic: message.topic,
+      partition: message.partition,
+      offset: message.offset,
+    };
+    this.logger.debug(
+      { orderId, from: { partition: message.partition, offset: message.offset }, to: partition },
+      "command forwarded to its order's partition",
+    );
+    const copy = {
+      topic: message.topic,
+      partition,
+      key: orderId,
+      value: message.value?.toString('utf8') ?? '',
+      headers: forwardedHeaders(message.headers, offset),
+    };
+    await this.settleCommand(offset, this.opts.journal.forwardCommand(copy, offset), null);
+  }
+
   /** The command arrived where its order lives: keyed by the order and on the order's partition (when it exists). */
   private routedHere(orderId: string, message: InboundCommandMessage): boolean {
     if (message.key !== orderId) return false;
@@ -2289,7 +2370,7 @@ export class OrderHost {
    * Publishes command.rejected: a bounded excerpt and a hash of the command as received, never the command itself.
    * For an existing order, when the command arrived where the order lives (its key and partition), it is part of
    * the order's history (next seq, recorded in the state record so a redelivery is not answered twice). Otherwise
-   * - no such order, or a null-keyed or mis-keyed or misrouted command naming an order of another partition, which
+   * - no such order, or a null-keyed or mis-keyed or unroutable command naming an order of another partition, which
    * this replica must not touch - it carries seq 0 and an event_id from its source offset.
    */
   private async reject(
@@ -2314,11 +2395,13 @@ export class OrderHost {
       offset: message.offset,
     };
     const { remember, ...fields } = body;
+    const forwarded = forwardingOf(message.headers);
     const rejected: EventPayload = {
       type: 'command.rejected',
       ...fields,
       ...rejectedCommandFingerprint(message.value),
       source: { topic: message.topic, partition: message.partition, offset: message.offset },
+      ...(forwarded ? { forwarded_from: forwarded.from } : {}),
     };
     const inHistory = orderId !== null && this.routedHere(orderId, message);
     const slot = inHistory ? this.slots.get(orderId) : undefined;

@@ -4,6 +4,7 @@
 // guard (the order's lease) holds. A committed record becomes the state store's latest. A record is written only on
 // top of one that was: once an order's record was refused or failed, the appends queued on top of it are refused
 // too (their seq would follow events never published), until a record of the order built on a durable one commits.
+import { rememberedCommandIds } from '../contract/contract-rules.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../kafka/transactional-writer.ts';
 
@@ -22,7 +23,7 @@ export interface JournalEntry {
   /** The command to remember ([command_id, content hash]): the same one again is recognised. */
   command?: [string, string] | undefined;
   /** What else changes in the state record (the machine's durable form, terminal...). */
-  changes?: Partial<Pick<OrderRecord, 'unique_reference' | 'terminal' | 'halted' | 'machine'>>;
+  changes?: Partial<Pick<OrderRecord, 'unique_reference' | 'terminal' | 'halted' | 'machine' | 'answering'>>;
   /** The offset of the command that caused the entry, committed with it. */
   offset?: OffsetToCommit | undefined;
   /** Checked at commit time: false drops the whole entry (offset included). */
@@ -48,6 +49,11 @@ export interface Journal {
   ): Promise<boolean>;
   /** Commits a command's offset and nothing else (a duplicate, a consumed hint). */
   commitOffset(offset: OffsetToCommit): Promise<boolean>;
+  /**
+   * Writes a command's copy to its order's partition of the commands topic and commits the offset where it arrived,
+   * in one transaction: the command is handled once, at its home (command-routing.ts).
+   */
+  forwardCommand(copy: OutboundRecord, offset: OffsetToCommit): Promise<boolean>;
 }
 
 export interface OrderJournalOptions {
@@ -58,7 +64,7 @@ export interface OrderJournalOptions {
   store: { apply(record: OrderRecord): void };
   topics: { events: string; state: string };
   now: () => number;
-  /** Commands remembered per order for deduplication (default 200). */
+  /** Commands remembered per order for deduplication (default rememberedCommandIds, 200: the contract says so). */
   maxRememberedCommands?: number;
 }
 
@@ -70,7 +76,7 @@ export class OrderJournal implements Journal {
 
   constructor(opts: OrderJournalOptions) {
     this.opts = opts;
-    this.maxCommands = opts.maxRememberedCommands ?? 200;
+    this.maxCommands = opts.maxRememberedCommands ?? rememberedCommandIds;
   }
 
   append(entry: JournalEntry): { record: OrderRecord; written: Promise<boolean> } {
@@ -97,6 +103,8 @@ export class OrderJournal implements Journal {
         : previous.commands,
       ...entry.changes,
     };
+    // No command waits for its answer: the record leaves the field out rather than carry an empty list.
+    if (record.answering?.length === 0) delete record.answering;
     records.push({
       topic: this.opts.topics.state,
       key: orderId,
@@ -149,6 +157,10 @@ export class OrderJournal implements Journal {
 
   commitOffset(offset: OffsetToCommit): Promise<boolean> {
     return this.opts.writer.write([], [offset]);
+  }
+
+  forwardCommand(copy: OutboundRecord, offset: OffsetToCommit): Promise<boolean> {
+    return this.opts.writer.write([copy], [offset]);
   }
 
   private envelope(

@@ -1,7 +1,7 @@
 // The order inspector (`npm run inspect`) as an operator runs it: a child process with the worker's variables,
 // against orders real workers drove (open, then finished, followed live; one parked by the worker itself) and against
 // a parked order whose history this test writes itself in the contract's shape.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseView, OrderReport } from '../../src/inspect/order-report.ts';
@@ -134,7 +134,11 @@ describe('npm run inspect', () => {
     expect(text.stdout).toContain('create_outcome_unknown');
     expect(text.stdout).toMatch(/^state {6}creating\.parked/m);
     expect(text.stdout).toMatch(/waits for {2}an operator/);
-    expect(text.stdout.split('\n').filter((line) => line.includes('kcat -P'))).toHaveLength(2);
+    // Its adopt and abandon lines (the inspector's settle, signed with OPERATOR_KEY_FILE); no unsigned kcat line.
+    expect(
+      text.stdout.split('\n').filter((line) => line.trim().startsWith('npm run -s inspect -- settle')),
+    ).toHaveLength(2);
+    expect(text.stdout).not.toContain('kcat -P');
     const report = JSON.parse((await inspect([orderId, '--json'], cluster.env)).stdout) as OrderReport;
     expect(report.outcome).toBe('order.parked');
     expect(report.parked).toMatchObject({ reason: 'create_outcome_unknown' });
@@ -239,16 +243,34 @@ describe('npm run inspect', () => {
     expect(text.stdout).toMatch(/waits for {2}an operator/);
     expect(text.stdout).toContain(traceId);
     expect(text.stdout).toContain('lease      nobody holds it');
-    const kcat = text.stdout.split('\n').filter((line) => line.includes('kcat -P'));
-    expect(kcat).toHaveLength(2);
-    for (const line of kcat) {
-      expect(line).toContain(`-b ${kafkaBrokers.join(',')} -t ${topics.commands} -K'|'`);
-      const value = JSON.parse(/^\s*echo '[^|]+\|(.*)' \| kcat/.exec(line)![1]!) as Record<string, string>;
-      expect(value).toMatchObject({ type: 'order.settle', order_id: orderId });
-      expect(value['command_id']).toMatch(/^settle-/);
-    }
-    expect(kcat[0]).toContain('"resolution":"adopt","unique_reference":"<UNIQUE_REFERENCE>"');
-    expect(kcat[1]).toContain('"resolution":"abandon"}');
+    const settleLines = text.stdout
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line.startsWith('npm run -s inspect -- settle'));
+    expect(settleLines).toEqual([
+      `npm run -s inspect -- settle ${orderId} adopt "\${REF:?set REF to the unique_reference}" --seq 2`,
+      `npm run -s inspect -- settle ${orderId} abandon --seq 2`,
+    ]);
+    expect(text.stdout).not.toContain('kcat -P');
+    // The words each line hands to the inspector, as a shell makes them (REF is the operator's).
+    const words = (line: string, env: Record<string, string>) =>
+      execFileSync('bash', ['-c', line.replace(/^npm run -s inspect -- /, "printf '%s\\n' ")], { env })
+        .toString()
+        .trimEnd()
+        .split('\n');
+    expect(words(settleLines[0]!, { REF: 'K8J2M4N6P0' })).toEqual([
+      'settle',
+      orderId,
+      'adopt',
+      'K8J2M4N6P0',
+      '--seq',
+      '2',
+    ]);
+    expect(words(settleLines[1]!, {})).toEqual(['settle', orderId, 'abandon', '--seq', '2']);
+    // Without REF the adopt line stops before anything runs, saying what to set.
+    expect(() => execFileSync('bash', ['-c', settleLines[0]!], { env: {}, stdio: 'pipe' })).toThrow(
+      /set REF to the unique_reference/,
+    );
 
     const asJson = JSON.parse((await inspect([orderId, '--json'], env)).stdout) as OrderReport;
     expect(asJson.outcome).toBe('order.parked');

@@ -189,6 +189,8 @@ describe('traces of one order', () => {
     );
     expect(hint.attributes['order.id']).toBeDefined();
     expect(isUnder(receiver.spans, hint, server)).toBe(true);
+    // The webhook's trace leads to the order's first trace, as the order's polls do.
+    expect(hint.links).toContainEqual({ traceId: caller.traceId, spanId: commandSpan.spanId });
     // PAID is an open status: its GET waits WEBHOOK_COALESCE_MS for the hints after it, then goes out under the
     // machine timer's own trace, which links the hint.
     const timer = await waitForSpan(

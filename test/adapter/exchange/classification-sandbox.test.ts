@@ -131,6 +131,18 @@ const scenarios: Record<string, { config?: ConfigPatch; produce: Scenario }> = {
   markup_over_cap: {
     produce: (_h, c) => viaClient(c.getRates('cefi', { pairs: 'ETHBTC', markup: 100_000 })),
   },
+  ip_risk: {
+    produce: async (h, c) => {
+      // As EdgeApp's client meets it: on GET /rate/, and on POST /orders/ (where nothing is created).
+      h.injectFault({ target: 'endpoint', endpoint: 'GET /rate/', kind: 'ip_risk', times: 1 });
+      const onRate = await viaClient(c.getRates('cefi', { pairs: 'ETHBTC' }));
+      expect(onRate).toMatchObject({ code: 'ip_risk', action: 'fatal', httpStatus: 400 });
+      h.injectFault({ target: 'endpoint', endpoint: 'POST /orders/', kind: 'ip_risk', times: 1 });
+      const onCreate = await viaClient(c.createOrder('cefi', { ...crossChain, deposit_amount: '0.1' }));
+      expect(h.orders.list()).toEqual([]);
+      return onCreate;
+    },
+  },
   referral_rate_not_allowed: {
     produce: (h) =>
       viaRaw(h, '/rate/?pairs=ETHBTC&referral_rate=0.001', {

@@ -78,6 +78,28 @@ describe('Authentication', () => {
     expect(owned.status).toBe(201);
   });
 
+  it('takes an empty x-referral-token header for none supplied, as v1 does', async () => {
+    // EdgeApp's exchange plugin always sends the header, empty when its partner has no referral code: the document
+    // asks that every code "supplied by any mechanism" belong to the key's owner, and an empty header supplies none.
+    const sandbox = await startTestSandbox();
+    for (const token of ['', '  ']) {
+      const rate = await call(sandbox.url, '/rate/?pairs=ETHBTC', { headers: { 'x-referral-token': token } });
+      expect(rate.status, JSON.stringify(token)).toBe(200);
+      const order = await call(sandbox.url, '/orders/', {
+        body: btcToEthOrder(),
+        headers: { 'x-referral-token': token },
+      });
+      expect(order.status, JSON.stringify(token)).toBe(201);
+    }
+    // Alone it is no credential either.
+    const alone = await call(sandbox.url, '/rate/?pairs=ETHBTC', {
+      key: null,
+      headers: { 'x-referral-token': '' },
+    });
+    expect(alone.status).toBe(401);
+    expect(alone.body).toEqual({ detail: NOT_PROVIDED });
+  });
+
   it('accepts X-User-Timezone, and never fails a request for it', async () => {
     const sandbox = await startTestSandbox();
     const good = await call(sandbox.url, '/orders/', {

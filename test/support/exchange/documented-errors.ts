@@ -151,6 +151,14 @@ export const documentedErrors: readonly DocumentedError[] = [
     body: { errors: { withdraw_address: ['0xZZnot-an-address has invalid characters for a valid value'] } },
   },
   {
+    // Not in the interface document: the shape EdgeApp's client reads from /rate/ and /orders/ (DRF's top level).
+    code: 'ip_risk',
+    action: 'fatal',
+    status: 400,
+    where: 'orders',
+    body: { non_field_errors: ["User's IP has risk."] },
+  },
+  {
     code: 'pre_screening_amounts_exclusive',
     action: 'fatal',
     status: 400,

@@ -2,16 +2,12 @@
 // refuses, each with a reason an operator can act on; and the order host's screening of order.settle.
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCommand } from '../../../src/contract/commands.ts';
-import {
-  operatorVerifier,
-  signOperatorCommand,
-  signedBytes,
-} from '../../../src/contract/operator-signature.ts';
+import { operatorVerifier, signOperatorCommand } from '../../../src/contract/operator-signature.ts';
 import { OperatorAuthority } from '../../../src/worker/operator-authority.ts';
 
 function keyPair() {
@@ -58,37 +54,70 @@ describe('operator signatures', () => {
     expect(problem({ ...signed(alice), 'operator-signed-at': 'yesterday' })).toMatch(/not an ISO 8601/);
   });
 
-  it("accepts a command signed by the runbook's openssl recipe (docs/operations.md, Operator commands)", () => {
+  it("accepts a command signed by the runbook's openssl recipe, run as printed (docs/operations.md, Operator commands)", () => {
+    const runbook = readFileSync(
+      join(import.meta.dirname, '..', '..', '..', 'docs', 'operations.md'),
+      'utf8',
+    );
+    const recipes = [...runbook.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .map((match) => match[1]!)
+      .filter((block) => block.includes('operator-signature=$SIG'));
+    expect(recipes).toHaveLength(1);
     const dir = mkdtempSync(join(tmpdir(), 'op-sig-'));
     const keyFile = join(dir, 'operator.pem');
     writeFileSync(keyFile, alice.privateKeyPem);
-    const signedAt = new Date(now).toISOString();
-    const script = `printf 'exchange-order-worker operator command v1\\n%s\\n%s\\n%s\\n%s' "$KEY_ID" "$SIGNED_AT" "$ORDER_ID" "$VALUE" > "$DIR/msg" && openssl pkeyutl -sign -inkey "$KEY_FILE" -rawin -in "$DIR/msg" | base64 -w0`;
-    const signature = execFileSync('bash', ['-c', script], {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        KEY_ID: 'alice',
-        SIGNED_AT: signedAt,
-        ORDER_ID: 'o-1',
-        VALUE: value,
-        KEY_FILE: keyFile,
-        DIR: dir,
-      },
-    }).toString();
-    expect(signedBytes('alice', signedAt, 'o-1', value).toString()).toContain(value);
-    const verdict = verify(
-      {
-        key: 'o-1',
-        value: Buffer.from(value),
-        headers: {
-          'operator-key-id': 'alice',
-          'operator-signed-at': signedAt,
-          'operator-signature': signature,
-        },
-      },
-      now,
+    // A kcat of the test's own on PATH: it records its arguments and what it was given to send.
+    mkdirSync(join(dir, 'bin'));
+    writeFileSync(
+      join(dir, 'bin', 'kcat'),
+      `#!/bin/sh\nprintf '%s\\n' "$@" > "${dir}/args"\ncat > "${dir}/stdin"\n`,
+      { mode: 0o755 },
     );
-    expect(verdict.ok).toBe(true);
+    execFileSync('bash', ['-c', `set -euo pipefail\n${recipes[0]!}`], {
+      env: {
+        PATH: `${join(dir, 'bin')}:${process.env['PATH'] ?? ''}`,
+        KAFKA_BROKERS: 'broker:9092',
+        ORDER_ID: 'o-1',
+        REF: 'K8J2M4N6P0',
+        OPERATOR_KEY_FILE: keyFile,
+        OPERATOR_KEY_ID: 'alice',
+      },
+    });
+    const args = readFileSync(join(dir, 'args'), 'utf8').trimEnd().split('\n');
+    expect(args.slice(0, 7)).toEqual([
+      '-P',
+      '-b',
+      'broker:9092',
+      '-t',
+      'exchange.orders.commands',
+      '-K|',
+      '-H',
+    ]);
+    const headers = Object.fromEntries(
+      args
+        .filter((_arg, i) => args[i - 1] === '-H')
+        .map((header) => [header.slice(0, header.indexOf('=')), header.slice(header.indexOf('=') + 1)]),
+    );
+    const [key, ...rest] = readFileSync(join(dir, 'stdin'), 'utf8').trimEnd().split('|');
+    const sent = rest.join('|');
+    expect(key).toBe('o-1');
+    expect(JSON.parse(sent)).toEqual({
+      type: 'order.settle',
+      command_id: 'settle-o-1-adopt',
+      order_id: 'o-1',
+      resolution: 'adopt',
+      unique_reference: 'K8J2M4N6P0',
+    });
+    const verdict = verify(
+      { key: 'o-1', value: Buffer.from(sent), headers },
+      Date.parse(headers['operator-signed-at']!),
+    );
+    expect(verdict).toEqual({
+      ok: true,
+      operator: { key_id: 'alice', signed_at: headers['operator-signed-at'] },
+    });
+    // And the parsed command is the one the worker would act on.
+    expect(parseCommand(sent, 'o-1').ok).toBe(true);
   });
 });
 

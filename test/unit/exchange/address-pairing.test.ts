@@ -100,6 +100,20 @@ describe('checkAddressPairing: the withdraw network', () => {
     expect(result.message).toContain('USDT is on several networks (ETH, TRX, BSC)');
   });
 
+  it('reads TRON as the TRX network the exchange lists (and would read TRX as TRON), as EdgeApp clients name it', () => {
+    for (const name of ['TRON', 'tron'])
+      expect(
+        checkAddressPairing(
+          request({ withdraw_currency: 'USDT', withdraw_network: name, withdraw_address: TRX }),
+          catalog,
+        ),
+      ).toMatchObject({ ok: true, withdrawNetwork: 'TRX' });
+    // An alias never makes another chain's address pass: a Tron address checked as Tron, an EVM one refused there.
+    expect(refusal({ withdraw_currency: 'USDT', withdraw_network: 'TRON' }).reason).toBe(
+      'withdraw_address_invalid',
+    );
+  });
+
   it('checks the address against the stated network of a multi-network currency', () => {
     expect(
       checkAddressPairing(

@@ -81,6 +81,9 @@ describe('describeOrder', () => {
       expect.objectContaining({ type: 'order.settle', order_id: 'o-1', resolution: 'adopt' }),
       expect.objectContaining({ type: 'order.settle', order_id: 'o-1', resolution: 'abandon' }),
     ]);
+    // An abandon after a refused adopt must not reuse the adopt's command_id (a duplicate_conflict).
+    const ids = report.parked?.actions.map((a) => a.command['command_id']);
+    expect(new Set(ids).size).toBe(2);
   });
 
   it("shows a parked order's next re-check, or that it stopped for good, and the reference its POST returned", () => {

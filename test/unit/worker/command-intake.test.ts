@@ -69,6 +69,9 @@ interface Case {
   name: string;
   command: Record<string, unknown> | Buffer;
   partition?: number;
+  /** Forwards the command went through, and the canonical partition of its order_id. */
+  hops?: number;
+  canonical?: number;
   record?: OrderRecord;
   here?: OrderHere;
   maxBytes?: number;
@@ -142,12 +145,83 @@ const cases: Case[] = [
     expected: { kind: 'reject', orderId: 'o-1', rejection: { reason: 'too_large', command_id: null } },
   },
   {
-    name: 'rejects a command that arrived on another partition than its order',
+    name: "forwards a command that arrived on another partition than its order's to the order's",
     command: cancel,
     partition: 1,
+    canonical: 1,
     record: record(),
     here: driven(always),
-    expected: { kind: 'reject', rejection: { reason: 'malformed' } },
+    expected: { kind: 'forward', orderId: 'o-1', partition: 0 },
+  },
+  {
+    name: 'forwards a create of an order not known yet to the canonical partition of its order_id',
+    command: create,
+    partition: 1,
+    canonical: 4,
+    expected: { kind: 'forward', orderId: 'o-1', partition: 4 },
+  },
+  {
+    name: 'creates on the canonical partition',
+    command: create,
+    partition: 4,
+    canonical: 4,
+    expected: { kind: 'create' },
+  },
+  {
+    name: 'forwards a command of an unknown order to the canonical partition (its record may be on its way)',
+    command: cancel,
+    partition: 1,
+    canonical: 4,
+    expected: { kind: 'forward', partition: 4 },
+  },
+  {
+    name: 'answers a command of an unknown order on the canonical partition as unknown_order',
+    command: cancel,
+    partition: 4,
+    canonical: 4,
+    expected: { kind: 'reject', rejection: { reason: 'unknown_order' } },
+  },
+  {
+    name: 'handles a forwarded copy of an unknown order where it landed (never forwarded blindly again)',
+    command: create,
+    partition: 3,
+    hops: 1,
+    canonical: 4,
+    expected: { kind: 'create' },
+  },
+  {
+    name: "forwards a forwarded copy once more when its order's record names another partition",
+    command: cancel,
+    partition: 4,
+    hops: 1,
+    canonical: 4,
+    record: record(),
+    expected: { kind: 'forward', partition: 0 },
+  },
+  {
+    name: 'refuses as unroutable a copy whose home is elsewhere after its last forward',
+    command: cancel,
+    partition: 4,
+    hops: 2,
+    canonical: 4,
+    record: record(),
+    expected: {
+      kind: 'reject',
+      rejection: { reason: 'unroutable', message: containing('lives on partition 0') },
+    },
+  },
+  {
+    name: 'consumes a webhook hint of an unknown order where it arrived (no forward)',
+    command: hint,
+    partition: 1,
+    canonical: 4,
+    expected: { kind: 'skip', outcome: 'consumed' },
+  },
+  {
+    name: 'handles a command where it arrived while the partition count is unknown',
+    command: cancel,
+    partition: 1,
+    expected: { kind: 'reject', rejection: { reason: 'unknown_order' } },
   },
   {
     name: 'delivers a command its machine accepts',
@@ -190,9 +264,18 @@ const cases: Case[] = [
 ];
 
 describe('command intake: decide()', () => {
-  it.each(cases)('$name', ({ command, partition, record: existing, here, maxBytes, expected }) => {
-    const value = Buffer.isBuffer(command) ? command : Buffer.from(JSON.stringify(command));
-    const parsed = parseCommand(value, 'o-1', maxBytes === undefined ? {} : { maxBytes });
-    expect(decide(parsed, { partition: partition ?? 0, now: 42 }, existing, here)).toMatchObject(expected);
-  });
+  it.each(cases)(
+    '$name',
+    ({ command, partition, hops, canonical, record: existing, here, maxBytes, expected }) => {
+      const value = Buffer.isBuffer(command) ? command : Buffer.from(JSON.stringify(command));
+      const parsed = parseCommand(value, 'o-1', maxBytes === undefined ? {} : { maxBytes });
+      const arrival = {
+        partition: partition ?? 0,
+        now: 42,
+        ...(hops === undefined ? {} : { hops }),
+        ...(canonical === undefined ? {} : { canonical }),
+      };
+      expect(decide(parsed, arrival, existing, here)).toMatchObject(expected);
+    },
+  );
 });

@@ -77,6 +77,7 @@ export function hostOver(
       | 'maxCommandBytes'
       | 'metrics'
       | 'homes'
+      | 'canonicalPartition'
       | 'now'
       | 'passivateIdleMs'
       | 'callInFlight'
@@ -87,6 +88,7 @@ export function hostOver(
       | 'rewind'
       | 'callsSettled'
       | 'callsSettleTimeoutMs'
+      | 'operatorAuthority'
     >
   > = {},
 ): OrderHost {
@@ -108,6 +110,7 @@ export function hostOver(
     ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.homes ? { homes: options.homes } : {}),
+    ...(options.canonicalPartition ? { canonicalPartition: options.canonicalPartition } : {}),
     ...(options.passivateIdleMs === undefined ? {} : { passivateIdleMs: options.passivateIdleMs }),
     ...(options.pollResting ? { pollResting: options.pollResting } : {}),
     ...(options.maxPollsAtRest === undefined ? {} : { maxPollsAtRest: options.maxPollsAtRest }),
@@ -121,6 +124,7 @@ export function hostOver(
     ...(options.callsSettleTimeoutMs === undefined
       ? {}
       : { callsSettleTimeoutMs: options.callsSettleTimeoutMs }),
+    ...(options.operatorAuthority ? { operatorAuthority: options.operatorAuthority } : {}),
   });
 }
 

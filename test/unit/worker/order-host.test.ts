@@ -39,7 +39,11 @@ interface Harness {
     uniqueReference: string | null;
     accepts: boolean;
   };
-  send: (value: unknown, key?: string | null, opts?: { partition?: number; raw?: Buffer }) => Promise<void>;
+  send: (
+    value: unknown,
+    key?: string | null,
+    opts?: { partition?: number; raw?: Buffer; headers?: Record<string, string> },
+  ) => Promise<void>;
   records: Map<string, OrderRecord>;
   /** Lease calls in order: ['acquire' | 'release', orderId]. */
   leaseCalls: Array<[string, string]>;
@@ -58,6 +62,8 @@ interface HarnessOptions {
   /** The fence each grant carries (default 1: nobody held the lease before). */
   grantFence?: number;
   homes?: OrderHomes;
+  /** The canonical partition of each order_id (the commands topic's partitioner). */
+  canonicalPartition?: (orderId: string) => number | undefined;
   /** Whether the order's lease is still valid locally (default: always). */
   isValid?: (orderId: string) => boolean;
   /** Leases that also answer many orders at once (acquireMany), as the Redis ones do. */
@@ -152,6 +158,7 @@ function harness(options: HarnessOptions = {}): Harness {
       ...(options.maxCommandBytes === undefined ? {} : { maxCommandBytes: options.maxCommandBytes }),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(options.homes ? { homes: options.homes } : {}),
+      ...(options.canonicalPartition ? { canonicalPartition: options.canonicalPartition } : {}),
     },
   );
   host.setAssignment([0]);
@@ -159,7 +166,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const send = (
     value: unknown,
     key: string | null = 'o-1',
-    opts: { partition?: number; raw?: Buffer } = {},
+    opts: { partition?: number; raw?: Buffer; headers?: Record<string, string> } = {},
   ) =>
     host.handleMessage({
       topic: 'commands',
@@ -167,6 +174,7 @@ function harness(options: HarnessOptions = {}): Harness {
       offset: String(offset++),
       key,
       value: opts.raw ?? Buffer.from(JSON.stringify(value)),
+      ...(opts.headers ? { headers: opts.headers } : {}),
     });
   return { host, written, offsets, sent, status, send, records, leaseCalls, restored };
 }
@@ -322,16 +330,32 @@ describe('order host', () => {
     },
   );
 
-  it("refuses a correctly keyed command that a producer sent to another partition than its order's", async () => {
+  it("forwards a correctly keyed command that arrived on another partition than its order's, with its arrival offset", async () => {
     const h = harness();
     h.host.setAssignment([0, 1]);
     h.records.set('o-1', openRecord('o-1', 0));
-    await h.send({ type: 'order.cancel', command_id: 'c-5', order_id: 'o-1' }, 'o-1', { partition: 1 });
-    expect(events(h)).toMatchObject([{ reason: 'malformed', seq: 0, event_id: 'rejected:commands:1:0' }]);
+    const cancel = { type: 'order.cancel', command_id: 'c-5', order_id: 'o-1' };
+    await h.send(cancel, 'o-1', { partition: 1, headers: { traceparent: 'tp', 'x-producer': 'kcat' } });
+    expect(events(h)).toEqual([]);
     expect(h.leaseCalls).toEqual([]);
+    expect(h.written).toEqual([
+      {
+        topic: 'commands',
+        partition: 0,
+        key: 'o-1',
+        value: JSON.stringify(cancel),
+        headers: {
+          traceparent: 'tp',
+          'x-producer': 'kcat',
+          'forwarded-from': 'commands:1:0',
+          'forward-hops': '1',
+        },
+      },
+    ]);
+    expect(h.offsets).toEqual([{ topic: 'commands', partition: 1, offset: '0' }]);
   });
 
-  it('refuses an order.create whose order lives on a partition this replica does not hold, and creates nothing', async () => {
+  it('forwards an order.create whose order is claimed by another partition there, and creates nothing here', async () => {
     const homes = new Map<string, number>([['o-1', 3]]);
     const h = harness({
       homes: {
@@ -342,14 +366,54 @@ describe('order host', () => {
       },
     });
     await h.send(create, 'o-1');
-    expect(events(h)).toMatchObject([{ reason: 'malformed', seq: 0, event_id: 'rejected:commands:0:0' }]);
-    expect(String(events(h)[0]?.['message'])).toContain('lives on partition 3');
+    expect(events(h)).toEqual([]);
+    expect(h.written).toMatchObject([
+      { topic: 'commands', partition: 3, key: 'o-1', headers: { 'forwarded-from': 'commands:0:0' } },
+    ]);
+    expect(h.offsets).toEqual([{ topic: 'commands', partition: 0, offset: '0' }]);
     expect(h.leaseCalls).toEqual([]);
+    expect(h.records.has('o-1')).toBe(false);
+
+    // Its copy forwarded once already goes once more, to the home the claim names; past the last hop it is refused.
+    await h.send(create, 'o-1', { headers: { 'forwarded-from': 'commands:7:12', 'forward-hops': '1' } });
+    expect(h.written.at(-1)).toMatchObject({
+      partition: 3,
+      headers: { 'forwarded-from': 'commands:7:12', 'forward-hops': '2' },
+    });
+    await h.send(create, 'o-1', { headers: { 'forwarded-from': 'commands:7:12', 'forward-hops': '2' } });
+    expect(events(h)).toMatchObject([
+      {
+        type: 'command.rejected',
+        reason: 'unroutable',
+        seq: 0,
+        event_id: 'rejected:commands:0:2',
+        source: { topic: 'commands', partition: 0, offset: '2' },
+        forwarded_from: { topic: 'commands', partition: 7, offset: '12' },
+      },
+    ]);
     expect(h.records.has('o-1')).toBe(false);
 
     await h.send({ ...create, command_id: 'c-2', order_id: 'o-2' }, 'o-2');
     expect(homes.get('o-2')).toBe(0);
     expect(h.records.get('o-2')?.partition).toBe(0);
+  });
+
+  it('forwards a command of an order not known here to the canonical partition of its order_id, and creates there', async () => {
+    const h = harness({ canonicalPartition: () => 2 });
+    h.host.setAssignment([0, 2]);
+    await h.send(create, 'o-1', { partition: 0 });
+    expect(h.written).toMatchObject([{ topic: 'commands', partition: 2, key: 'o-1' }]);
+    expect(h.records.has('o-1')).toBe(false);
+    // The copy, as the consumer delivers it on partition 2: the order is created there, and the create again (a
+    // second producer, another partitioner) is a duplicate of it wherever it arrives.
+    const copy = h.written[0]!;
+    await h.send(create, 'o-1', { partition: 2, headers: copy.headers! });
+    expect(h.records.get('o-1')?.partition).toBe(2);
+    const before = h.written.length;
+    await h.send(create, 'o-1', { partition: 2 });
+    expect(h.written.length).toBe(before);
+    await h.send(create, 'o-1', { partition: 0 });
+    expect(h.written.slice(before)).toMatchObject([{ topic: 'commands', partition: 2 }]);
   });
 
   it('refuses an order.create of an order whose home is retired (it left the state topic), and creates nothing', async () => {
