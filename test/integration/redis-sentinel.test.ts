@@ -103,7 +103,8 @@ describe('a Sentinel failover', () => {
 
     // X: granted and renewed with the replica's acknowledgement. A trusts it until its last acknowledged renewal
     // plus the ttl, less the keeper's margin (lease-keeper.ts).
-    const ttlMs = 15_000;
+    // Longer than the failover can take here (below), so that X is still there to be read on the new primary.
+    const ttlMs = 40_000;
     const marginMs = ttlMs * 0.1;
     const x = await leaseA.acquire('order-x', 'replica-a', ttlMs);
     if (!x) throw new Error('expected a grant');
@@ -143,7 +144,9 @@ describe('a Sentinel failover', () => {
         });
         return seen !== null;
       },
-      10_000,
+      // A failover takes a few seconds here (down-after 1 s, then an election); on a loaded 2-core CI machine a first
+      // attempt can time out (failover-timeout 2 s) and the next waits twice that.
+      30_000,
     ).catch((error: unknown) => {
       throw new Error(`${String(error)} (last error: ${lastError || 'none: X is not there'})`);
     });
@@ -212,10 +215,10 @@ describe('a Sentinel failover', () => {
     await eventually(
       'the lease read on the new primary',
       async () => (await leaseB.holder('order-1').catch(() => null))?.owner === 'replica-a',
-      15_000,
+      30_000,
     );
     expect(await leaseB.acquire('order-1', 'replica-b', 15_000).catch(() => null)).toBeNull();
-    await eventually('A renews on the new primary', () => leaseA.renew(grant).catch(() => false), 15_000);
+    await eventually('A renews on the new primary', () => leaseA.renew(grant).catch(() => false), 30_000);
     expect(keeper.isValid('order-1')).toBe(true);
     expect(lost).toEqual([]);
     expect(await keeper.release('order-1')).toBe(true);
