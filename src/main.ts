@@ -5,7 +5,7 @@
 import pLimit from 'p-limit';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { allocatorEnvMissing } from './allocator-env.ts';
+import { allocatorEnvMissing } from './process/allocator-env.ts';
 import { ConfigError, configWarnings, loadConfig, secretValues, type WorkerConfig } from './config.ts';
 import { createOrderTimeoutMs, ExchangeClient } from './exchange/client.ts';
 import { RedisRequestBudget } from './exchange/redis-request-budget.ts';
@@ -46,9 +46,9 @@ import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
 import { OperatorAuthority } from './worker/operator-authority.ts';
 import { callsSettleTimeoutOf } from './worker/order-reload.ts';
-import { HeapReducer } from './worker/heap-reducer.ts';
-import { EventLoopLoad } from './worker/event-loop-load.ts';
-import { RedisOrderLeases } from './worker/redis-leases.ts';
+import { HeapReducer } from './process/heap-reducer.ts';
+import { EventLoopLoad } from './process/event-loop-load.ts';
+import { RedisOrderLeases } from './redis/redis-leases.ts';
 import { retentionSweepIntervalMs, StateRetention } from './worker/state-retention.ts';
 import { webhookRouting, type OrderRoutes } from './worker/webhook-routing.ts';
 import { Worker } from './worker/worker.ts';
@@ -610,7 +610,7 @@ const untunedAllocator = allocatorEnvMissing(process.env);
 if (untunedAllocator.length > 0)
   logger.info(
     { missing: untunedAllocator },
-    'glibc allocator settings of the worker image absent (src/allocator-env.ts): RSS after restores may be twice as high',
+    'glibc allocator settings of the worker image absent (src/process/allocator-env.ts): RSS after restores may be twice as high',
   );
 // Before anything else runs, so that every span, metric and log line of the process is covered.
 const telemetry = startTelemetry({

@@ -436,7 +436,7 @@ export class WorkerMetrics {
     };
   }
 
-  /** A memory-reducing collection done (src/worker/heap-reducer.ts HeapReducerOptions.onReduced). */
+  /** A memory-reducing collection done (src/process/heap-reducer.ts HeapReducerOptions.onReduced). */
   heapReduced = (reason: string): void => this.heapReductions.add(1, { reason });
 
   /** The CeFi listing reconciler's observer port (src/worker/cefi-listing.ts ListingMetrics). */
