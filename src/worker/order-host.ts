@@ -58,7 +58,7 @@ import { unrecordedDepositAlerts } from './deposit-alerts.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
 import { defaultCallsSettleTimeoutMs, WriteFailures } from './order-reload.ts';
-import type { OrderLeases } from './ports.ts';
+import type { ListingOutcome, OrderLeases } from './ports.ts';
 
 /** Where each order lives, shared by every replica (this one holds only its own partitions' records). */
 export interface OrderHomes {
@@ -204,8 +204,6 @@ export type PollDeferralReason = 'saturated' | 'calls_at_capacity';
 
 /** What brought a passivated order back to life (a metric label). */
 export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing' | 'poll';
-/** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
-export type ListingOutcome = 'confirmed' | 'differed' | 'ignored' | 'not_here';
 
 /** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
 export const orphanSweepIntervalMs = 30_000;

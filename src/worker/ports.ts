@@ -43,3 +43,6 @@ export interface OrderLeases {
    */
   releaseSuspended(orderId: string, fence: number, lastRenewedAt: number): Promise<void>;
 }
+
+/** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
+export type ListingOutcome = 'confirmed' | 'differed' | 'ignored' | 'not_here';
