@@ -184,7 +184,7 @@ export class WorkerMetrics {
     this.orphansAdopted = counter(
       'worker.orphans.adopted',
       '{order}',
-      'unfinished orders found driven by nobody on an assigned partition and adopted by the orphan sweep',
+      'unfinished orders found driven by nobody on an assigned partition and taken up by the orphan sweep',
     );
     this.ordersPassivated = counter(
       'worker.orders_passivated',
