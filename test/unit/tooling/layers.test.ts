@@ -4,20 +4,18 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 import tseslint from 'typescript-eslint';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { layerOf, layers, upwardImport } from '../../../lint/layers.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-let eslint: ESLint;
+// The repository's own configuration, type-aware rules off (the layer rule reads import specifiers only).
+const linter = new ESLint({ cwd: root, overrideConfig: [tseslint.configs.disableTypeChecked] });
 
-beforeAll(() => {
-  eslint = new ESLint({ cwd: root, overrideConfig: [tseslint.configs.disableTypeChecked] });
-});
-
-async function layerErrors(path: string, source: string): Promise<string[]> {
-  const [result] = await eslint.lintText(source, { filePath: `${root}${path}` });
-  return (result?.messages ?? []).filter((m) => m.ruleId === 'layers/no-upward-import').map((m) => m.message);
-}
+/** What `layers/no-upward-import` reports for `source` placed at `path`. */
+const layerErrors = async (path: string, source: string): Promise<string[]> =>
+  (await linter.lintText(source, { filePath: `${root}${path}` }))
+    .flatMap((result) => result.messages)
+    .flatMap((message) => (message.ruleId === 'layers/no-upward-import' ? [message.message] : []));
 
 describe('layers (lint/layers.js)', () => {
   it('orders the layers from the pure parts up to the processes', () => {
