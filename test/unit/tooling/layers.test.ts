@@ -101,5 +101,20 @@ describe('layers (lint/layers.js)', () => {
     ];
     for (const [path, source] of allowed) expect(await layerErrors(path, source), path).toEqual([]);
     expect(upwardImport(root, `${root}test/unit/probe.ts`, '../../src/main.ts')).toBeUndefined();
+    // The adapters' boundary (no-restricted-imports) lets them import the ports of src/worker/ too, and nothing else.
+    const adapterBoundary = async (source: string) =>
+      (await linter.lintText(source, { filePath: `${root}src/redis/probe.ts` }))
+        .flatMap((result) => result.messages)
+        .filter((message) => message.ruleId === 'no-restricted-imports');
+    expect(
+      await adapterBoundary(
+        "import type { OrderLeases } from '../worker/ports.ts';\nexport type { OrderLeases };\n",
+      ),
+    ).toEqual([]);
+    expect(
+      await adapterBoundary(
+        "import type { Journal } from '../worker/order-journal.ts';\nexport type { Journal };\n",
+      ),
+    ).toHaveLength(1);
   });
 });
