@@ -17,16 +17,21 @@ import type { Logger } from '../telemetry/logger.ts';
 
 export type RedisParts = ReturnType<typeof buildRedis>;
 
+/** "redis unavailable" after 5 s without an error: one line an outage, not one per failed command. */
+function outageWarnings(log: Logger): CreateRedisOptions['onError'] {
+  const last = { errorAt: 0 };
+  return (error) => {
+    if (Date.now() - last.errorAt > 5_000) log.warn({ code: error.code }, 'redis unavailable');
+    last.errorAt = Date.now();
+  };
+}
+
 export function buildRedis(config: WorkerConfig, logger: Logger) {
   const redisLog = logger.child({ component: 'redis' });
-  let lastRedisError = 0;
   const redisOptions: CreateRedisOptions = {
     keyPrefix: `eow:${config.consumerGroup}:`,
     security: config.security.redis,
-    onError: (error) => {
-      if (Date.now() - lastRedisError > 5_000) redisLog.warn({ code: error.code }, 'redis unavailable');
-      lastRedisError = Date.now();
-    },
+    onError: outageWarnings(redisLog),
   };
   const redis = createRedis(config.redis.topology, redisOptions);
   // With replicas to acknowledge them, the leases get a connection of their own: the WAIT after a grant or renewal

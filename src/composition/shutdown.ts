@@ -10,10 +10,11 @@ export function installShutdown(
   parts: { worker: { stop(): Promise<void> }; fatal: AbortSignal },
 ): void {
   const { worker, fatal } = parts;
-  let shuttingDown = false;
+  // The first cause wins: a signal during a fatal stop (or the reverse) changes neither the reason nor the exit code.
+  const stopping = { since: undefined as string | undefined };
   const shutdown = (reason: string, code: number): void => {
-    if (shuttingDown) return;
-    shuttingDown = true;
+    if (stopping.since !== undefined) return;
+    stopping.since = reason;
     logger.info({ reason }, 'shutting down');
     const timer = setTimeout(() => {
       logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'graceful shutdown timed out; exiting');
