@@ -7,7 +7,7 @@ import type { FleetView } from '../fleet/fleet-view.ts';
 import { bearerCheck } from '../http/bearer-auth.ts';
 import { HttpFace } from '../http/http-face.ts';
 import { normalizeWebhook } from '../http/normalize-webhook.ts';
-import { createOrdersApi } from '../http/orders-api.ts';
+import { createOrdersApi, replicaOfLease } from '../http/orders-api.ts';
 import { createWebhookReceiver, type WebhookReceiverDeps } from '../http/webhook-receiver.ts';
 import type { BestEffortProducer } from '../kafka/best-effort-producer.ts';
 import type { ClusterAdmin } from '../kafka/cluster-admin.ts';
@@ -102,17 +102,7 @@ export function buildHttpFace(
   const ordersApi = createOrdersApi({
     auth: bearerCheck(config.operations.apiTokens),
     view: parts.fleet,
-    replicaOf: async (orderId) => {
-      const holder = await redis.leaseReads.holder(orderId);
-      // A lease owner is `<WORKER_ID>:<pid>:<random>` (WORKER_ID has no colon).
-      return holder
-        ? {
-            worker_id: holder.owner.split(':')[0] ?? holder.owner,
-            fence: holder.fence,
-            lease_remaining_ms: holder.remainingMs,
-          }
-        : null;
-    },
+    replicaOf: replicaOfLease(redis.leaseReads),
     workerId: config.workerId,
     now: () => Date.now(),
   });
