@@ -1,10 +1,12 @@
 // Lint: type-aware rules that catch lost promises and enforce type-only imports (import cycles:
-// scripts/check-import-cycles.ts), and the import boundaries of docs/architecture.md as `no-restricted-imports` zones.
+// scripts/check-import-cycles.ts), the import boundaries of docs/architecture.md as `no-restricted-imports` zones, and
+// its layers (lint/layers.js: no module imports a layer above its own).
 // ESLint does not merge the options of one rule across config objects (the last matching object wins), so every
 // file falls in exactly one zone and each zone lists every boundary that applies to it.
 import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layersPlugin } from './lint/layers.js';
 
 /** machines/ is pure: no I/O libraries, no Node built-ins (with or without `node:`), no telemetry. */
 const machinesStayPure = {
@@ -38,11 +40,14 @@ const kafkajsOnlyInKafka = {
   ],
 };
 
-/** Adapters are built by the composition root and handed what they need: they never reach back into src/worker/. */
+/**
+ * Adapters are built by the composition root and handed what they need: they never reach back into src/worker/,
+ * except for the ports they implement (src/worker/ports.ts, which imports nothing of the runtime).
+ */
 const adaptersIgnoreWorker = {
   patterns: [
     {
-      regex: '^(\\.\\./)+worker(/|$)',
+      regex: '^(\\.\\./)+worker(/(?!ports\\.ts$)|$)',
       message: 'adapters (src/exchange, kafka, redis, http, telemetry) never import src/worker/.',
     },
   ],
@@ -121,6 +126,12 @@ export default tseslint.config(
     ...(ignores === undefined ? {} : { ignores }),
     rules: { 'no-restricted-imports': restrictImports(rules) },
   })),
+  // The layers of lint/layers.js (docs/architecture.md): no module imports a layer above its own.
+  {
+    files: ['src/**/*.ts', 'machines/**/*.ts'],
+    plugins: { layers: layersPlugin },
+    rules: { 'layers/no-upward-import': ['error', { root: import.meta.dirname }] },
+  },
   {
     files: ['machines/**/*.ts'],
     rules: {

@@ -1,6 +1,6 @@
 // Pure retry-delay math for the order machine: exponential backoff with "equal jitter", capped.
 // No Math.random: jitter comes from a seeded PRNG whose state lives in the machine's context, so a
-// machine restored from its durable form draws exactly the numbers it would have drawn, and tests are exact.
+// machine restored from its persisted form draws exactly the numbers it would have drawn, and tests are exact.
 
 export interface BackoffPolicy {
   /** Ceiling of the first retry delay. */

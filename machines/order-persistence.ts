@@ -1,4 +1,4 @@
-// The durable form of an order machine and the way back from it. XState does not restore pending `after` timers
+// The persisted form of an order machine and the way back from it. XState does not restore pending `after` timers
 // (statelyai/xstate#5331), so an order is not restored from XState's persisted snapshot: it is re-created from its
 // context and a resume key, through the machine's `restoring` router, which re-enters the state it was in (deadlines
 // re-armed from the absolute times in context) and verifies whatever intent was in flight.

@@ -1,6 +1,6 @@
 // The fields of the order.create command that describe the order, once: the zod schema the command contract
 // (src/contract/commands.ts) wraps with its envelope and intake rules. From it the machine's input is inferred
-// (camelCase: OrderCreateInput), the order's durable form derived (absent = null: OrderRequest), and the create's
+// (camelCase: OrderCreateInput), the order's persisted form derived (absent = null: OrderRequest), and the create's
 // input (CreateOrderInput) that the runtime maps onto the exchange's POST /orders/ in one function. zod is no I/O.
 
 import { z } from 'zod';

@@ -100,7 +100,7 @@ type AbsentAsNull<T> = {
  */
 export type OrderRequest = { readonly orderId: string } & AbsentAsNull<OrderRequestFields>;
 
-/** Input for an order restored from its durable form (see order-persistence.ts: restoreInput). */
+/** Input for an order restored from its persisted form (see order-persistence.ts: restoreInput). */
 export interface OrderRestoreInput {
   readonly restore: {
     /** The state the order was in when last stored, as a resume key ("quoting.coolingDown", "open", ...). */
@@ -129,7 +129,7 @@ export interface QuoteView {
 
 /**
  * The one side effect in flight before the exchange order exists, recorded on entry to the state that calls it
- * (so the durable form written before the call says what may have happened).
+ * (so the persisted form written before the call says what may have happened).
  * `create.outcome` is 'unknown' once a create may or may not have taken effect: it must be verified
  * (CeFi: findExistingOrder; DeFi: the same POST with the same rate_id, which the exchange answers with 200 reuse).
  */

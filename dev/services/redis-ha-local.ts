@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
-import type { RedisTopology } from '../../src/redis-topology.ts';
+import type { RedisTopology } from '../../src/config/redis-topology.ts';
 import {
   canConnect,
   freePort,

@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { ConfigError, loadOperatorConfig, loadOperatorToolConfig } from '../config.ts';
 import { ExchangeClient } from '../exchange/client.ts';
 import { bearerCheck } from '../http/bearer-auth.ts';
+import { replicaOfLease } from '../http/orders-api.ts';
 import { windowSkewMs, rankCandidates } from '../inspect/exchange-candidates.ts';
 import { listExchangeOrders } from '../inspect/exchange-listing.ts';
 import { readFleet } from '../inspect/fleet-reader.ts';
@@ -109,16 +110,7 @@ async function main(): Promise<number> {
           : null,
       };
     },
-    replicaOf: async (orderId) => {
-      const holder = await lease.holder(orderId);
-      return holder
-        ? {
-            worker_id: holder.owner.split(':')[0] ?? holder.owner,
-            fence: holder.fence,
-            lease_remaining_ms: holder.remainingMs,
-          }
-        : null;
-    },
+    replicaOf: replicaOfLease(lease),
     candidatesOf: async (order) => {
       if (order.mode === 'defi')
         return {

@@ -41,14 +41,8 @@ import {
   type WireNetwork,
   type WireRate,
 } from './schemas.ts';
-import {
-  ExchangeTransport,
-  type CallOptions,
-  type CallResult,
-  type CallSpec,
-  type ExchangeTransportOptions,
-  type QueryValue,
-} from './transport.ts';
+import type { CallOptions, CallResult, CallSpec, QueryValue } from './call-spec.ts';
+import { ExchangeTransport, type ExchangeTransportOptions } from './transport.ts';
 
 /** The calls the worker makes; each has its own timeout and budget priority. */
 export type ExchangeOperation =

@@ -4,7 +4,8 @@
 // good snapshot is served (and the failure logged) until a retry succeeds; with no snapshot at all, reads throw a
 // retryable ExchangeError (currency_catalog_unavailable).
 import type { TradingMode } from '../../machines/domain.ts';
-import type { CallOptions, ExchangeLogger } from './transport.ts';
+import type { CallOptions } from './call-spec.ts';
+import type { ExchangeLogger } from './transport.ts';
 import { ExchangeError, isExchangeError } from './errors.ts';
 import type { WireCurrency, WireNetwork } from './schemas.ts';
 

@@ -5,7 +5,8 @@
 // GET and PATCH retry transport and 5xx failures; POST retries only when it provably never left (connect failures);
 // a request that may have taken effect (POST /orders/) and was lost or answered 5xx/408 ends in 'unknown_outcome',
 // and the caller's signal never abandons it once it has left; keys and tokens never reach logs, spans, errors or the
-// budget store.
+// budget store. What a call is: call-spec.ts; what a failed attempt becomes and whether it is repeated:
+// attempt-failures.ts.
 import {
   context,
   SpanKind,
@@ -30,6 +31,8 @@ import {
   ATTR_URL_FULL,
   ATTR_URL_TEMPLATE,
 } from '../telemetry/semconv.ts';
+import { answerLeavesOutcomeUnknown, mayRepeat, transportFailure } from './attempt-failures.ts';
+import type { CallOptions, CallResult, CallSpec, QueryValue } from './call-spec.ts';
 import { classifyErrorResponse } from './error-classification.ts';
 import { ExchangeError, type EndpointName } from './errors.ts';
 import { boundRetryAfter, DEFAULT_RETRY_AFTER_MAX_MS } from './retry-after.ts';
@@ -96,68 +99,6 @@ export interface ExchangeTransportOptions {
   readonly logger?: ExchangeLogger;
 }
 
-/** What the caller of an endpoint may say about one call. */
-export interface CallOptions {
-  readonly signal?: AbortSignal;
-  readonly priority?: RequestPriority;
-  /** The part of the key's budget this call is held to, on top of its priority (request-budget.ts, requestShares). */
-  readonly share?: RequestShare;
-  /** `X-User-Timezone`: "GMT +HH:MM (Area/City)"; a value the exchange could not use is dropped with a warning. */
-  readonly userTimezone?: string;
-  /**
-   * Called after the request budget is granted, immediately before each attempt leaves the process; throwing
-   * stops the call unsent. The worker checks its order lease here (fencing a money-moving request).
-   */
-  readonly beforeSend?: () => void | Promise<void>;
-  /**
-   * Checked synchronously as the attempt is written to its connection, after any wait inside the HTTP pool (a busy
-   * or new connection); throwing stops it unsent and the call rejects with what was thrown. The worker's lease
-   * check: `beforeSend` runs before the request queues in the pool, and a replica may stall (GC, SIGSTOP, a loaded
-   * machine) between the two, long enough for its successor to have taken the order over.
-   */
-  readonly fence?: () => void;
-}
-
-/** 'idempotent': repeated after any retryable failure; 'unsent_only': repeated only when it never left. */
-export type RetryPolicy = 'idempotent' | 'unsent_only';
-export type QueryValue = string | number | boolean | undefined;
-
-/** One request as an endpoint describes it. */
-export interface CallSpec<S extends z.ZodType> {
-  /** The operation's name in spans and metrics (`exchange <operation>`). */
-  readonly operation: string;
-  readonly endpoint: EndpointName;
-  readonly mode: TradingMode;
-  /** Below the v2 base path, e.g. "/orders/". */
-  readonly path: string;
-  readonly query?: Readonly<Record<string, QueryValue>> | undefined;
-  readonly body?: unknown;
-  readonly schema: S;
-  readonly retry: RetryPolicy;
-  readonly timeoutMs: number;
-  /** The budget priority when the caller names none. */
-  readonly priority: RequestPriority;
-  /** A request that may have taken effect once received (POST /orders/) cannot be repeated blindly. */
-  readonly outcomeUnknownWhenLost: boolean;
-  /** Status codes whose body is a successful result (default: 2xx). */
-  readonly okStatuses?: readonly number[];
-  /** `GET /rate/` also accepts the referral token alone. */
-  readonly referralTokenAuthorizes?: boolean;
-}
-
-export interface CallResult<T> {
-  readonly status: number;
-  readonly data: T;
-}
-
-/**
- * Statuses that do not say "not done" for a request with a side effect: 408 (the server gave up waiting, possibly
- * after acting) and every 5xx (it may have failed after the order was written). Everything else in 4xx refuses.
- */
-export function answerLeavesOutcomeUnknown(status: number): boolean {
-  return status === 408 || status >= 500;
-}
-
 /** The URL for a span: query parameters that could carry credentials are masked (ours never do; a cursor might). */
 function urlWithoutSecrets(url: URL): string {
   const copy = new URL(url);
@@ -166,28 +107,6 @@ function urlWithoutSecrets(url: URL): string {
   for (const name of [...copy.searchParams.keys()])
     if (/key|token|secret|signature|auth|password/i.test(name)) copy.searchParams.set(name, 'REDACTED');
   return copy.toString();
-}
-
-const connectFailureCodes = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-
-function errorCode(err: unknown): string | undefined {
-  for (
-    let current: unknown = err, depth = 0;
-    current !== undefined && current !== null && depth < 5;
-    depth++
-  ) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 function firstHeader(value: string | string[] | undefined): string | undefined {
@@ -615,50 +534,4 @@ export class ExchangeTransport {
       httpStatus: status,
     });
   }
-}
-
-/** The retry policy: may this failed attempt be repeated? */
-function mayRepeat(spec: CallSpec<z.ZodType>, failure: ExchangeError): boolean {
-  if (failure.code === 'connection_failed') return true; // nothing left this process
-  if (spec.retry !== 'idempotent') return false;
-  return (
-    failure.code === 'timeout' ||
-    failure.code === 'connection_lost' ||
-    failure.code === 'throttled' ||
-    failure.code === 'http_408' ||
-    (failure.httpStatus !== undefined && failure.httpStatus >= 500 && failure.code.startsWith('http_'))
-  );
-}
-
-/** A request that got no answer: refused to connect (never left), timed out, aborted or lost on the way. */
-function transportFailure(
-  spec: CallSpec<z.ZodType>,
-  err: unknown,
-  timedOut: boolean,
-  callerSignal: AbortSignal | undefined,
-): unknown {
-  const code = errorCode(err);
-  if (code !== undefined && connectFailureCodes.has(code)) {
-    return new ExchangeError({
-      code: 'connection_failed',
-      action: 'backoff',
-      message: `could not connect (${code})`,
-      endpoint: spec.endpoint,
-      cause: err,
-    });
-  }
-  const callerAborted = callerSignal?.aborted === true && !timedOut;
-  if (callerAborted && !spec.outcomeUnknownWhenLost) return callerSignal.reason;
-  const what = timedOut
-    ? `timed out after ${spec.timeoutMs} ms`
-    : callerAborted
-      ? 'aborted by the caller'
-      : `connection lost (${code ?? 'unknown'})`;
-  return new ExchangeError({
-    code: timedOut ? 'timeout' : callerAborted ? 'aborted' : 'connection_lost',
-    action: spec.outcomeUnknownWhenLost ? 'unknown_outcome' : 'backoff',
-    message: spec.outcomeUnknownWhenLost ? `${what}; the order may have been created, look it up` : what,
-    endpoint: spec.endpoint,
-    cause: err,
-  });
 }

@@ -16,6 +16,25 @@ export interface ReplicaView {
   lease_remaining_ms: number;
 }
 
+/**
+ * Which replica drives an order, read from its lease's holder (src/redis/order-lease.ts): null when nobody holds it.
+ * A lease owner is `<WORKER_ID>:<pid>:<random>` (WORKER_ID has no colon).
+ */
+export function replicaOfLease(lease: {
+  holder(orderId: string): Promise<{ owner: string; fence: number; remainingMs: number } | null>;
+}): (orderId: string) => Promise<ReplicaView | null> {
+  return async (orderId) => {
+    const holder = await lease.holder(orderId);
+    return holder
+      ? {
+          worker_id: holder.owner.split(':')[0] ?? holder.owner,
+          fence: holder.fence,
+          lease_remaining_ms: holder.remainingMs,
+        }
+      : null;
+  };
+}
+
 export interface OrdersApiDeps {
   auth: BearerCheck;
   view: {

@@ -24,8 +24,8 @@ export interface EventOnTopic {
   traceId: string | null;
 }
 
-/** The fields of the durable machine the inspector reads (machines/order-persistence.ts, DurableOrder). */
-const durableMachineSchema = z
+/** The fields of the persisted machine the inspector reads (machines/order-persistence.ts, DurableOrder). */
+const persistedMachineSchema = z
   .object({
     resumeFrom: z.string(),
     stateValue: z.unknown(),
@@ -229,10 +229,10 @@ function iso(ms: number): string {
 /** The field of a printed command the operator fills in (the kcat line reads it from the shell variable REF). */
 export const REFERENCE_PLACEHOLDER = '<UNIQUE_REFERENCE>';
 
-type DurableContext = z.infer<typeof durableMachineSchema>['context'];
+type PersistedContext = z.infer<typeof persistedMachineSchema>['context'];
 
 /** A parked order's own re-checks, as its state record says: next one, or stopped for good. */
-function recheckOf(context: DurableContext | undefined): string | null {
+function recheckOf(context: PersistedContext | undefined): string | null {
   if (!context) return null;
   if (typeof context.lookupUnreachableAt === 'number')
     return `stopped since ${iso(context.lookupUnreachableAt)}: its lookup can never finish (the window is past the page cap); only order.settle ends it`;
@@ -241,7 +241,7 @@ function recheckOf(context: DurableContext | undefined): string | null {
   return `next at ${iso(context.retryAt)} (${made} made so far; each one that changes nothing doubles the wait, up to 6 h by default)`;
 }
 
-function knownReferenceOf(context: DurableContext | undefined): ParkedView['knownReference'] {
+function knownReferenceOf(context: PersistedContext | undefined): ParkedView['knownReference'] {
   const intent = context?.pendingIntent;
   if (intent?.kind !== 'create' || typeof intent.reference !== 'string') return null;
   return {
@@ -255,7 +255,7 @@ function parkedOf(
   orderId: string,
   events: PublishedEvent[],
   now: number,
-  context?: DurableContext,
+  context?: PersistedContext,
 ): ParkedView | null {
   const lastParked = events.findLast((e) => e.type === 'order.parked');
   if (!lastParked) return null;
@@ -313,19 +313,19 @@ export function describeOrder(input: {
   const problems: string[] = [];
   const sorted = [...input.events].sort((a, b) => a.event.seq - b.event.seq);
   const events = sorted.map((e) => e.event);
-  const machine = record ? durableMachineSchema.safeParse(record.machine) : undefined;
+  const machine = record ? persistedMachineSchema.safeParse(record.machine) : undefined;
   if (machine && !machine.success)
     problems.push(
       `state record's machine does not have the expected shape: ${machine.error.issues[0]?.message}`,
     );
-  const durable = machine?.success ? machine.data : null;
-  const parked = parkedOf(orderId, events, now, durable?.context);
+  const persisted = machine?.success ? machine.data : null;
+  const parked = parkedOf(orderId, events, now, persisted?.context);
   const terminalEvent = events.findLast((e) => terminalTypes.has(e.type));
   const created = events.find((e) => e.type === 'order.created');
   const statusEvent = events.findLast((e) => e.type === 'order.status_changed');
-  const context = durable?.context;
+  const context = persisted?.context;
 
-  let stateName = durable?.resumeFrom ?? null;
+  let stateName = persisted?.resumeFrom ?? null;
   if (parked && stateName !== 'parked' && stateName !== 'creating.parked')
     stateName = stateName ? `${stateName} (parked per events)` : 'parked';
   const waitingFor = parked
@@ -375,7 +375,7 @@ export function describeOrder(input: {
     state: record
       ? {
           name: stateName ?? '(unreadable)',
-          value: durable?.stateValue ?? null,
+          value: persisted?.stateValue ?? null,
           terminal: record.terminal,
           updatedAt: record.updated_at,
           partition: record.partition,

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { ConnectionOptions } from 'node:tls';
 import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
-import type { KafkaSecurity } from '../config.ts';
+import type { KafkaSecurity } from '../config/security.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import './zstd-codec.ts';
 

@@ -42,7 +42,7 @@ export const orderRecordSchema = z.object({
    * internal_error) was published once. A replica that restores the order tries its last good state again.
    */
   halted: z.object({ code: z.string(), message: z.string(), at: z.string() }).nullish(),
-  /** The machine's durable form (versioned by the machine module); null in a finished order's compact form. */
+  /** The machine's persisted form (versioned by the machine module); null in a finished order's compact form. */
   machine: z.unknown(),
   /**
    * Commands accepted and not answered yet, [type, command_id] (src/contract/command-answers.ts): the events that

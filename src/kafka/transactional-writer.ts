@@ -16,6 +16,8 @@
 // with it, and the command at N would never be handled.
 // Tracing: each write is a producer span (`send <topic>`) of the context that asked for it, and its records carry
 // that span's traceparent, so a consumer of our events continues the order's trace whatever batch they shared.
+// How queued writes are cut into transactions: transaction-plan.ts; Kafka errors as the writer classifies them:
+// kafka-errors.ts.
 import { withTimeout } from '../timeouts.ts';
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { CompressionTypes, Partitioners, type Producer } from 'kafkajs';
@@ -24,7 +26,15 @@ import { WorkerError } from '../errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { injectContext } from '../telemetry/propagation.ts';
 import { ATTR_MESSAGING_BATCH_MESSAGE_COUNT } from '../telemetry/semconv.ts';
+import { isRecordSizeError, transactionFailureOf } from './kafka-errors.ts';
 import { startSendSpan } from './send-span.ts';
+import {
+  DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION,
+  holdAt,
+  partitionKey,
+  planTransactions,
+  recordBytes,
+} from './transaction-plan.ts';
 
 export interface OutboundRecord {
   topic: string;
@@ -66,13 +76,6 @@ interface Pending {
 }
 
 /**
- * Bytes of one partition's records in one transaction, by default: half the broker's default max.message.bytes
- * (1 MiB), leaving room for the record batch overhead. Records without an explicit partition (spread by key) are
- * counted together per topic, which can only overestimate.
- */
-export const DEFAULT_MAX_TRANSACTION_BYTES_PER_PARTITION = 512 * 1024;
-
-/**
  * Below this many bytes of compressed topics' records, a transaction that also carries other records sends them all
  * in one uncompressed produce call (see `compressFromBytes`).
  */
@@ -80,94 +83,6 @@ export const DEFAULT_COMPRESS_FROM_BYTES = 6 * 1024;
 
 /** Writes in the last transaction from which the next lingers (`lingerMs`): fewer is a writer that is not busy. */
 export const DEFAULT_LINGER_FROM_WRITES = 4;
-
-/** Approximate size of a record on the wire (key, value, headers and a fixed per-record overhead). */
-export function recordBytes(record: WritableRecord): number {
-  let bytes = 70 + Buffer.byteLength(record.key) + Buffer.byteLength(record.value ?? '');
-  for (const [name, value] of Object.entries(record.headers ?? {}))
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(value) + 8;
-  return bytes;
-}
-
-function partitionKey(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
-}
-
-/** Holds each offset's partition at that offset, unless it is held at an earlier one already. */
-function holdAt(holds: Map<string, bigint>, offsets: readonly OffsetToCommit[]): void {
-  for (const offset of offsets) {
-    const key = partitionKey(offset.topic, offset.partition);
-    const at = BigInt(offset.offset);
-    const held = holds.get(key);
-    if (held === undefined || at < held) holds.set(key, at);
-  }
-}
-
-function bucketOf(record: WritableRecord): string {
-  return `${record.topic}\u0000${record.partition ?? '*'}`;
-}
-
-/**
- * Splits queued writes, in order, into transactions whose records stay under `maxBytesPerPartition` per partition.
- * A write is never split (its events, state record and offset must commit together); one larger than the cap on
- * its own gets a transaction of its own.
- */
-export function planTransactions<T extends { records: readonly WritableRecord[] }>(
-  items: readonly T[],
-  maxBytesPerPartition: number,
-): T[][] {
-  const plan: T[][] = [];
-  let current: T[] = [];
-  let load = new Map<string, number>();
-  for (const item of items) {
-    const own = new Map<string, number>();
-    for (const record of item.records)
-      own.set(bucketOf(record), (own.get(bucketOf(record)) ?? 0) + recordBytes(record));
-    const overflows = [...own].some(
-      ([bucket, bytes]) => (load.get(bucket) ?? 0) + bytes > maxBytesPerPartition,
-    );
-    if (overflows && current.length) {
-      plan.push(current);
-      current = [];
-      load = new Map();
-    }
-    current.push(item);
-    for (const [bucket, bytes] of own) load.set(bucket, (load.get(bucket) ?? 0) + bytes);
-  }
-  if (current.length) plan.push(current);
-  return plan;
-}
-
-/** The Kafka error names in an error and its causes (kafkajs wraps protocol errors). */
-function kafkaErrorNames(error: unknown): string[] {
-  const names: string[] = [];
-  const seen = new Set<unknown>();
-  const visit = (value: unknown, depth: number): void => {
-    if (!value || typeof value !== 'object' || seen.has(value) || depth > 5) return;
-    seen.add(value);
-    const e = value as {
-      type?: unknown;
-      name?: unknown;
-      cause?: unknown;
-      errors?: unknown;
-      originalError?: unknown;
-    };
-    if (typeof e.type === 'string') names.push(e.type);
-    if (typeof e.name === 'string') names.push(e.name);
-    visit(e.cause, depth + 1);
-    visit(e.originalError, depth + 1);
-    if (Array.isArray(e.errors)) for (const inner of e.errors) visit(inner, depth + 1);
-  };
-  visit(error, 0);
-  return names;
-}
-
-/** The broker refused records for their size: retrying the same transaction can never succeed. */
-export function isRecordSizeError(error: unknown): boolean {
-  return kafkaErrorNames(error).some(
-    (name) => name === 'MESSAGE_TOO_LARGE' || name === 'RECORD_LIST_TOO_LARGE',
-  );
-}
 
 export interface TransactionalWriterOptions {
   kafka: KafkaClient;
@@ -482,11 +397,8 @@ export class TransactionalWriter {
         return await this.commitWithin(batch);
       } catch (error) {
         lastError = error;
-        const names = kafkaErrorNames(error);
-        const name = names.find((n) => !n.startsWith('KafkaJS')) ?? names[0] ?? '';
-        // Another live process took our transactional id: final. A new producer would fence that process in turn.
-        // So is a refusal of the principal (a missing ACL: README, "Kafka ACLs"): retrying it two minutes hides it.
-        const fenced = names.some((n) => /FENCED|INVALID_PRODUCER_EPOCH|_AUTHORIZATION_FAILED/.test(n));
+        // A fenced or unauthorized producer is final (kafka-errors.ts).
+        const { name, fenced } = transactionFailureOf(error);
         // CONCURRENT_TRANSACTIONS is refused before anything is produced; any other failure may have appended
         // part of the records, so the next attempt needs fresh sequence numbers (see renewProducer).
         if (!fenced && name !== 'CONCURRENT_TRANSACTIONS' && !this.closed) {

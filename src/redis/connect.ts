@@ -4,8 +4,8 @@
 // queueing: every caller has a documented answer to "Redis is unreachable" (lease: assume lost; cooldown: refuse and
 // ask again; dedupe: first seen).
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisSecurity } from '../config.ts';
-import type { RedisTopology } from '../redis-topology.ts';
+import type { RedisSecurity } from '../config/security.ts';
+import type { RedisTopology } from '../config/redis-topology.ts';
 import { WorkerError } from '../errors.ts';
 import { splitBatchesBySlot } from './slot-batches.ts';
 import { redisErrorCodes, toRedisWorkerError } from './redis-errors.ts';

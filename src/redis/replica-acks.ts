@@ -6,7 +6,7 @@
 // promote the replica with the most of the primary's writes (with one replica, that one).
 // WAIT answers for the connection it is sent on, so it goes where the write went: on a Cluster, to the primary of the
 // key's slot. It blocks that connection until the replicas answer (about one round trip), so the leases get a
-// connection of their own (src/main.ts). Callers that ask together share one WAIT.
+// connection of their own (src/composition/redis.ts). Callers that ask together share one WAIT.
 import { Cluster, Command, type Redis } from 'ioredis';
 import { keySlot } from './slot-batches.ts';
 

@@ -184,7 +184,7 @@ export class WorkerMetrics {
     this.orphansAdopted = counter(
       'worker.orphans.adopted',
       '{order}',
-      'unfinished orders found driven by nobody on an assigned partition and adopted by the orphan sweep',
+      'unfinished orders found driven by nobody on an assigned partition and taken up by the orphan sweep',
     );
     this.ordersPassivated = counter(
       'worker.orders_passivated',
@@ -436,7 +436,7 @@ export class WorkerMetrics {
     };
   }
 
-  /** A memory-reducing collection done (src/worker/heap-reducer.ts HeapReducerOptions.onReduced). */
+  /** A memory-reducing collection done (src/process/heap-reducer.ts HeapReducerOptions.onReduced). */
   heapReduced = (reason: string): void => this.heapReductions.add(1, { reason });
 
   /** The CeFi listing reconciler's observer port (src/worker/cefi-listing.ts ListingMetrics). */

@@ -19,7 +19,7 @@ import type { ExchangeClient } from '../exchange/client.ts';
 import type { RequestPriority } from '../exchange/request-budget.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { ListingShare, SharedRow } from '../redis/listing-share.ts';
-import type { ListingOutcome } from './order-host.ts';
+import type { ListingOutcome } from './ports.ts';
 
 /** GET /orders/ lists CeFi orders only: DeFi orders keep their per-order polls. */
 export const listedModes = ['cefi', 'cefi_fixed'] as const satisfies readonly TradingMode[];

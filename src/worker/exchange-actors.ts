@@ -50,10 +50,10 @@ export interface ExchangeActorDeps {
   createMarkMs?: number;
   /**
    * Status reads of orders (GET /orders/{ref}/: polls, hints' GETs, polls made at rest) that may be out at once,
-   * waiting for the request budget or the exchange (default: no cap; main.ts: what the budget admits in 30 s). One
-   * more fails at once as throttled (`status_reads_at_capacity`): the machine takes it as its poll's failure and
-   * polls again after at least the poll interval (at rest, bounded, for a resting order). Reads only: nothing that
-   * moves money, no quote, no lookup of a create in doubt is ever refused here.
+   * waiting for the request budget or the exchange (default: no cap; src/composition/exchange.ts: what the budget
+   * admits in 30 s). One more fails at once as throttled (`status_reads_at_capacity`): the machine takes it as its
+   * poll's failure and polls again after at least the poll interval (at rest, bounded, for a resting order). Reads
+   * only: nothing that moves money, no quote, no lookup of a create in doubt is ever refused here.
    */
   maxStatusReads?: number;
   /** Told of each status read refused by maxStatusReads. */

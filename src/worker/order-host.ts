@@ -58,49 +58,7 @@ import { unrecordedDepositAlerts } from './deposit-alerts.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import type { EventPayload, Journal } from './order-journal.ts';
 import { defaultCallsSettleTimeoutMs, WriteFailures } from './order-reload.ts';
-
-/** One order's lease asked for with others (`OrderLeases.acquireMany`): as `acquire`'s arguments. */
-export interface LeaseRequest {
-  readonly orderId: string;
-  readonly minFence: number;
-  readonly onLost: () => void;
-}
-
-export interface OrderLeases {
-  /**
-   * Acquires the lease with a fencing token above minFence; null when another owner holds it. `onLost` runs (once,
-   * never synchronously) if the lease is lost while held: expired, taken, or Redis restarted empty.
-   */
-  acquire(orderId: string, minFence: number, onLost: () => void): Promise<{ fence: number } | null>;
-  /**
-   * Acquires the leases of many orders in one round trip, each as `acquire` would: per request, in order, its grant
-   * or null (held by another owner). A restore asks this way when it can; a failure rejects the whole call.
-   */
-  acquireMany?(requests: readonly LeaseRequest[]): Promise<Array<{ fence: number } | null>>;
-  release(orderId: string): Promise<void>;
-  /** False once the lease may have passed to someone else (lost, expired, or unrenewed for too long). */
-  isValid(orderId: string): boolean;
-  /**
-   * A resting order: stop renewing its lease without giving it up (it runs out on its ttl). Returns when it was
-   * last renewed if it is still valid (for keepAgain), else undefined. `onLost` no longer runs for it.
-   */
-  suspend(orderId: string): number | undefined;
-  /**
-   * Keeps a suspended lease again, synchronously and without Redis, while a third of its ttl of validity is left
-   * (time for its renewal to come back); else false.
-   */
-  keepAgain(orderId: string, fence: number, lastRenewedAt: number, onLost: () => void): boolean;
-  /**
-   * Takes a suspended lease up again: the same fence when the lease is still ours in Redis, else a new grant above
-   * `fence` (null when another owner holds it). A fence above `fence + 1` means someone else held it in between.
-   */
-  resume(orderId: string, fence: number, onLost: () => void): Promise<{ fence: number } | null>;
-  /**
-   * Frees a suspended lease if it may still be ours (a resting order leaving this replica); nothing when it ran out
-   * long ago (`lastRenewedAt` as suspend gave it).
-   */
-  releaseSuspended(orderId: string, fence: number, lastRenewedAt: number): Promise<void>;
-}
+import type { ListingOutcome, OrderLeases } from './ports.ts';
 
 /** Where each order lives, shared by every replica (this one holds only its own partitions' records). */
 export interface OrderHomes {
@@ -246,8 +204,6 @@ export type PollDeferralReason = 'saturated' | 'calls_at_capacity';
 
 /** What brought a passivated order back to life (a metric label). */
 export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing' | 'poll';
-/** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
-export type ListingOutcome = 'confirmed' | 'differed' | 'ignored' | 'not_here';
 
 /** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
 export const orphanSweepIntervalMs = 30_000;

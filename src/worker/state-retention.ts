@@ -8,7 +8,7 @@
 import type { OrderStateStore } from '../kafka/order-state-store.ts';
 import type { TransactionalWriter } from '../kafka/transactional-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { OrderLeases } from './order-host.ts';
+import type { OrderLeases } from './ports.ts';
 
 export interface StateRetentionOptions {
   store: Pick<OrderStateStore, 'expired' | 'get' | 'forget'>;

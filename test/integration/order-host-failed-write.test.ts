@@ -21,7 +21,7 @@ import type {
 } from '../../src/worker/machine-binding.ts';
 import { OrderHost } from '../../src/worker/order-host.ts';
 import { OrderJournal } from '../../src/worker/order-journal.ts';
-import { RedisOrderLeases } from '../../src/worker/redis-leases.ts';
+import { RedisOrderLeases } from '../../src/redis/redis-leases.ts';
 import { testKafka } from '../support/kafka-helpers.ts';
 import { services, uniqueName } from '../support/services.ts';
 

@@ -13,7 +13,7 @@ import { closeRedis, createRedis, whenRedisReady } from '../../src/redis/connect
 import { OrderHomes } from '../../src/redis/order-homes.ts';
 import { OrderLease } from '../../src/redis/order-lease.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
-import { RedisOrderLeases } from '../../src/worker/redis-leases.ts';
+import { RedisOrderLeases } from '../../src/redis/redis-leases.ts';
 import { StateRetention, type StateRetentionOptions } from '../../src/worker/state-retention.ts';
 import { testKafka } from '../support/kafka-helpers.ts';
 import { services, uniqueName } from '../support/services.ts';

@@ -3,7 +3,7 @@
 // drives, and what each row did).
 import { exchangeStatusCodes, type TradingMode } from '../../machines/domain.ts';
 import type { ExchangeClient, ListOrdersParams, OrderPage } from '../../src/exchange/client.ts';
-import type { CallOptions } from '../../src/exchange/transport.ts';
+import type { CallOptions } from '../../src/exchange/call-spec.ts';
 import type { ListedMode, ListingTarget } from '../../src/worker/cefi-listing.ts';
 import { exchangeOrder } from '../unit/machines/order-harness.ts';
 

@@ -5,7 +5,7 @@ import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../../dev/services/index.ts';
-import { allocatorEnv } from '../../src/allocator-env.ts';
+import { allocatorEnv } from '../../src/process/allocator-env.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 export const logsDir = join(root, '.services', 'test-logs');
@@ -38,7 +38,7 @@ export async function startWorker(
     cwd: root,
     env: {
       PATH: process.env['PATH'] ?? '',
-      // The allocator settings of the worker image (src/allocator-env.ts).
+      // The allocator settings of the worker image (src/process/allocator-env.ts).
       ...allocatorEnv,
       HTTP_PORT: String(port),
       METRICS_PORT: String(metricsPort),

@@ -16,7 +16,7 @@ import {
 import { canConnect } from '../../../dev/services/process-util.ts';
 import { startLocalRedis, type LocalRedis } from '../../../dev/services/redis-local.ts';
 import type { WorkerError } from '../../../src/errors.ts';
-import type { RedisTopology } from '../../../src/redis-topology.ts';
+import type { RedisTopology } from '../../../src/config/redis-topology.ts';
 import { closeRedis, createRedis, whenRedisReady, type RedisClient } from '../../../src/redis/connect.ts';
 import type { OrderLeaseOptions } from '../../../src/redis/order-lease.ts';
 import { replicaAcks } from '../../../src/redis/replica-acks.ts';

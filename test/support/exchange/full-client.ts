@@ -16,7 +16,7 @@ import {
   pairSchema,
   randomPairSchema,
 } from '../../../src/exchange/schemas.ts';
-import type { CallOptions } from '../../../src/exchange/transport.ts';
+import type { CallOptions } from '../../../src/exchange/call-spec.ts';
 
 type TestOperation = 'getCurrency' | 'getNetwork' | 'listPairs' | 'getPair' | 'getRandomPair' | 'updateOrder';
 

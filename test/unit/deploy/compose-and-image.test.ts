@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { allocatorEnv } from '../../../src/allocator-env.ts';
+import { allocatorEnv } from '../../../src/process/allocator-env.ts';
 import { configSchema, loadConfig } from '../../../src/config.ts';
 import { workerImageEnv } from './image-environment.ts';
 import { deployRoot } from './kustomize-renderer.ts';

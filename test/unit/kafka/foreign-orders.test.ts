@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ForeignOrders, hash53, type ForeignEntry } from '../../../src/kafka/foreign-orders.ts';
-import { reduceHeap } from '../../../src/worker/heap-reducer.ts';
+import { reduceHeap } from '../../../src/process/heap-reducer.ts';
 
 type Op =
   { kind: 'set'; id: number; entry: ForeignEntry; reference: number | null } | { kind: 'delete'; id: number };

@@ -5,13 +5,9 @@ import type { Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { KafkaClient } from '../../../src/kafka/kafka-client.ts';
-import {
-  isRecordSizeError,
-  planTransactions,
-  recordBytes,
-  TransactionalWriter,
-  type OutboundRecord,
-} from '../../../src/kafka/transactional-writer.ts';
+import { isRecordSizeError } from '../../../src/kafka/kafka-errors.ts';
+import { planTransactions, recordBytes } from '../../../src/kafka/transaction-plan.ts';
+import { TransactionalWriter, type OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 
 const record = (partition: number | undefined, bytes: number, topic = 'state'): OutboundRecord => ({

@@ -11,7 +11,7 @@ import {
   type ListedMode,
   type ListingMetrics,
 } from '../../../src/worker/cefi-listing.ts';
-import type { ListingOutcome } from '../../../src/worker/order-host.ts';
+import type { ListingOutcome } from '../../../src/worker/ports.ts';
 import { fakeExchange, fakeHost } from '../../support/listing-fakes.ts';
 
 function recordingMetrics() {

@@ -2,7 +2,7 @@
 // and however many keys wait, a single Node timer is armed.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DeadlineQueue } from '../../../src/worker/deadline-queue.ts';
-import { reduceHeap } from '../../../src/worker/heap-reducer.ts';
+import { reduceHeap } from '../../../src/process/heap-reducer.ts';
 
 describe('DeadlineQueue', () => {
   beforeEach(() => {

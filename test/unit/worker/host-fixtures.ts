@@ -6,10 +6,10 @@ import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machi
 import {
   OrderHost,
   type OrderHostMetrics,
-  type OrderLeases,
   type OrderHostOptions,
   type StateReader,
 } from '../../../src/worker/order-host.ts';
+import type { OrderLeases } from '../../../src/worker/ports.ts';
 import { OrderJournal, type OrderJournalOptions } from '../../../src/worker/order-journal.ts';
 
 export const createCommand = {

@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
 import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machine-binding.ts';
-import type { OrderLeases } from '../../../src/worker/order-host.ts';
-import { reduceHeap } from '../../../src/worker/heap-reducer.ts';
+import type { OrderLeases } from '../../../src/worker/ports.ts';
+import { reduceHeap } from '../../../src/process/heap-reducer.ts';
 import { hostOver, memoryStore, openOrderStatus, openRecord, withSuspend } from './host-fixtures.ts';
 
 const partitions = [0, 1, 2];

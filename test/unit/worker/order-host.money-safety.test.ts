@@ -11,7 +11,7 @@ import type {
 } from '../../../src/worker/machine-binding.ts';
 import { commandContentHash } from '../../../src/worker/command-intake.ts';
 import { hostOver, openOrderStatus, withSuspend } from './host-fixtures.ts';
-import type { OrderLeases } from '../../../src/worker/order-host.ts';
+import type { OrderLeases } from '../../../src/worker/ports.ts';
 import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
 
 const create = {

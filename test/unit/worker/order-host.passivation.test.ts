@@ -10,7 +10,8 @@ import type {
   OrderActorHandle,
   StartOrderOptions,
 } from '../../../src/worker/machine-binding.ts';
-import type { OrderHostMetrics, OrderLeases, WakeReason } from '../../../src/worker/order-host.ts';
+import type { OrderHostMetrics, WakeReason } from '../../../src/worker/order-host.ts';
+import type { OrderLeases } from '../../../src/worker/ports.ts';
 import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
 import { exchangeOrder, failure } from '../machines/order-harness.ts';
 import { createCommand, hostOver, memoryStore, noMetrics, openRecord, withSuspend } from './host-fixtures.ts';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
 import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machine-binding.ts';
-import type { OrderLeases } from '../../../src/worker/order-host.ts';
+import type { OrderLeases } from '../../../src/worker/ports.ts';
 import { createCommand, hostOver, memoryStore, openOrderStatus, withSuspend } from './host-fixtures.ts';
 
 interface PendingWrite {

@@ -23,8 +23,8 @@ import {
   orphanSweepIntervalMs,
   type OrderHomes,
   type OrderHostMetrics,
-  type OrderLeases,
 } from '../../../src/worker/order-host.ts';
+import type { OrderLeases } from '../../../src/worker/ports.ts';
 
 interface Harness {
   host: OrderHost;

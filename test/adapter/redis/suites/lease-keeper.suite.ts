@@ -12,7 +12,7 @@ import {
 } from '../../../../src/redis/order-lease.ts';
 import type { RedisClient } from '../../../../src/redis/connect.ts';
 import { createLogger } from '../../../../src/telemetry/logger.ts';
-import { RedisOrderLeases } from '../../../../src/worker/redis-leases.ts';
+import { RedisOrderLeases } from '../../../../src/redis/redis-leases.ts';
 import { eventually, reconnected, type RedisFixture } from '../redis-fixture.ts';
 
 export function describeLeaseKeeper(redis: RedisFixture): void {

@@ -5,6 +5,7 @@
 import { createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { booleanFromEnv, secretList } from './values.ts';
 
 const keyId = /^[A-Za-z0-9._@-]{1,64}$/;
 
@@ -40,28 +41,21 @@ const operatorPublicKeys = z
     return keys;
   });
 
-const tokenList = z
-  .string()
-  .optional()
-  .transform((value) =>
-    (value ?? '')
-      .split(',')
-      .map((entry) => entry.trim())
-      .filter((entry) => entry !== ''),
-  );
-
-const flag = z
-  .enum(['true', 'false'], { error: 'must be true or false' })
-  .default('false')
-  .transform((value) => value === 'true');
+/** STALLED_AFTER_MS as the workers and the console read it. */
+const stalledAfterMs = z.coerce
+  .number()
+  .int()
+  .min(60_000)
+  .max(30 * 86_400_000)
+  .default(3_600_000);
 
 /** The worker's variables of fleet operations (spread into src/config.ts configVariables). */
 export const operationsVariables = {
   /** Bearer token(s) of the read API on METRICS_PORT; unset: the API is off (404). Two during a rotation. */
-  OPS_API_TOKEN: tokenList,
+  OPS_API_TOKEN: secretList,
   OPERATOR_PUBLIC_KEYS: operatorPublicKeys,
   /** Development only: order.settle accepted without an operator signature. */
-  OPERATOR_COMMANDS_UNSIGNED: flag,
+  OPERATOR_COMMANDS_UNSIGNED: booleanFromEnv,
   /** How long a signed operator command stays valid after it was signed. */
   OPERATOR_SIGNATURE_MAX_AGE_MS: z.coerce
     .number()
@@ -70,12 +64,7 @@ export const operationsVariables = {
     .max(30 * 86_400_000)
     .default(86_400_000),
   /** An open, unparked order whose record has not changed for this long counts as stalled. */
-  STALLED_AFTER_MS: z.coerce
-    .number()
-    .int()
-    .min(60_000)
-    .max(30 * 86_400_000)
-    .default(3_600_000),
+  STALLED_AFTER_MS: stalledAfterMs,
 };
 
 type OperationsInput = { [K in keyof typeof operationsVariables]: z.output<(typeof operationsVariables)[K]> };
@@ -129,14 +118,9 @@ export const operatorToolSchema = z
     /** The console's address (`npm run console`) and the token it asks for (as the read API does). */
     CONSOLE_HOST: z.string().trim().min(1).default('127.0.0.1'),
     CONSOLE_PORT: z.coerce.number().int().min(0).max(65535).default(9470),
-    OPS_API_TOKEN: tokenList,
+    OPS_API_TOKEN: secretList,
     /** As on the workers: the console's stalled list shows open orders unchanged this long. */
-    STALLED_AFTER_MS: z.coerce
-      .number()
-      .int()
-      .min(60_000)
-      .max(30 * 86_400_000)
-      .default(3_600_000),
+    STALLED_AFTER_MS: stalledAfterMs,
     /** A trace UI's address for one trace, with `{trace_id}` in it (Jaeger: http://localhost:16686/trace/{trace_id}). */
     TRACE_UI_URL: z
       .string()

@@ -2,7 +2,7 @@
 // does not.
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventLoopLoad } from '../../../src/worker/event-loop-load.ts';
+import { EventLoopLoad } from '../../../src/process/event-loop-load.ts';
 
 let load: EventLoopLoad | undefined;
 afterEach(() => load?.stop());

@@ -2,11 +2,11 @@
 // and says whether one may still act. A grant's fence is recorded in the order's state record; on restore it is
 // passed back as minFence so fences stay monotonic even after Redis restarts empty. Whoever takes a lease says what
 // to do when it is lost.
-import { LeaseKeeper, type LeaseLossReason } from '../redis/lease-keeper.ts';
-import { monotonicNow } from '../redis/monotonic-clock.ts';
-import type { LeaseGrant, OrderLease } from '../redis/order-lease.ts';
+import { LeaseKeeper, type LeaseLossReason } from './lease-keeper.ts';
+import { monotonicNow } from './monotonic-clock.ts';
+import type { LeaseGrant, OrderLease } from './order-lease.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { LeaseRequest, OrderLeases } from './order-host.ts';
+import type { LeaseRequest, OrderLeases } from '../worker/ports.ts';
 
 export class RedisOrderLeases implements OrderLeases {
   private readonly lease: OrderLease;

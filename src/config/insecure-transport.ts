@@ -12,7 +12,7 @@ export interface TransportSettings {
   readonly EXCHANGE_API_V1_URL?: string | undefined;
   readonly REDIS_URL?: string | undefined;
   readonly REDIS_PASSWORD?: string | undefined;
-  /** Sentinel and Cluster entries: TLS when given as rediss:// (src/redis-topology.ts). */
+  /** Sentinel and Cluster entries: TLS when given as rediss:// (redis-topology.ts). */
   readonly REDIS_SENTINELS?: { readonly tls: boolean } | undefined;
   readonly REDIS_SENTINEL_PASSWORD?: string | undefined;
   readonly REDIS_CLUSTER_NODES?: { readonly tls: boolean } | undefined;

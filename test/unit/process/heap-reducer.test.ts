@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { HeapReducer, reduceHeap } from '../../../src/worker/heap-reducer.ts';
+import { HeapReducer, reduceHeap } from '../../../src/process/heap-reducer.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 
 const logger = createLogger({ level: 'silent', workerId: 'test' });
