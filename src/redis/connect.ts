@@ -115,32 +115,71 @@ export function createRedis(where: string | RedisTopology, opts: CreateRedisOpti
       enableOfflineQueue: false,
       retryStrategy: backoff(maxDelay),
     };
-    client =
-      topology.kind === 'standalone'
-        ? new Redis(topology.url, common)
-        : new Redis({
-            ...common,
-            sentinels: topology.sentinels.map(({ host, port }) => ({ host, port })),
-            name: topology.name,
-            role: 'master',
-            // Told by the sentinels as soon as they switch the primary, instead of finding out on the next error.
-            failoverDetector: true,
-            sentinelRetryStrategy: backoff(maxDelay),
-            sentinelCommandTimeout: opts.commandTimeoutMs ?? 1000,
-            ...(topology.sentinelUsername === undefined
-              ? {}
-              : { sentinelUsername: topology.sentinelUsername }),
-            ...(topology.sentinelPassword === undefined
-              ? {}
-              : { sentinelPassword: topology.sentinelPassword }),
-            ...(topology.tls
-              ? { enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(opts.security) ?? {} }
-              : {}),
-          });
+    if (topology.kind === 'standalone') {
+      client = new Redis(topology.url, common);
+    } else {
+      const sentinelClient = new Redis({
+        ...common,
+        sentinels: topology.sentinels.map(({ host, port }) => ({ host, port })),
+        name: topology.name,
+        role: 'master',
+        // Told by the sentinels as soon as they switch the primary, instead of finding out on the next error.
+        failoverDetector: true,
+        sentinelRetryStrategy: backoff(maxDelay),
+        sentinelCommandTimeout: opts.commandTimeoutMs ?? 1000,
+        ...(topology.sentinelUsername === undefined ? {} : { sentinelUsername: topology.sentinelUsername }),
+        ...(topology.sentinelPassword === undefined ? {} : { sentinelPassword: topology.sentinelPassword }),
+        ...(topology.tls
+          ? { enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(opts.security) ?? {} }
+          : {}),
+      });
+      connectAgainAfterFailedConnects(sentinelClient, backoff(maxDelay));
+      client = sentinelClient;
+    }
   }
   client.on('error', (error: unknown) => opts.onError(toRedisWorkerError(error, 'redis connection')));
   const scripted = defineRedisScripts(client);
   return client instanceof Cluster ? splitBatchesBySlot(scripted, keyPrefix) : scripted;
+}
+
+/** How to stop connectAgainAfterFailedConnects for a client closeRedis closes. */
+const stopConnectingAgain = new WeakMap<Redis | Cluster, () => void>();
+
+/**
+ * Connects a Sentinel client again when a connect attempt ended it, which ioredis does for good otherwise. Its
+ * failover detector disconnects the client on "+switch-master"; when that message comes while a reconnect is asking
+ * the sentinels for the primary (the primary was killed, and the client retries until the sentinels name another),
+ * the attempt throws "Connection is closed." and the client stops at "end", every later command failing with that:
+ * the worker would never reach the new primary. A connection that was closed (quit, or a retry strategy giving up)
+ * passes "close" before "end" and stays ended; closeRedis stops this for a client it disconnects while connecting.
+ */
+function connectAgainAfterFailedConnects(client: Redis, delay: (attempt: number) => number): void {
+  let connecting = false;
+  let attempt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  client.on('connecting', () => {
+    connecting = true;
+  });
+  client.on('close', () => {
+    connecting = false;
+  });
+  client.on('ready', () => {
+    attempt = 0;
+  });
+  client.on('end', () => {
+    if (stopped || !connecting) return;
+    connecting = false;
+    timer = setTimeout(() => {
+      timer = undefined;
+      // Its errors reach the client's 'error' listener (onError); a failure ends it again, and it is retried again.
+      if (!stopped && client.status === 'end') client.connect().catch(() => {});
+    }, delay(++attempt));
+  });
+  stopConnectingAgain.set(client, () => {
+    stopped = true;
+    clearTimeout(timer);
+  });
 }
 
 /** Resolves once the client is ready (connected, handshake done); rejects with redis_unavailable on timeout. */
@@ -170,6 +209,7 @@ export function whenRedisReady(redis: Redis | Cluster, timeoutMs: number): Promi
  * reconnect (ioredis then leaves the status at "reconnecting", but nothing reconnects any more).
  */
 export async function closeRedis(redis: Redis | Cluster, timeoutMs = 2000): Promise<void> {
+  stopConnectingAgain.get(redis)?.();
   if (redis.status === 'end') return;
   if (redis.status === 'reconnecting' || redis.status === 'wait') {
     redis.disconnect();
