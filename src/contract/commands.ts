@@ -133,6 +133,22 @@ export type OrderCancelCommand = z.infer<typeof orderCancelCommand>;
 export type OrderWebhookHintCommand = z.infer<typeof orderWebhookHintCommand>;
 export type OrderSettleCommand = z.infer<typeof orderSettleCommand>;
 
+/**
+ * Whether a command as received names order.create (read without validating it: whatever it is, the host parses,
+ * validates and answers it). False for anything unreadable.
+ */
+export function namesOrderCreate(value: Buffer | null): boolean {
+  if (value === null) return false;
+  try {
+    const parsed: unknown = JSON.parse(value.toString('utf8'));
+    return (
+      typeof parsed === 'object' && parsed !== null && 'type' in parsed && parsed.type === 'order.create'
+    );
+  } catch {
+    return false;
+  }
+}
+
 /** The order.webhook_hint a verified webhook becomes, typed by its schema (only the status it names is optional). */
 export function webhookHintCommand(hint: {
   commandId: string;
