@@ -145,6 +145,44 @@ export const maxTimerDelayMs = 2_147_483_647;
 /** The exchange status of an order waiting for its deposit. */
 export const awaitingDepositStatus: ExchangeStatus = 'INITIAL';
 
+/**
+ * The restore router of the open order's deposit region (`open.deposit.resuming`), as data: each guard in turn, the
+ * state it leads to, and the state it falls back to. The machine builds its router and its guards from these, and
+ * passivation asks the same router where a resting order would come back to (depositResumeTarget).
+ */
+export const depositResumeGuards = {
+  depositRecorded: ({ context }: { readonly context: OrderContext }) => context.depositRecorded !== null,
+  depositRetryScheduled: ({ context }: { readonly context: OrderContext }) =>
+    context.deposit !== null && context.depositRetryAt !== null,
+  depositPending: ({ context }: { readonly context: OrderContext }) => context.deposit !== null,
+} as const;
+export const depositResumeRoutes = [
+  { guard: 'depositRecorded', target: 'submitted' },
+  { guard: 'depositRetryScheduled', target: 'submitting.waiting' },
+  // A PATCH that may have gone out is simply repeated: "already exists" counts as success.
+  { guard: 'depositPending', target: 'submitting.calling' },
+] as const satisfies ReadonlyArray<{ guard: keyof typeof depositResumeGuards; target: string }>;
+export const depositResumeFallback = 'awaiting';
+export type DepositResumeTarget =
+  (typeof depositResumeRoutes)[number]['target'] | typeof depositResumeFallback;
+
+/** Where the deposit region's restore router leads an order with this context (a state under `open.deposit`). */
+export function depositResumeTarget(context: OrderContext): DepositResumeTarget {
+  for (const route of depositResumeRoutes)
+    if (depositResumeGuards[route.guard]({ context })) return route.target;
+  return depositResumeFallback;
+}
+
+/** The exchange region's router (`open.exchange.resuming`): a poll in flight is made again. */
+export const exchangeResumeGuards = {
+  pollInFlight: ({ context }: { readonly context: OrderContext }) => context.pollStartedAt !== null,
+} as const;
+
+/** Where the exchange region's restore router leads an order with this context (a state under `open.exchange`). */
+export function exchangeResumeTarget(context: OrderContext): 'polling' | 'monitoring' {
+  return exchangeResumeGuards.pollInFlight({ context }) ? 'polling' : 'monitoring';
+}
+
 export function resolveOrderConfig(input: OrderConfigInput | undefined): OrderConfig {
   const pollIntervalMs = Math.min(
     pollIntervalBounds.maxMs,

@@ -32,6 +32,10 @@ import {
   boundRateId,
   checkAddressInputOf,
   createInputOf,
+  depositResumeFallback,
+  depositResumeGuards,
+  depositResumeRoutes,
+  exchangeResumeGuards,
   fetchOrderInputOf,
   hintCoalescingOf,
   initialOrderContext,
@@ -142,12 +146,20 @@ const hintOf = (event: WebhookHintEvent): { at: number; status?: string } =>
 /** A listing row: the status it showed and when its page was requested. */
 const listingOf = ({ event }: { event: ListedEvent }) => ({ status: event.status, at: event.at });
 
+/**
+ * A state an order may rest in (its actor stopped, its record kept: order-passivation.ts) when every active state of
+ * the order carries it and the restore router leads the context back to the same states.
+ */
+export const restableTag = 'restable';
+export type OrderStateTag = typeof restableTag;
+
 export const orderMachineSetup = setup({
   types: {
     input: {} as OrderInput,
     context: {} as OrderContext,
     events: {} as OrderEvent,
     emitted: {} as OrderDomainEvent,
+    tags: {} as OrderStateTag,
   },
   actors: placeholderOrderActors,
   delays: {
@@ -244,10 +256,11 @@ export const orderMachineSetup = setup({
     listingDiffers: ({ context }, params: ListingRow) =>
       !isStaleListing(context, params.at) && params.status !== context.lastStatus,
     depositAwaited: ({ context }) => context.lastStatus === awaitingDepositStatus && context.deposit === null,
-    depositRecorded: ({ context }) => context.depositRecorded !== null,
-    depositRetryScheduled: ({ context }) => context.deposit !== null && context.depositRetryAt !== null,
-    depositPending: ({ context }) => context.deposit !== null,
-    pollInFlight: ({ context }) => context.pollStartedAt !== null,
+    // The restore routers' guards (order-context.ts), which passivation asks too.
+    depositRecorded: ({ context }) => depositResumeGuards.depositRecorded({ context }),
+    depositRetryScheduled: ({ context }) => depositResumeGuards.depositRetryScheduled({ context }),
+    depositPending: ({ context }) => depositResumeGuards.depositPending({ context }),
+    pollInFlight: ({ context }) => exchangeResumeGuards.pollInFlight({ context }),
     paymentDeadlineUnchecked: ({ context }) =>
       context.paymentDeadline !== null &&
       !context.paymentDeadlineChecked &&
@@ -1164,16 +1177,14 @@ export const orderMachine = orderMachineSetup.createMachine({
         deposit: {
           initial: 'resuming',
           states: {
+            // The router (order-context.ts, depositResumeRoutes): each guard in turn, then `awaiting`.
             resuming: {
-              always: [
-                { guard: 'depositRecorded', target: 'submitted' },
-                { guard: 'depositRetryScheduled', target: 'submitting.waiting' },
-                // A PATCH that may have gone out is simply repeated: "already exists" counts as success.
-                { guard: 'depositPending', target: 'submitting.calling' },
-                { target: 'awaiting' },
-              ],
+              always: [...depositResumeRoutes, { target: depositResumeFallback }],
             },
+            // The states tagged `restable` are the ones an order may rest in (order-passivation.ts), when its
+            // context leads the router back to them.
             awaiting: {
+              tags: [restableTag],
               on: {
                 SUBMIT_DEPOSIT: {
                   guard: 'depositAwaited',
@@ -1235,20 +1246,23 @@ export const orderMachine = orderMachineSetup.createMachine({
                   },
                 },
                 waiting: {
+                  tags: [restableTag],
                   after: { depositRetryDelay: { target: 'calling', actions: 'depositDeadlineReached' } },
                 },
               },
             },
-            submitted: {},
+            submitted: { tags: [restableTag] },
           },
         },
         exchange: {
           initial: 'resuming',
           states: {
+            // The router (order-context.ts, exchangeResumeTarget): a poll in flight is made again.
             resuming: {
               always: [{ guard: 'pollInFlight', target: 'polling' }, { target: 'monitoring' }],
             },
             monitoring: {
+              tags: [restableTag],
               on: {
                 // A hint is confirmed by a GET (only a GET is believed), at once for an end, an unknown status or a
                 // nudge; one naming an open status waits for the hints that come with it (hintCoalesceMs), so hints

@@ -2,9 +2,15 @@
 // keep the record alone (passivation), re-creating the actor through the `restoring` router when the time comes or
 // an event arrives. Only a state whose restore re-enters exactly the state it was stored in, with no call in flight
 // and every timer derived from an absolute time in context, qualifies; anything else keeps its actor (null).
+// Which states may rest is the machine's word (its states tagged `restable`), where the routers lead back is the
+// routers' own (order-context.ts), and the context fields named here are typed by the machine's context.
+import type { AnyStateNode } from 'xstate';
 import { isDurableOrder, type DurableOrder } from './order-persistence.ts';
+import { orderMachine, restableTag } from './order-machine.ts';
 import {
   awaitingDepositStatus,
+  depositResumeTarget,
+  exchangeResumeTarget,
   fetchOrderInputOf,
   isStaleListing,
   listingConfirmation,
@@ -13,7 +19,34 @@ import {
   pollIntervalBounds,
   type ListingRow,
 } from './order-context.ts';
-import type { FetchOrderInput, FetchOrderOutput } from './order-types.ts';
+import type { FetchOrderInput, FetchOrderOutput, OrderContext } from './order-types.ts';
+
+/** The paths (below the machine's root, `open.exchange.monitoring`) of the states tagged `tag`. */
+function statePathsTagged(node: AnyStateNode, tag: string): string[] {
+  const own = node.tags.includes(tag) ? [node.path.join('.')] : [];
+  return [...own, ...Object.values(node.states).flatMap((child) => statePathsTagged(child, tag))];
+}
+
+/** The states the machine tags `restable`: an order all of whose active states are among them may rest. */
+export const restableStates: ReadonlySet<string> = new Set(statePathsTagged(orderMachine.root, restableTag));
+
+/** The active leaf states a stored state value names, by path; null when it is not a state value. */
+function activeLeaves(value: unknown, prefix: string): string[] | null {
+  if (typeof value === 'string') return [prefix + value];
+  if (typeof value !== 'object' || value === null) return null;
+  const leaves: string[] = [];
+  for (const [key, child] of Object.entries(value)) {
+    const below = activeLeaves(child, `${prefix}${key}.`);
+    if (below === null) return null;
+    leaves.push(...below);
+  }
+  return leaves;
+}
+
+/** A set of context fields, checked by the compiler against the machine's context (a rename does not compile). */
+export function contextFields(...fields: ReadonlyArray<keyof OrderContext>): ReadonlySet<keyof OrderContext> {
+  return new Set(fields);
+}
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
 function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unknown } | null {
@@ -41,12 +74,18 @@ export function passiveUntil(durable: DurableOrder): number | null {
 
 /** The resting order's next routine poll and its other deadlines; null when it is not only waiting. */
 function restingDeadlines(durable: DurableOrder): { poll: number; others: number[] } | null {
-  const regions = openRegions(durable);
-  if (!regions || regions.exchange !== 'monitoring') return null;
+  if (durable.resumeFrom !== 'open' || durable.done) return null;
+  const leaves = activeLeaves(durable.stateValue, '');
+  if (leaves === null || leaves.length === 0 || !leaves.every((leaf) => restableStates.has(leaf)))
+    return null;
   const context = durable.context;
-  // The restore router re-enters `monitoring` only without a poll in flight; a hint queued during a poll is served
-  // by the poll that re-enters, so none may be pending either.
-  if (context.pollStartedAt !== null || context.hintPending || context.nextPollAt === null) return null;
+  // Each region only where its restore router leads back to it (the router's own guards, order-context.ts).
+  const deposit = depositResumeTarget(context);
+  if (!leaves.includes(`open.deposit.${deposit}`)) return null;
+  if (!leaves.includes(`open.exchange.${exchangeResumeTarget(context)}`)) return null;
+  // The exchange router re-enters `monitoring` only without a poll in flight (above); a hint queued during a poll is
+  // served by the poll that re-enters, so none may be pending either.
+  if (context.hintPending || context.nextPollAt === null) return null;
   const others: number[] = [];
   // Hints waiting for their GET (hintCoalesceMs): the order wakes for it.
   if (context.hintDueAt != null) others.push(context.hintDueAt);
@@ -56,22 +95,9 @@ function restingDeadlines(durable: DurableOrder): { poll: number; others: number
     context.lastStatus === awaitingDepositStatus
   )
     others.push(context.paymentDeadline);
-  const deposit = regions.deposit;
-  // Each deposit state only where the router's guards (depositRecorded, depositRetryScheduled, depositPending)
-  // lead back to it.
-  if (deposit === 'submitted') {
-    if (context.depositRecorded === null) return null;
-  } else if (deposit === 'awaiting') {
-    if (context.depositRecorded !== null || context.deposit !== null) return null;
-  } else if (
-    typeof deposit === 'object' &&
-    deposit !== null &&
-    (deposit as Record<string, unknown>)['submitting'] === 'waiting'
-  ) {
-    if (context.depositRecorded !== null || context.deposit === null || context.depositRetryAt === null)
-      return null;
+  // The PATCH's retry (its router's guard says depositRetryAt is set).
+  if (deposit === 'submitting.waiting' && context.depositRetryAt !== null)
     others.push(context.depositRetryAt);
-  } else return null;
   return { poll: context.nextPollAt, others };
 }
 
@@ -159,7 +185,7 @@ export function pollDeferrableUntil(durable: DurableOrder): number | null {
  * What a poll's start changes and a restart may lose: the restore router re-enters `monitoring` without them, and the
  * order polls again at its next deadline (a hint they noted is a hint; webhooks are never believed).
  */
-const pollStartFields: ReadonlySet<string> = new Set([
+const pollStartFields = contextFields(
   'pollStartedAt',
   'now',
   'hintedStatus',
@@ -169,7 +195,7 @@ const pollStartFields: ReadonlySet<string> = new Set([
   'hintDueAt',
   'hintSince',
   'paymentDeadlineChecked',
-]);
+);
 
 /**
  * Equal as JSON values (both sides are durable forms: plain objects, arrays, strings, numbers, booleans, null).
@@ -205,7 +231,7 @@ export function onlyStartsAPoll(written: unknown, next: DurableOrder): boolean {
 }
 
 /** What a poll that finds the order as last confirmed changes besides its start's: when it was confirmed, the next poll. */
-const confirmationFields: ReadonlySet<string> = new Set([...pollStartFields, 'confirmedAt', 'nextPollAt']);
+const confirmationFields = contextFields(...pollStartFields, 'confirmedAt', 'nextPollAt');
 
 /**
  * True when `next` differs from the `written` durable form only by a confirmation: a GET (or a listing row) showed
@@ -222,13 +248,7 @@ export function onlyConfirms(written: unknown, next: DurableOrder): boolean {
 }
 
 /** What a hint that waits for its GET (or needs none) changes, and a restart may lose. */
-const hintWaitFields: ReadonlySet<string> = new Set([
-  'now',
-  'hintDueAt',
-  'hintSince',
-  'hintedStatus',
-  'webhooksInformed',
-]);
+const hintWaitFields = contextFields('now', 'hintDueAt', 'hintSince', 'hintedStatus', 'webhooksInformed');
 
 /**
  * True when `next` differs from the `written` durable form only by webhook hints noted while monitoring: a hint that
@@ -246,7 +266,7 @@ function changedOnly(
   next: DurableOrder,
   from: readonly string[],
   to: string,
-  fields: ReadonlySet<string>,
+  fields: ReadonlySet<keyof OrderContext>,
 ): boolean {
   if (!isDurableOrder(written)) return false;
   const before = openRegions(written);
@@ -258,10 +278,16 @@ function changedOnly(
 }
 
 /** True when the two forms' contexts differ in none but these fields. */
-function sameContextBut(written: DurableOrder, next: DurableOrder, fields: ReadonlySet<string>): boolean {
+function sameContextBut(
+  written: DurableOrder,
+  next: DurableOrder,
+  fields: ReadonlySet<keyof OrderContext>,
+): boolean {
+  // A stored context may carry keys the type does not (an older record's): they are compared like any other.
+  const ignored: ReadonlySet<string> = fields;
   const keys = new Set([...Object.keys(written.context), ...Object.keys(next.context)]);
   for (const key of keys) {
-    if (fields.has(key)) continue;
+    if (ignored.has(key)) continue;
     if (
       !sameJson(
         (written.context as unknown as Record<string, unknown>)[key],
@@ -274,7 +300,7 @@ function sameContextBut(written: DurableOrder, next: DurableOrder, fields: Reado
 }
 
 /** What the grant of a quote slot changes: the time, and the intent (the quote request about to leave). */
-const quoteStartFields: ReadonlySet<string> = new Set(['now', 'pendingIntent']);
+const quoteStartFields = contextFields('now', 'pendingIntent');
 
 /**
  * True when `next` differs from the `written` durable form only by the grant of a quote slot: the order went from
@@ -293,3 +319,11 @@ export function onlyStartsAQuote(written: unknown, next: DurableOrder): boolean 
     sameContextBut(written, next, quoteStartFields)
   );
 }
+
+/** The context fields each rule above lets change unwritten (for the tests that keep them the machine's). */
+export const unwrittenContextFields = {
+  pollStart: pollStartFields,
+  confirmation: confirmationFields,
+  hintWait: hintWaitFields,
+  quoteStart: quoteStartFields,
+} as const;

@@ -132,6 +132,40 @@ export type OrderSubmitDepositCommand = z.infer<typeof orderSubmitDepositCommand
 export type OrderCancelCommand = z.infer<typeof orderCancelCommand>;
 export type OrderWebhookHintCommand = z.infer<typeof orderWebhookHintCommand>;
 export type OrderSettleCommand = z.infer<typeof orderSettleCommand>;
+
+/**
+ * Whether a command as received names order.create (read without validating it: whatever it is, the host parses,
+ * validates and answers it). False for anything unreadable.
+ */
+export function namesOrderCreate(value: Buffer | null): boolean {
+  if (value === null) return false;
+  try {
+    const parsed: unknown = JSON.parse(value.toString('utf8'));
+    return (
+      typeof parsed === 'object' && parsed !== null && 'type' in parsed && parsed.type === 'order.create'
+    );
+  } catch {
+    return false;
+  }
+}
+
+/** The order.webhook_hint a verified webhook becomes, typed by its schema (only the status it names is optional). */
+export function webhookHintCommand(hint: {
+  commandId: string;
+  orderId: string;
+  uniqueReference: string;
+  status?: string;
+  receivedAt: string;
+}): OrderWebhookHintCommand {
+  return {
+    type: 'order.webhook_hint',
+    command_id: hint.commandId,
+    order_id: hint.orderId,
+    unique_reference: hint.uniqueReference,
+    ...(hint.status === undefined ? {} : { status: hint.status }),
+    received_at: hint.receivedAt,
+  };
+}
 export type OrderCommand = z.infer<typeof orderCommand>;
 
 /** Commands above this many bytes are refused before they are parsed (MAX_COMMAND_BYTES overrides it). */

@@ -154,3 +154,23 @@ export type PublishedEvent = z.infer<typeof publishedEvent>;
 export type CommandRejectedEvent = z.infer<typeof commandRejectedEvent>;
 export type RejectionReason = (typeof rejectionReasons)[number];
 export type EventEnvelopeFields = 'event_id' | 'order_id' | 'seq' | 'occurred_at';
+export type KycStatusChangedEvent = z.infer<typeof kycStatusChangedEvent>;
+
+/** The exchange.kyc_status_changed a KYC webhook becomes (outside any order's history: seq 0), typed by its schema. */
+export function kycStatusChangedEventOf(notice: {
+  eventId: string;
+  orderId: string | null;
+  uniqueReference: string | null;
+  payload: Record<string, unknown>;
+  occurredAt: string;
+}): KycStatusChangedEvent {
+  return {
+    type: 'exchange.kyc_status_changed',
+    event_id: notice.eventId,
+    order_id: notice.orderId,
+    seq: 0,
+    occurred_at: notice.occurredAt,
+    unique_reference: notice.uniqueReference,
+    payload: notice.payload,
+  };
+}

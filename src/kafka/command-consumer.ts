@@ -32,6 +32,13 @@ export interface CommandConsumerHandlers {
    */
   onAssignment: (assigned: number[], revoked: number[], added: number[]) => Promise<void>;
   onMessage: (message: InboundCommandMessage) => Promise<void>;
+  /**
+   * Asked before a message is handed on: a promise holds it back until it settles (and with it its partition, whose
+   * messages stay in order), heartbeating meanwhile so that the group keeps this member; undefined lets it through.
+   * A rebalance during the hold ends it with a throw: the message is not handed on, and is read again by whoever
+   * owns its partition next (its offset is not committed).
+   */
+  admit?: (message: InboundCommandMessage) => Promise<void> | undefined;
 }
 
 /**
@@ -230,8 +237,7 @@ export class CommandConsumer {
           // Revoked before it was restored: not ours to handle; the next owner reads it (its offset is not committed).
           throw new Error(`partition ${partition} is no longer assigned to this replica`);
         }
-        this.wait.handedOn(Number(message.timestamp), Date.now());
-        await handlers.onMessage({
+        const inbound: InboundCommandMessage = {
           topic,
           partition,
           offset: message.offset,
@@ -239,7 +245,11 @@ export class CommandConsumer {
           value: message.value,
           headers: headersAsText(message.headers),
           consumerGroup: this.groupId,
-        });
+        };
+        const held = handlers.admit?.(inbound);
+        if (held) await this.heartbeatingUntil(held, () => payload.heartbeat());
+        this.wait.handedOn(Number(message.timestamp), Date.now());
+        await handlers.onMessage(inbound);
       },
     });
   }

@@ -1,12 +1,21 @@
-// When the worker stops taking commands and when it takes them again. Two causes, each with its own hysteresis:
-// too many exchange calls in progress (the exchange is slow or the budget is spent: resume below 80 % of
-// MAX_INFLIGHT_EXCHANGE_CALLS) and too many orders held (MAX_ACTIVE_ORDERS: resume below 90 % of it). A pause
-// for one cause ends when that cause has eased, whatever the other's band: a replica holding between 90 % and
-// 100 % of its maximum orders once stayed paused for good after any burst of calls, since its resting orders do
-// not go away (measured: creation stopped at 45,090 of 50,000 orders).
+// When the worker stops taking commands, when it holds new orders back, and when it takes them again. Two causes,
+// each with its own hysteresis and its own remedy (docs/decisions/order-limit-holds-creates.md):
+// - too many exchange calls in progress (the exchange is slow or the budget is spent): consumption pauses, every
+//   command included, and resumes below 80 % of MAX_INFLIGHT_EXCHANGE_CALLS. This protects the exchange.
+// - too many live orders (MAX_ACTIVE_ORDERS; orders at rest hold neither an actor nor a timer and do not count):
+//   only an order.create is held back (its partition waits for room, in order, heartbeating), until below 90 % of
+//   it; the commands of orders already here go on. Pausing everything for this cause once stopped the deposits of
+//   the very orders that held the room, and the orders at rest kept a replica near its maximum paused for good.
 export interface BackpressureLimits {
   maxActiveOrders: number;
   maxInflightExchangeCalls: number;
+}
+
+export interface BackpressureVerdict {
+  /** Consumption pauses (the exchange is slow or its budget spent): no command is taken. */
+  pauseConsumption: boolean;
+  /** New orders wait (the replica holds its maximum of live orders): only an order.create is held back. */
+  holdCreates: boolean;
 }
 
 export class Backpressure {
@@ -18,13 +27,13 @@ export class Backpressure {
     this.#limits = limits;
   }
 
-  /** Whether consumption should be paused now, given the orders held and the exchange calls in progress. */
-  paused(active: number, inflight: number): boolean {
+  /** The verdict now, given the live orders (not those at rest) and the exchange calls in progress. */
+  verdict(live: number, inflight: number): BackpressureVerdict {
     const { maxActiveOrders, maxInflightExchangeCalls } = this.#limits;
-    if (active >= maxActiveOrders) this.#forOrders = true;
-    else if (active < maxActiveOrders * 0.9) this.#forOrders = false;
+    if (live >= maxActiveOrders) this.#forOrders = true;
+    else if (live < maxActiveOrders * 0.9) this.#forOrders = false;
     if (inflight >= maxInflightExchangeCalls) this.#forCalls = true;
     else if (inflight < Math.max(1, Math.floor(maxInflightExchangeCalls * 0.8))) this.#forCalls = false;
-    return this.#forOrders || this.#forCalls;
+    return { pauseConsumption: this.#forCalls, holdCreates: this.#forOrders };
   }
 }

@@ -19,10 +19,10 @@ export interface UnrecordedDepositAlert {
 export function unrecordedDepositAlerts(events: readonly EventPayload[]): UnrecordedDepositAlert[] {
   const alerts: UnrecordedDepositAlert[] = [];
   for (const event of events) {
-    if (event['unrecorded_deposit'] === undefined) continue;
-    const deposit = unrecordedDeposit.safeParse(event['unrecorded_deposit']);
+    if (!('unrecorded_deposit' in event) || event.unrecorded_deposit === undefined) continue;
+    const deposit = unrecordedDeposit.safeParse(event.unrecorded_deposit);
     if (!deposit.success) continue;
-    const reason = event['reason'];
+    const reason: unknown = 'reason' in event ? event.reason : undefined;
     alerts.push({
       outcome: event.type.replace(/^order\./, ''),
       state: deposit.data.state,

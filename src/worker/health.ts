@@ -1,5 +1,6 @@
 // Liveness, start-up and readiness of the worker, as the operations server answers them. Alive until the command
-// consumer crashed for good (only a restart brings consumption back). Started once it has been in the consumer group
+// consumer crashed for good (only a restart brings consumption back) and while no command handler has been running
+// past stuckHandlerAfterOf(session timeout) (a handler stuck on a wait: the group has evicted this replica by then). Started once it has been in the consumer group
 // with every assigned partition restored (latched: a later rebalance does not un-start it). Ready once started with
 // Redis, the exchange and Kafka answering; not ready once stopping. Webhooks are accepted from start-up until the
 // worker stops, whatever Redis or the exchange do (the Kubernetes readiness probe asks that, docs/operations.md).
@@ -15,7 +16,20 @@ export interface WorkerHealthDeps {
   /** Whether the Kafka cluster answers (asked at most every 10 s). */
   kafka: { reachable(): Promise<boolean> };
   checks: { redis: () => Promise<boolean>; exchange: () => Promise<boolean> };
+  /** The command handler running now: how long it has been running (undefined when idle), and when it is stuck. */
+  commands?: { runningForMs(): number | undefined; stuckAfterMs: number };
   now: () => number;
+}
+
+/**
+ * When a command handler that is still running counts as stuck: a little past the consumer group's session timeout.
+ * By then the group has evicted this member (kafkajs heartbeats only between messages), so its partitions are
+ * someone else's, and a handler that has not returned will not return in a useful time: the liveness probe fails
+ * and Kubernetes restarts the container. The margin (a quarter of the session, at least 5 s) keeps a handler that
+ * ends just as the session would have expired from restarting the pod.
+ */
+export function stuckHandlerAfterOf(sessionTimeoutMs: number): number {
+  return sessionTimeoutMs + Math.max(5_000, Math.ceil(sessionTimeoutMs / 4));
 }
 
 /** A check that does not answer within 2 s failed. */
@@ -49,12 +63,21 @@ export class WorkerHealth {
     this.stopping = true;
   }
 
-  /** Not alive once the command consumer crashed for good: a restart is the only way back. */
+  /**
+   * Not alive once the command consumer crashed for good, or while a command handler has been running longer than
+   * `commands.stuckAfterMs`: a restart is the only way back.
+   */
   liveness(): { alive: boolean; detail?: string } {
     const crashed = this.deps.consumer.crashedForGood;
-    return crashed === undefined
-      ? { alive: true }
-      : { alive: false, detail: `command consumer crashed: ${crashed}` };
+    if (crashed !== undefined) return { alive: false, detail: `command consumer crashed: ${crashed}` };
+    const commands = this.deps.commands;
+    const runningForMs = commands?.runningForMs();
+    if (commands && runningForMs !== undefined && runningForMs > commands.stuckAfterMs)
+      return {
+        alive: false,
+        detail: `command handler running for ${runningForMs} ms (> ${commands.stuckAfterMs} ms)`,
+      };
+    return { alive: true };
   }
 
   /** Started once every assigned partition was restored after joining the group (the start-up probe). */

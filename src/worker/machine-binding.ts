@@ -1,31 +1,21 @@
 // The seam between the order host and the order machine: how to start, restore, drive and persist one order's
 // actor. The host knows nothing of XState; this interface is all it needs.
-import type { ExchangeOrderView } from '../../machines/domain.ts';
 import type { UnrecordedDeposit } from '../../machines/order-events.ts';
-import type { FetchOrderInput } from '../../machines/order-types.ts';
+import type { FetchOrderInput, FetchOrderOutput, OrderEvent } from '../../machines/order-types.ts';
 import type { OrderCreateCommand } from '../contract/commands.ts';
+import type { EventPayload } from './order-journal.ts';
 
-/** A domain event as emitted by the machine: wire payload without the envelope fields. */
-export interface EmittedDomainEvent {
-  type: string;
-  [field: string]: unknown;
-}
+/**
+ * An event of an order's history as the machine emits it (its `emitted` type, OrderDomainEvent) or the host adds
+ * it: the contract's payload without the envelope fields.
+ */
+export type EmittedDomainEvent = EventPayload;
 
-export type OrderActorEvent =
-  | { type: 'SUBMIT_DEPOSIT'; txHash: string; at: number }
-  | { type: 'CANCEL'; at: number }
-  | { type: 'WEBHOOK_HINT'; status?: string; at: number }
-  | { type: 'LISTED'; status: string; at: number }
-  | { type: 'POLLED'; output: PollAnswer }
-  | { type: 'POLL_FAILED'; error: unknown }
-  | { type: 'SETTLE'; resolution: 'adopt'; uniqueReference: string; at: number }
-  | { type: 'SETTLE'; resolution: 'abandon'; at: number };
+/** The events the order machine takes, as the machine declares them (machines/order-types.ts). */
+export type OrderActorEvent = OrderEvent;
 
 /** The answer to a routine poll the host made for a resting order (GET /orders/{unique_reference}/, at its clock). */
-export interface PollAnswer {
-  order: ExchangeOrderView;
-  at: number;
-}
+export type PollAnswer = FetchOrderOutput;
 
 /**
  * The code of a status read the runtime refused before sending it (its status reads out at once are at capacity):

@@ -2397,4 +2397,10 @@ export class OrderHost {
     const eventId = `rejected:${message.topic}:${message.partition}:${message.offset}`;
     await this.opts.journal.publishUnsequenced(orderId, rejected, eventId, offset);
   }
+
+  // --- placeholder (issue 51, r51-edges): the host helper's `liveOrders` replaces this at merge ---
+  /** Orders that hold memory and CPU here: driven here and not at rest (passivated orders keep only their record). */
+  get liveOrders(): number {
+    return this.slots.size - this.passivatedOrders;
+  }
 }

@@ -5,14 +5,18 @@
 // top of one that was: once an order's record was refused or failed, the appends queued on top of it are refused
 // too (their seq would follow events never published), until a record of the order built on a durable one commits.
 import { rememberedCommandIds } from '../contract/contract-rules.ts';
+import type { EventEnvelopeFields, PublishedEvent } from '../contract/events.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../kafka/transactional-writer.ts';
 
-/** An event as the machine or the host states it: its payload, without the envelope. */
-export interface EventPayload {
-  type: string;
-  [field: string]: unknown;
-}
+/** One published event without its envelope (the journal adds it), per event type (distributes over the union). */
+type WithoutEnvelope<Event> = Event extends unknown ? Omit<Event, EventEnvelopeFields> : never;
+
+/**
+ * An event as the machine or the host states it: its payload, without the envelope. Typed from the contract
+ * (src/contract/events.ts), so an event the contract does not describe does not compile.
+ */
+export type EventPayload = WithoutEnvelope<PublishedEvent>;
 
 export interface JournalEntry {
   /** The order's latest record, which this entry extends. */
@@ -181,10 +185,13 @@ export class OrderJournal implements Journal {
    * partition): the events topic may have been created with another partition count, and one key always lands on
    * one partition, which is what keeps an order's events in order.
    */
-  private eventRecord(orderId: string | null, event: EventPayload): OutboundRecord {
+  private eventRecord(
+    orderId: string | null,
+    event: Readonly<Pick<PublishedEvent, 'type' | 'event_id'>>,
+  ): OutboundRecord {
     return {
       topic: this.opts.topics.events,
-      key: orderId ?? String(event['event_id']),
+      key: orderId ?? String(event.event_id),
       value: JSON.stringify(event),
       headers: { 'event-type': String(event.type) },
     };

@@ -3,6 +3,8 @@
 // drives goes straight to its actor; any other is written to the commands topic on that order's partition (so the
 // replica that owns the order polls it). A KYC notification becomes an exchange.kyc_status_changed event. All are
 // best effort: polling covers a lost one.
+import { webhookHintCommand } from '../contract/commands.ts';
+import { kycStatusChangedEventOf } from '../contract/events.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OutboundRecord } from '../kafka/transactional-writer.ts';
 import type { WebhookReceiverDeps } from '../http/webhook-receiver.ts';
@@ -59,29 +61,16 @@ export function webhookRouting(
         topic: topics.commands,
         key: hint.orderId,
         partition: hint.partition,
-        value: JSON.stringify({
-          type: 'order.webhook_hint',
-          command_id: hint.commandId,
-          order_id: hint.orderId,
-          unique_reference: hint.uniqueReference,
-          status: hint.status,
-          received_at: hint.receivedAt,
-        }),
+        value: JSON.stringify(webhookHintCommand(hint)),
       });
     },
     publishKyc: (event) =>
       producer.send({
         topic: topics.events,
         key: event.orderId ?? event.uniqueReference ?? event.eventId,
-        value: JSON.stringify({
-          type: 'exchange.kyc_status_changed',
-          event_id: event.eventId,
-          order_id: event.orderId,
-          seq: 0,
-          occurred_at: new Date(deps.now()).toISOString(),
-          unique_reference: event.uniqueReference,
-          payload: event.payload,
-        }),
+        value: JSON.stringify(
+          kycStatusChangedEventOf({ ...event, occurredAt: new Date(deps.now()).toISOString() }),
+        ),
         headers: { 'event-type': 'exchange.kyc_status_changed' },
       }),
   };

@@ -2,11 +2,14 @@
 // start), topics, the transactional writer, the state store, the best-effort producer and the command consumer
 // feeding the order host, started in dependency order and stopped in reverse within a bounded time.
 // Finished orders past their retention are tombstoned by a periodic sweep (state-retention.ts).
-// Backpressure: when too many orders are active on this replica, command consumption pauses until they drain.
+// Backpressure (backpressure.ts): consumption pauses while the exchange is slow or its budget spent; while this
+// replica holds its maximum of live orders only new orders wait, each in its partition's order, and the commands
+// of the orders already here go on.
 import { Backpressure } from './backpressure.ts';
+import { namesOrderCreate } from '../contract/commands.ts';
 import type { WorkerConfig } from '../config.ts';
 import type { HttpFace } from '../http/http-face.ts';
-import type { CommandConsumer } from '../kafka/command-consumer.ts';
+import type { CommandConsumer, InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { WorkerHealth } from './health.ts';
 import type { OrderHost } from './order-host.ts';
@@ -29,7 +32,7 @@ export interface WorkerParts {
   hints: Connectable & { disconnect(): Promise<void> };
   host: Pick<
     OrderHost,
-    'activeOrders' | 'setAssignment' | 'onAssignment' | 'handleMessage' | 'reconcile' | 'unloadAll'
+    'liveOrders' | 'setAssignment' | 'onAssignment' | 'handleMessage' | 'reconcile' | 'unloadAll'
   >;
   consumer: Pick<CommandConsumer, 'start' | 'stop' | 'pause' | 'resume' | 'assigned'>;
   /** The consumer lag of the group, per partition. */
@@ -60,6 +63,9 @@ export class Worker {
   private readonly parts: WorkerParts;
   private backpressureTimer: NodeJS.Timeout | undefined;
   private readonly backpressure: Backpressure;
+  /** Whether new orders wait now (the last verdict), and the order.create commands waiting for room. */
+  private holdingCreates = false;
+  private readonly heldCreates = new Set<() => void>();
   private reconcileTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
@@ -112,6 +118,7 @@ export class Worker {
             parts.heapReducer?.request(added.length > 0 ? 'restore' : 'revoke');
           else if (first) await parts.heapReducer?.reduceNow('start');
         },
+        admit: (message) => this.admit(message),
         onMessage: async (message) => {
           await host.handleMessage(message);
           this.applyBackpressure();
@@ -146,15 +153,33 @@ export class Worker {
   }
 
   /**
-   * Pauses consumption while the exchange is slow or the budget is spent (too many calls in progress), or while
-   * this replica holds its maximum of active orders; resumes with some hysteresis. Calls in progress finish on
-   * their own, so a pause always ends.
+   * Pauses consumption while the exchange is slow or the budget is spent (too many calls in progress), and holds
+   * new orders back while this replica holds its maximum of live orders (orders at rest do not count); each ends
+   * with some hysteresis. Calls in progress finish on their own, so a pause always ends; live orders end, or rest
+   * once they only wait, so a hold ends too.
    */
   private applyBackpressure(): void {
     if (!this.running || this.stopping) return;
-    if (this.backpressure.paused(this.parts.host.activeOrders, this.parts.inflightExchangeCalls()))
-      this.parts.consumer.pause();
+    const verdict = this.backpressure.verdict(this.parts.host.liveOrders, this.parts.inflightExchangeCalls());
+    if (verdict.pauseConsumption) this.parts.consumer.pause();
     else this.parts.consumer.resume();
+    this.holdingCreates = verdict.holdCreates;
+    if (!verdict.holdCreates) this.releaseHeldCreates();
+  }
+
+  /**
+   * Holds an order.create back while new orders wait (the consumer heartbeats meanwhile, and its partition's later
+   * messages wait behind it, so none is skipped or reordered); everything else goes on at once. The verdict is
+   * taken again every 100 ms (applyBackpressure); a stop lets held creates through to the host, as before a stop.
+   */
+  private admit(message: InboundCommandMessage): Promise<void> | undefined {
+    if (!this.holdingCreates || this.stopping || !namesOrderCreate(message.value)) return undefined;
+    return new Promise<void>((resolve) => this.heldCreates.add(resolve));
+  }
+
+  private releaseHeldCreates(): void {
+    for (const release of this.heldCreates) release();
+    this.heldCreates.clear();
   }
 
   /** What a replacement replica would have to redo: high watermark minus the group's committed offset. */
@@ -177,6 +202,7 @@ export class Worker {
     this.stopping = true;
     this.parts.health.stopped();
     clearInterval(this.backpressureTimer);
+    this.releaseHeldCreates();
     clearInterval(this.reconcileTimer);
     clearInterval(this.retentionTimer);
     clearInterval(this.lagTimer);

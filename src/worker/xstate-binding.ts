@@ -31,7 +31,6 @@ import type {
 } from '../../machines/order-types.ts';
 import type { OrderCreateCommand } from '../contract/commands.ts';
 import type {
-  EmittedDomainEvent,
   MachineBinding,
   OrderActorHandle,
   OrderActorStatus,
@@ -70,7 +69,7 @@ export function createXStateBinding(opts: {
 
   const start = (input: OrderInput, start: StartOrderOptions): OrderActorHandle => {
     const actor = createActor(machine, { input, ...(start.clock ? { clock: start.clock } : {}) });
-    actor.on('*', (event) => start.onChange([event as unknown as EmittedDomainEvent]));
+    actor.on('*', (event) => start.onChange([event]));
     actor.subscribe({ next: () => start.onChange([]), error: (error) => start.onError(error) });
     actor.start();
     // The host asks for the status many times per transition (about 19 times per created order); a snapshot never

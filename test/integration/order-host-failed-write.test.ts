@@ -24,6 +24,7 @@ import { OrderJournal } from '../../src/worker/order-journal.ts';
 import { RedisOrderLeases } from '../../src/redis/redis-leases.ts';
 import { testKafka } from '../support/kafka-helpers.ts';
 import { services, uniqueName } from '../support/services.ts';
+import { fakeEvent } from '../support/fake-events.ts';
 
 const logger = createLogger({ level: 'silent' });
 
@@ -84,7 +85,7 @@ function binding(padding: () => number, lives: OrderActorEvent[][]): MachineBind
           taken: taken.map((e) => e.type),
           ...(size > 0 ? { padding: randomBytes(size / 2).toString('hex') } : {}),
         };
-        start.onChange([{ type: 'order.status_changed', note: event.type }]);
+        start.onChange([fakeEvent({ type: 'order.status_changed', note: event.type })]);
       },
       status: () => ({
         state: '"open"',

@@ -237,6 +237,49 @@ describe('command consumer restores', () => {
   });
 });
 
+describe('command consumer admission', () => {
+  it('heartbeats while a message is held back by admit, hands it on once admitted, and ends the hold on a rebalance', async () => {
+    const fake = fakeKafka();
+    const consumer = consumerWith(fake.kafka, undefined, 100);
+    const handled: InboundCommandMessage[] = [];
+    let admitted: () => void = () => {};
+    let hold: Promise<void> | undefined = new Promise<void>((resolve) => (admitted = resolve));
+    await consumer.start(
+      {
+        onAssignment: () => Promise.resolve(),
+        admit: () => hold,
+        onMessage: (message) => {
+          handled.push(message);
+          return Promise.resolve();
+        },
+      },
+      1,
+    );
+    fake.join([0]);
+    let heartbeats = 0;
+    const delivery = fake.deliver(0, () => {
+      heartbeats++;
+      return Promise.resolve();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(handled).toHaveLength(0);
+    expect(heartbeats).toBeGreaterThanOrEqual(3);
+    admitted();
+    await delivery;
+    expect(handled).toHaveLength(1);
+    // A hold that a rebalance ends: the message is not handed on (its next owner reads it).
+    hold = new Promise(() => {});
+    await expect(
+      fake.deliver(0, () => Promise.reject(new Error('The group is rebalancing'))),
+    ).rejects.toThrow(/rebalancing/);
+    expect(handled).toHaveLength(1);
+    // Nothing to hold: handed on at once.
+    hold = undefined;
+    await fake.deliver(0);
+    expect(handled).toHaveLength(2);
+  });
+});
+
 describe('CommandWait', () => {
   it('reads waiting while the commands handed on had waited 2 s or more, and for a second after the last one', () => {
     const wait = new CommandWait();

@@ -4,10 +4,13 @@ import { Backpressure } from '../../../src/worker/backpressure.ts';
 
 const limits = { maxActiveOrders: 50_000, maxInflightExchangeCalls: 200 };
 
-/** Feeds (orders held, calls in progress) readings in turn and expects each verdict. */
+/** Feeds (live orders, calls in progress) readings in turn and expects each verdict (paused: either remedy on). */
 function expectVerdicts(readings: ReadonlyArray<[active: number, inflight: number, paused: boolean]>): void {
   const b = new Backpressure(limits);
-  for (const [active, inflight, paused] of readings) expect(b.paused(active, inflight)).toBe(paused);
+  for (const [active, inflight, paused] of readings) {
+    const verdict = b.verdict(active, inflight);
+    expect(verdict.pauseConsumption || verdict.holdCreates).toBe(paused);
+  }
 }
 
 describe('Backpressure', () => {
@@ -39,5 +42,13 @@ describe('Backpressure', () => {
       [50_000, 100, true],
       [47_000, 100, true],
     ]);
+  });
+
+  it('pauses consumption only for calls in progress, and holds only new orders for the orders held', () => {
+    const b = new Backpressure(limits);
+    expect(b.verdict(50_000, 0)).toEqual({ pauseConsumption: false, holdCreates: true });
+    expect(b.verdict(50_000, 200)).toEqual({ pauseConsumption: true, holdCreates: true });
+    expect(b.verdict(44_999, 200)).toEqual({ pauseConsumption: true, holdCreates: false });
+    expect(b.verdict(44_999, 0)).toEqual({ pauseConsumption: false, holdCreates: false });
   });
 });

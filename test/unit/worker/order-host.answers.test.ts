@@ -81,7 +81,12 @@ function harness(records = new Map<string, OrderRecord>()) {
   return { host, send, emit, events, records };
 }
 
-const quoted = { type: 'order.quoted', rate_id: 'r', rate: '1', expires_at: '2026-12-02T00:00:00.000Z' };
+const quoted = {
+  type: 'order.quoted',
+  rate_id: 'r',
+  rate: '1',
+  expires_at: '2026-12-02T00:00:00.000Z',
+} satisfies EmittedDomainEvent;
 const created = {
   type: 'order.created',
   unique_reference: 'REF',
@@ -92,18 +97,18 @@ const created = {
   rate: '2',
   deadline: null,
   reused: false,
-};
+} satisfies EmittedDomainEvent;
 const statusChanged = {
   type: 'order.status_changed',
   unique_reference: 'REF',
   status: 'PAID',
   previous_status: null,
-};
+} satisfies EmittedDomainEvent;
 const depositSubmitted = {
   type: 'order.deposit_submitted',
   tx_hash: '0x0123456789abcdef',
   already_recorded: false,
-};
+} satisfies EmittedDomainEvent;
 const deposit = {
   type: 'order.submit_deposit',
   command_id: 'c-dep',

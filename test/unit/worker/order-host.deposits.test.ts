@@ -14,6 +14,7 @@ import { createXStateBinding } from '../../../src/worker/xstate-binding.ts';
 import type { OrderContext } from '../../../machines/order-types.ts';
 import { OrderHarness, exchangeOrder, ok, orderInput } from '../machines/order-harness.ts';
 import { createCommand, hostOver, noMetrics, openOrderStatus, withSuspend } from './host-fixtures.ts';
+import { fakeEvent } from '../../support/fake-events.ts';
 
 const unconfirmed = { tx_hash: '0xabc', state: 'unconfirmed', accepted_at: '2026-01-01T00:00:01.000Z' };
 
@@ -84,17 +85,17 @@ describe('order host: ends that leave a deposit unrecorded', () => {
   it('counts an end committed with an unrecorded deposit, by end and state, and no other end', async () => {
     const h = harness(null);
     await h.send(createCommand);
-    h.starts[0]?.onChange([{ type: 'order.status_changed', status: 'PAID' }]);
+    h.starts[0]?.onChange([fakeEvent({ type: 'order.status_changed', status: 'PAID' })]);
     await tick();
     expect(h.counted).toEqual([]);
     h.end();
     h.starts[0]?.onChange([
-      {
+      fakeEvent({
         type: 'order.canceled',
         unique_reference: 'REF',
         reason: 'exchange',
         unrecorded_deposit: unconfirmed,
-      },
+      }),
     ]);
     await tick();
     await tick();

@@ -13,6 +13,7 @@ import { commandContentHash } from '../../../src/worker/command-intake.ts';
 import { hostOver, openOrderStatus, withSuspend } from './host-fixtures.ts';
 import type { OrderLeases } from '../../../src/worker/ports.ts';
 import { parseCommand, type OrderCommand } from '../../../src/contract/commands.ts';
+import { fakeEvent } from '../../support/fake-events.ts';
 
 const create = {
   type: 'order.create',
@@ -130,7 +131,7 @@ describe('order host: money safety', () => {
     await h.send(create);
     await expect(h.host.durable('o-1')).resolves.toBeUndefined();
     result = false;
-    h.starts[0]?.onChange([{ type: 'order.quoted' }]);
+    h.starts[0]?.onChange([fakeEvent({ type: 'order.quoted' })]);
     await expect(h.host.durable('o-1')).rejects.toThrow(/refused|no longer/);
   });
 
@@ -145,7 +146,7 @@ describe('order host: money safety', () => {
       // event), and the next state's call asks for durability before it leaves.
       onCreate: (start) =>
         queueMicrotask(() => {
-          start.onChange([{ type: 'order.quoted' }]);
+          start.onChange([fakeEvent({ type: 'order.quoted' })]);
           void h.host.durable('o-1').then(() => (durableAt = writes.length));
         }),
     });
@@ -199,7 +200,7 @@ describe('order host: money safety', () => {
     });
     await h.send(create);
     fail = true;
-    h.starts[0]?.onChange([{ type: 'order.quoted' }]);
+    h.starts[0]?.onChange([fakeEvent({ type: 'order.quoted' })]);
     await expect(h.host.durable('o-1')).rejects.toThrow();
     // The failed write reloaded the order from its last durable record (a second actor); halt() stops that one.
     expect(h.restoredCount()).toBe(1);

@@ -5,6 +5,7 @@ import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OffsetToCommit, OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
 import { OrderJournal } from '../../../src/worker/order-journal.ts';
 import { openRecord } from './host-fixtures.ts';
+import { fakeEvent } from '../../support/fake-events.ts';
 
 const previous: OrderRecord = openRecord('o-1', 2, {
   create_hash: 'h',
@@ -42,7 +43,7 @@ describe('order journal', () => {
     const { record, written } = subject.append({
       record: previous,
       fence: 2,
-      events: [{ type: 'order.cancelled' }, { type: 'order.failed', reason: 'x' }],
+      events: [fakeEvent({ type: 'order.cancelled' }), fakeEvent({ type: 'order.failed', reason: 'x' })],
       command: ['c-2', 'h2'],
       changes: { terminal: true },
       offset,
@@ -100,12 +101,17 @@ describe('order journal', () => {
       topics: { events: 'events', state: 'state' },
       now: () => 0,
     });
-    const first = subject.append({ record: previous, fence: 1, events: [{ type: 'a' }], guard: () => true });
+    const first = subject.append({
+      record: previous,
+      fence: 1,
+      events: [fakeEvent({ type: 'a' })],
+      guard: () => true,
+    });
     // Queued on top of the first record before its write failed: its seq would follow an event never published.
     const second = subject.append({
       record: first.record,
       fence: 1,
-      events: [{ type: 'b' }],
+      events: [fakeEvent({ type: 'b' })],
       guard: () => true,
     });
     pending[0]?.settle('fail');
@@ -113,7 +119,12 @@ describe('order journal', () => {
     pending[1]?.settle('commit');
     expect(await second.written).toBe(false);
     // The order's next life starts again from its durable record: that is written, and the rule ends with it.
-    const again = subject.append({ record: previous, fence: 1, events: [{ type: 'a' }], guard: () => true });
+    const again = subject.append({
+      record: previous,
+      fence: 1,
+      events: [fakeEvent({ type: 'a' })],
+      guard: () => true,
+    });
     pending[2]?.settle('commit');
     expect(await again.written).toBe(true);
     const later = subject.append({ record: again.record, fence: 1, events: [], guard: () => true });
@@ -123,7 +134,12 @@ describe('order journal', () => {
 
   it('publishes an event outside any history with seq 0 and its own event_id', async () => {
     const { subject, writes } = journal(true);
-    await subject.publishUnsequenced(null, { type: 'command.rejected' }, 'rejected:commands:2:17', offset);
+    await subject.publishUnsequenced(
+      null,
+      fakeEvent({ type: 'command.rejected' }),
+      'rejected:commands:2:17',
+      offset,
+    );
     expect(JSON.parse(writes[0]?.records[0]?.value ?? '{}')).toMatchObject({
       type: 'command.rejected',
       event_id: 'rejected:commands:2:17',

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { OutboundRecord } from '../../../src/kafka/transactional-writer.ts';
+import { orderWebhookHintCommand } from '../../../src/contract/commands.ts';
+import { kycStatusChangedEvent } from '../../../src/contract/events.ts';
 import { webhookRouting } from '../../../src/worker/webhook-routing.ts';
 
 function routing(local: (orderId: string, wake: boolean) => boolean | Error) {
@@ -69,5 +71,28 @@ describe('webhook routing', () => {
     const routed = r.route.routeHint(hint('here'));
     expect(routed).toBeInstanceOf(Promise);
     await expect(routed).rejects.toThrow('boom');
+  });
+
+  it('writes a hint and a KYC notice that their contract schemas accept as they are', async () => {
+    const r = routing(() => false);
+    await r.route.routeHint(hint('elsewhere'));
+    await r.route.publishKyc({
+      eventId: 'kyc-1',
+      orderId: null,
+      uniqueReference: 'REF1',
+      payload: { status: 'verified' },
+    });
+    const [routed, kyc] = r.sent.map((record) => JSON.parse(record.value) as unknown);
+    expect(orderWebhookHintCommand.parse(routed)).toEqual(routed);
+    expect(kycStatusChangedEvent.strict().parse(kyc)).toEqual({
+      type: 'exchange.kyc_status_changed',
+      event_id: 'kyc-1',
+      order_id: null,
+      seq: 0,
+      occurred_at: new Date(0).toISOString(),
+      unique_reference: 'REF1',
+      payload: { status: 'verified' },
+    });
+    expect(r.sent[1]).toMatchObject({ topic: 'events', key: 'REF1' });
   });
 });
