@@ -46,6 +46,7 @@ import { OrderHost } from './worker/order-host.ts';
 import { OrderJournal } from './worker/order-journal.ts';
 import { OperatorAuthority } from './worker/operator-authority.ts';
 import { callsSettleTimeoutOf } from './worker/order-reload.ts';
+import { commandWaitBoundOf } from './timeouts.ts';
 import { HeapReducer } from './worker/heap-reducer.ts';
 import { EventLoopLoad } from './worker/event-loop-load.ts';
 import { RedisOrderLeases } from './worker/redis-leases.ts';
@@ -343,6 +344,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     callsSettled: exchangeActors.settled,
     // A lease is let go of, and a reload acts, once the order's calls ended: at most the create timeout and a margin.
     callsSettleTimeoutMs: callsSettleTimeoutOf(createOrderTimeoutMs),
+    // A command's waits end well within the Kafka session: a handler still waiting past it leaves a zombie member.
+    commandWaitBoundMs: commandWaitBoundOf(config.kafkaSessionTimeoutMs),
     callInFlight: exchangeActors.busy,
     passivateIdleMs: config.passivateIdleMs,
     // Routine polls of resting orders wait (up to 60 s after their last confirmation) while the thread is saturated

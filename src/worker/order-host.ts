@@ -26,6 +26,7 @@ import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { OrderRecord } from '../kafka/order-state-store.ts';
 import type { OffsetToCommit } from '../kafka/transactional-writer.ts';
 import { WorkerError } from '../errors.ts';
+import { commandWaitBoundOf, defaultKafkaSessionTimeoutMs, withTimeout } from '../timeouts.ts';
 import { onceEvery, type Logger } from '../telemetry/logger.ts';
 import { originLink } from '../telemetry/order-sampler.ts';
 import { extractContext, fromTraceparent, toTraceparent, withOrderId } from '../telemetry/propagation.ts';
@@ -146,9 +147,16 @@ export interface OrderHostOptions {
   callsSettled?: (orderId: string, timeoutMs: number) => Promise<void>;
   /**
    * The bound of that wait: the create timeout plus a margin (order-reload.ts callsSettleTimeoutOf; main.ts derives
-   * it from the exchange client's create timeout). Default: for createOrderTimeoutMs, 35 000.
+   * it from the exchange client's create timeout). Default: defaultCallsSettleTimeoutMs, the same bound for the
+   * exchange client's own create timeout.
    */
   callsSettleTimeoutMs?: number;
+  /**
+   * The longest a command handler waits for a lease, or for a reload or a wake of its order, before the command
+   * fails as retryable (its offset not committed: it is delivered again). Default: commandWaitBoundOf the default
+   * Kafka session timeout (main.ts derives it from KAFKA_SESSION_TIMEOUT_MS).
+   */
+  commandWaitBoundMs?: number;
   /** Commands above this many bytes are refused unread (MAX_COMMAND_BYTES). */
   maxCommandBytes?: number;
   /** Told of commands handled, events committed, leases and restores (metrics). */
@@ -248,6 +256,15 @@ export type PollDeferralReason = 'saturated' | 'calls_at_capacity';
 export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing' | 'poll';
 /** What a bulk listing's row did to the order it names (OrderHost.deliverListing). */
 export type ListingOutcome = 'confirmed' | 'differed' | 'ignored' | 'not_here';
+
+/** A command handler waited longer than its bound: the command is delivered again. */
+function commandWaitExceeded(what: string, boundMs: number): WorkerError {
+  return new WorkerError(
+    'command_wait_exceeded',
+    `a command waited longer than ${boundMs} ms for ${what}; it will be delivered again`,
+    { retryable: true },
+  );
+}
 
 /** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
 export const orphanSweepIntervalMs = 30_000;
@@ -420,11 +437,15 @@ export class OrderHost {
   private readonly releases = pLimit(leaseReleaseConcurrency);
   /** Orders whose writes failed in a row: reloaded once, then halted. */
   private readonly writeFailures = new WriteFailures();
+  private readonly commandWaitBoundMs: number;
+  /** When each command handler running now started (performance.now()), by its message. */
+  private readonly handlersRunning = new Map<InboundCommandMessage, number>();
 
   constructor(opts: OrderHostOptions) {
     this.opts = opts;
     this.logger = opts.logger.child({ component: 'order-host' });
     this.maxCommandBytes = opts.maxCommandBytes;
+    this.commandWaitBoundMs = opts.commandWaitBoundMs ?? commandWaitBoundOf(defaultKafkaSessionTimeoutMs);
     this.passivateIdleMs = opts.passivateIdleMs ?? 0;
     this.maxPollsAtRest = Math.max(1, Math.floor(opts.maxPollsAtRest ?? 100));
     this.pipelineDepth = opts.rewind ? Math.max(1, opts.commandPipelineDepth ?? 1) : 1;
@@ -446,6 +467,19 @@ export class OrderHost {
 
   get activeOrders(): number {
     return this.slots.size;
+  }
+
+  /** Orders that hold memory and CPU here: driven, and not resting (their actor, or its re-creation, in memory). */
+  get liveOrders(): number {
+    return this.slots.size - this.wakes.size;
+  }
+
+  /** How long the longest-running command handler now running has been running; undefined when none runs. */
+  commandRunningForMs(): number | undefined {
+    let oldest: number | undefined;
+    for (const startedAt of this.handlersRunning.values())
+      if (oldest === undefined || startedAt < oldest) oldest = startedAt;
+    return oldest === undefined ? undefined : performance.now() - oldest;
   }
 
   /** Orders driven here whose actor is stopped while they only wait (their slot keeps the record). */
@@ -1035,6 +1069,7 @@ export class OrderHost {
     minFence: number,
     partition: number,
     onWait?: () => void,
+    deadline?: number,
   ): Promise<number | null> {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) onWait?.();
@@ -1054,7 +1089,11 @@ export class OrderHost {
       }
       if (attempt % 10 === 0)
         this.logger.info({ orderId, attempt }, 'waiting for the order lease held by another replica');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
+      const pause = Math.min(2_000, 100 * 2 ** Math.min(attempt, 5));
+      // A command's wait is bounded (commandWaitBoundMs): it gives up between attempts, holding no lease.
+      if (deadline !== undefined && performance.now() + pause > deadline)
+        throw commandWaitExceeded(`the lease of order ${orderId}`, this.commandWaitBoundMs);
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 
@@ -1163,6 +1202,22 @@ export class OrderHost {
         );
       }
     }
+  }
+
+  /** When a wait that starts now in a command handler must end (performance.now() clock). */
+  private waitDeadline(): number {
+    return performance.now() + this.commandWaitBoundMs;
+  }
+
+  /**
+   * A command handler's wait for something outside it, bounded by commandWaitBoundMs: past it the command fails as
+   * retryable (nothing of it written, its offset not committed) and is delivered again; what it waited for goes on.
+   */
+  private bounded<T>(wait: Promise<T> | T, what: string): Promise<T> {
+    if (!(wait instanceof Promise)) return Promise.resolve(wait);
+    return withTimeout(wait, this.commandWaitBoundMs, () =>
+      commandWaitExceeded(what, this.commandWaitBoundMs),
+    );
   }
 
   /** Resolves once no exchange call of the order is out here, or after callsSettleTimeoutMs. */
@@ -1910,7 +1965,7 @@ export class OrderHost {
   private async requireWritten(written: boolean, orderId: string, slot?: OrderSlot): Promise<void> {
     if (written) return;
     if (slot) this.dropRefused(slot);
-    await this.reloading.get(orderId);
+    await this.bounded(this.reloading.get(orderId), `the reload of order ${orderId}`);
     throw new WorkerError(
       'command_not_committed',
       `order ${orderId} lost its lease while a command was applied; it will be redelivered`,
@@ -1934,7 +1989,8 @@ export class OrderHost {
     if (this.pipelineDepth <= 1) {
       const done = await written.catch(async (error: unknown) => {
         // Failed: the order is being reloaded from its last durable record (writeFailed); the command comes again.
-        if (orderId !== null) await this.reloading.get(orderId);
+        if (orderId !== null)
+          await this.bounded(this.reloading.get(orderId), `the reload of order ${orderId}`);
         throw error;
       });
       if (slot) await this.requireWritten(done, slot.orderId, slot);
@@ -1962,7 +2018,8 @@ export class OrderHost {
         if (index >= 0) void inFlight.splice(index, 1);
       });
     inFlight.push(settled);
-    while (inFlight.length > this.pipelineDepth) await inFlight[0];
+    while (inFlight.length > this.pipelineDepth)
+      await this.bounded(inFlight[0], `the writes before it on partition ${offset.partition}`);
   }
 
   /**
@@ -2054,6 +2111,7 @@ export class OrderHost {
     );
     const active = withOrderId(trace.setSpan(parent, span), message.key).setValue(commandOutcomeKey, outcome);
     return context.with(active, async () => {
+      this.handlersRunning.set(message, startedAt);
       try {
         await this.processMessage(message, span);
       } catch (error) {
@@ -2081,6 +2139,7 @@ export class OrderHost {
           'command handled',
         );
         span.end();
+        this.handlersRunning.delete(message);
       }
       this.opts.metrics?.commandHandled({
         commandType: outcome.commandType,
@@ -2117,18 +2176,23 @@ export class OrderHost {
     // the order to its reload, which the adoption below joins).
     const passive = named === null ? undefined : this.slots.get(named);
     if (passive?.passive && this.routedHere(passive.orderId, message) && !this.wake(passive, 'command'))
-      await this.awake(passive.orderId);
+      await this.bounded(this.awake(passive.orderId), `the wake of order ${passive.orderId}`);
     // A command is decided on its order's durable state: one that follows a pipelined command of the same order
     // waits for that command's write (a refused one reloads the order, awaited below).
     const writing = named === null ? undefined : this.slots.get(named);
-    if (writing) await writing.lastWrite.catch(() => {});
+    if (writing)
+      await this.bounded(
+        writing.lastWrite.catch(() => {}),
+        `the last write of order ${named}`,
+      );
     // An unfinished order of this partition that nobody drives here (created by a previous owner after this
     // replica's restore, or whose reload failed): load it before answering its command.
     if (named !== null && this.routedHere(named, message)) {
       const record = this.opts.state.get(named);
-      if (record && !record.terminal && !this.slots.has(named)) await this.adopt(named, message.partition);
+      if (record && !record.terminal && !this.slots.has(named))
+        await this.bounded(this.adopt(named, message.partition), `the load of order ${named}`);
     }
-    if (parsed.ok) await this.reloading.get(parsed.command.order_id);
+    if (parsed.ok) await this.bounded(this.reloading.get(parsed.command.order_id), 'its reload');
     const orderId = parsed.ok ? parsed.command.order_id : null;
     const slot = orderId === null ? undefined : this.slots.get(orderId);
     const record = orderId === null ? undefined : (slot?.record ?? this.opts.state.get(orderId));
@@ -2171,7 +2235,10 @@ export class OrderHost {
         // The order's home, shared by the replicas: this replica reads only its own partitions' records, so a
         // create of an order that already lives on another partition is recognised here, not by decide().
         const { command, hash } = decision;
-        const home = await this.opts.homes?.claim(command.order_id, message.partition);
+        const home = await this.bounded(
+          this.opts.homes?.claim(command.order_id, message.partition),
+          `the home of order ${command.order_id}`,
+        );
         // Finished, and gone from the state topic after its retention: a create replayed from the commands topic
         // (which may keep it longer) would otherwise start the order again, a second exchange order.
         if (home?.retired) {
@@ -2259,7 +2326,13 @@ export class OrderHost {
     hash: string,
   ): Promise<void> {
     let waited = false;
-    const fence = await this.acquireLease(command.order_id, 0, partition, () => (waited = true));
+    const fence = await this.acquireLease(
+      command.order_id,
+      0,
+      partition,
+      () => (waited = true),
+      this.waitDeadline(),
+    );
     if (fence === null) {
       throw new WorkerError(
         'partition_revoked',
@@ -2417,7 +2490,13 @@ export class OrderHost {
     const record = inHistory ? this.opts.state.get(orderId) : undefined;
     if (record && orderId) {
       // A finished order (no actor): extend its history under a fresh lease.
-      const fence = await this.acquireLease(orderId, record.fence, record.partition);
+      const fence = await this.acquireLease(
+        orderId,
+        record.fence,
+        record.partition,
+        undefined,
+        this.waitDeadline(),
+      );
       if (fence === null) {
         throw new WorkerError(
           'partition_revoked',
