@@ -202,7 +202,11 @@ export class CommandHandler {
           `the load of order ${named}`,
         );
     }
-    if (parsed.ok) await this.waits.bounded(this.state.reloading.get(parsed.command.order_id), 'its reload');
+    if (parsed.ok)
+      await this.waits.bounded(
+        this.state.reloading.get(parsed.command.order_id),
+        `the reload of order ${parsed.command.order_id}`,
+      );
     const orderId = parsed.ok ? parsed.command.order_id : null;
     const slot = orderId === null ? undefined : this.state.slots.get(orderId);
     const record = orderId === null ? undefined : (slot?.record ?? this.state.opts.state.get(orderId));
