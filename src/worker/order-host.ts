@@ -13,6 +13,7 @@ import type { MachineBinding } from './machine-binding.ts';
 import { WriteFailures } from './order-reload.ts';
 import { CommandHandler } from './runtime/command-handler.ts';
 import { CommandPipeline } from './runtime/command-pipeline.ts';
+import { CommandReplies } from './runtime/command-replies.ts';
 import { CommandWaits } from './runtime/command-waits.ts';
 import { HostState } from './runtime/host-state.ts';
 import { OrderLifecycle } from './runtime/lifecycle.ts';
@@ -65,6 +66,7 @@ export class OrderHost {
       signals: this.signals,
       pipeline: this.pipeline,
       waits,
+      replies: new CommandReplies(state, this.lifecycle, this.pipeline, waits),
     });
     const writerFailed = opts.writerFailed;
     writerFailed?.addEventListener('abort', () => this.halt(writerFailed.reason as Error), { once: true });

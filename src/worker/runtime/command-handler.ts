@@ -6,7 +6,6 @@ import { context, SpanKind, SpanStatusCode, trace, type Span } from '@openteleme
 import { opened } from '../../contract/command-answers.ts';
 import type { OrderCreateCommand } from '../../contract/commands.ts';
 import { commandTypes, parseCommand } from '../../contract/commands.ts';
-import { rejectedCommandFingerprint } from '../../contract/events.ts';
 import { WorkerError } from '../../errors.ts';
 import type { InboundCommandMessage } from '../../kafka/command-consumer.ts';
 import type { OrderRecord } from '../../kafka/order-state-store.ts';
@@ -25,12 +24,12 @@ import {
   ATTR_MESSAGING_SYSTEM,
   ATTR_ORDER_ID,
 } from '../../telemetry/semconv.ts';
-import { awayDecision, decide, retired, type Rejection } from '../command-intake.ts';
-import { forwardedHeaders, forwardingOf, towardsHome } from '../command-routing.ts';
+import { awayDecision, decide, retired } from '../command-intake.ts';
+import { forwardingOf, towardsHome } from '../command-routing.ts';
 import type { MachineBinding } from '../machine-binding.ts';
 import { operatorEvents, screenOperator } from '../operator-authority.ts';
-import type { EventPayload } from '../order-journal.ts';
 import type { CommandPipeline } from './command-pipeline.ts';
+import type { CommandReplies } from './command-replies.ts';
 import type { CommandWaits } from './command-waits.ts';
 import type { HostState } from './host-state.ts';
 import type { OrderLifecycle } from './lifecycle.ts';
@@ -45,6 +44,7 @@ export class CommandHandler {
   private readonly signals: OrderSignals;
   private readonly pipeline: CommandPipeline;
   private readonly waits: CommandWaits;
+  private readonly replies: CommandReplies;
   private readonly maxCommandBytes: number | undefined;
   /** When each command handler running now started (performance.now()), by its message. */
   private readonly running = new Map<InboundCommandMessage, number>();
@@ -57,6 +57,7 @@ export class CommandHandler {
       signals: OrderSignals;
       pipeline: CommandPipeline;
       waits: CommandWaits;
+      replies: CommandReplies;
     },
   ) {
     this.state = state;
@@ -65,6 +66,7 @@ export class CommandHandler {
     this.signals = parts.signals;
     this.pipeline = parts.pipeline;
     this.waits = parts.waits;
+    this.replies = parts.replies;
     this.maxCommandBytes = state.opts.maxCommandBytes;
   }
 
@@ -177,7 +179,7 @@ export class CommandHandler {
     if (
       passive &&
       restOf(passive) &&
-      this.routedHere(passive.orderId, message) &&
+      this.replies.routedHere(passive.orderId, message) &&
       !this.lifecycle.rests.wake(passive, 'command')
     )
       await this.waits.bounded(
@@ -194,7 +196,7 @@ export class CommandHandler {
       );
     // An unfinished order of this partition that nobody drives here (created by a previous owner after this
     // replica's restore, or whose reload failed): load it before answering its command.
-    if (named !== null && this.routedHere(named, message)) {
+    if (named !== null && this.replies.routedHere(named, message)) {
       const record = this.state.opts.state.get(named);
       if (record && !record.terminal && !this.state.slots.has(named))
         await this.waits.bounded(
@@ -240,10 +242,10 @@ export class CommandHandler {
         await this.pipeline.settleCommand(offset, this.state.opts.journal.commitOffset(offset), null);
         return;
       case 'reject':
-        await this.reject(decision.orderId, message, decision.rejection);
+        await this.replies.reject(decision.orderId, message, decision.rejection);
         return;
       case 'forward':
-        await this.forward(decision.orderId, message, decision.partition);
+        await this.replies.forward(decision.orderId, message, decision.partition);
         return;
       case 'create': {
         // The order's home, shared by the replicas: this replica reads only its own partitions' records, so a
@@ -256,7 +258,7 @@ export class CommandHandler {
         // Finished, and gone from the state topic after its retention: a create replayed from the commands topic
         // (which may keep it longer) would otherwise start the order again, a second exchange order.
         if (home?.retired) {
-          await this.reject(command.order_id, message, retired(command, hash));
+          await this.replies.reject(command.order_id, message, retired(command, hash));
           return;
         }
         // Its home is another partition (an order created before homes followed the key, or by such a replica during
@@ -270,8 +272,8 @@ export class CommandHandler {
                 message.partition,
                 towardsHome({ partition: message.partition, hops: forwarding?.hops ?? 0 }, home.partition),
               );
-        if (away?.kind === 'forward') return this.forward(command.order_id, message, away.partition);
-        if (away?.kind === 'reject') return this.reject(command.order_id, message, away.rejection);
+        if (away?.kind === 'forward') return this.replies.forward(command.order_id, message, away.partition);
+        if (away?.kind === 'reject') return this.replies.reject(command.order_id, message, away.rejection);
         await this.createOrder(command, message.partition, offset, hash);
         return;
       }
@@ -400,118 +402,5 @@ export class CommandHandler {
     );
     await this.pipeline.settleCommand(offset, written, slot);
     this.lifecycle.finishIfTerminal(slot);
-  }
-
-  /**
-   * Forwards a command to its order's home partition (command-routing.ts): a copy of the message (key, value and
-   * headers, plus where it first arrived) written with the offset where it arrived, in one transaction.
-   */
-  private async forward(orderId: string, message: InboundCommandMessage, partition: number): Promise<void> {
-    noteOutcome('forwarded');
-    const offset: OffsetToCommit = {
-      topic: message.topic,
-      partition: message.partition,
-      offset: message.offset,
-    };
-    this.state.logger.debug(
-      { orderId, from: { partition: message.partition, offset: message.offset }, to: partition },
-      "command forwarded to its order's partition",
-    );
-    const copy = {
-      topic: message.topic,
-      partition,
-      key: orderId,
-      value: message.value?.toString('utf8') ?? '',
-      headers: forwardedHeaders(message.headers, offset),
-    };
-    await this.pipeline.settleCommand(offset, this.state.opts.journal.forwardCommand(copy, offset), null);
-  }
-
-  /** The command arrived where its order lives: keyed by the order and on the order's partition (when it exists). */
-  private routedHere(orderId: string, message: InboundCommandMessage): boolean {
-    if (message.key !== orderId) return false;
-    const record = this.state.slots.get(orderId)?.record ?? this.state.opts.state.get(orderId);
-    return !record || record.partition === message.partition;
-  }
-
-  /**
-   * Publishes command.rejected: a bounded excerpt and a hash of the command as received, never the command itself.
-   * For an existing order, when the command arrived where the order lives (its key and partition), it is part of
-   * the order's history (next seq, recorded in the state record so a redelivery is not answered twice). Otherwise
-   * - no such order, or a null-keyed or mis-keyed or unroutable command naming an order of another partition, which
-   * this replica must not touch - it carries seq 0 and an event_id from its source offset.
-   */
-  private async reject(
-    orderId: string | null,
-    message: InboundCommandMessage,
-    body: Rejection,
-  ): Promise<void> {
-    noteOutcome('rejected', body.reason);
-    this.state.logger.warn(
-      {
-        orderId,
-        commandId: body.command_id,
-        reason: body.reason,
-        detail: body.message,
-        source: { partition: message.partition, offset: message.offset },
-      },
-      'command rejected',
-    );
-    const offset: OffsetToCommit = {
-      topic: message.topic,
-      partition: message.partition,
-      offset: message.offset,
-    };
-    const { remember, ...fields } = body;
-    const forwarded = forwardingOf(message.headers);
-    const rejected: EventPayload = {
-      type: 'command.rejected',
-      ...fields,
-      ...rejectedCommandFingerprint(message.value),
-      source: { topic: message.topic, partition: message.partition, offset: message.offset },
-      ...(forwarded ? { forwarded_from: forwarded.from } : {}),
-    };
-    const inHistory = orderId !== null && this.routedHere(orderId, message);
-    const slot = inHistory ? this.state.slots.get(orderId) : undefined;
-    if (slot && orderId) {
-      const written = await this.lifecycle.persist(slot, {
-        offset,
-        events: [rejected],
-        ...(remember ? { command: remember } : {}),
-      });
-      await this.pipeline.requireWritten(written, orderId, slot);
-      return;
-    }
-    const record = inHistory ? this.state.opts.state.get(orderId) : undefined;
-    if (record && orderId) {
-      // A finished order (no actor): extend its history under a fresh lease.
-      const fence = await this.lifecycle.acquireLease(
-        orderId,
-        record.fence,
-        record.partition,
-        this.waits.forLease(),
-      );
-      if (fence === null) {
-        throw new WorkerError(
-          'partition_revoked',
-          `partition ${record.partition} was revoked while a command for ${orderId} was refused`,
-          { retryable: true },
-        );
-      }
-      const { written } = this.state.opts.journal.append({
-        record,
-        fence,
-        events: [rejected],
-        command: remember,
-        offset,
-        guard: () => this.state.opts.leases.isValid(orderId),
-      });
-      // Let go of whatever the write did: a lease kept after a failed write would hold the order for ever.
-      const done = await written.finally(() => this.state.opts.leases.release(orderId).catch(() => {}));
-      await this.pipeline.requireWritten(done, orderId);
-      return;
-    }
-    const eventId = `rejected:${message.topic}:${message.partition}:${message.offset}`;
-    await this.state.opts.journal.publishUnsequenced(orderId, rejected, eventId, offset);
   }
 }
