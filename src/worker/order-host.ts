@@ -57,7 +57,7 @@ export class OrderHost {
     const waits = new CommandWaits(opts.commandWaitBoundMs);
     this.writes = new OrderWrites(state, binding, writeFailures);
     this.lifecycle = new OrderLifecycle(state, binding, this.writes, writeFailures);
-    this.signals = new OrderSignals(state, binding, this.writes, this.lifecycle);
+    this.signals = new OrderSignals(state, binding, this.lifecycle);
     this.partitions = new PartitionRestore(state, this.lifecycle);
     this.pipeline = new CommandPipeline(state, this.lifecycle, waits);
     this.commands = new CommandHandler(state, {

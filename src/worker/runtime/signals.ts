@@ -7,7 +7,6 @@ import { originLink } from '../../telemetry/order-sampler.ts';
 import type { MachineBinding, OrderActorEvent } from '../machine-binding.ts';
 import type { HostState } from './host-state.ts';
 import type { OrderLifecycle } from './lifecycle.ts';
-import type { OrderWrites } from './order-writes.ts';
 import type { ListingOutcome } from './ports.ts';
 import { stateLabel } from './rest-rules.ts';
 import { actorOf, isOut, restOf, type OrderSlot } from './slot-phases.ts';
@@ -19,13 +18,11 @@ const maxHintLinks = 8;
 export class OrderSignals {
   private readonly state: HostState;
   private readonly binding: MachineBinding;
-  private readonly writes: OrderWrites;
   private readonly lifecycle: OrderLifecycle;
 
-  constructor(state: HostState, binding: MachineBinding, writes: OrderWrites, lifecycle: OrderLifecycle) {
+  constructor(state: HostState, binding: MachineBinding, lifecycle: OrderLifecycle) {
     this.state = state;
     this.binding = binding;
-    this.writes = writes;
     this.lifecycle = lifecycle;
   }
 
