@@ -10,7 +10,6 @@
 // partition restore, the command pipeline and the command handler - and answers for them.
 import type { InboundCommandMessage } from '../kafka/command-consumer.ts';
 import type { MachineBinding } from './machine-binding.ts';
-import { WriteFailures } from './order-reload.ts';
 import { CommandHandler } from './runtime/command-handler.ts';
 import { CommandPipeline } from './runtime/command-pipeline.ts';
 import { CommandReplies } from './runtime/command-replies.ts';
@@ -53,10 +52,9 @@ export class OrderHost {
       mayAct: (orderId) => state.mayAct(orderId),
       ownerOfReference: (uniqueReference) => state.ownerOfReference(uniqueReference),
     });
-    const writeFailures = new WriteFailures();
     const waits = new CommandWaits(opts.commandWaitBoundMs);
-    this.writes = new OrderWrites(state, binding, writeFailures);
-    this.lifecycle = new OrderLifecycle(state, binding, this.writes, writeFailures);
+    this.writes = new OrderWrites(state, binding);
+    this.lifecycle = new OrderLifecycle(state, binding, this.writes);
     this.signals = new OrderSignals(state, binding, this.lifecycle);
     this.partitions = new PartitionRestore(state, this.lifecycle);
     this.pipeline = new CommandPipeline(state, this.lifecycle, waits);

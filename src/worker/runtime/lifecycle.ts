@@ -9,7 +9,7 @@ import { WorkerError } from '../../errors.ts';
 import type { OrderRecord } from '../../kafka/order-state-store.ts';
 import type { MachineBinding } from '../machine-binding.ts';
 import type { EventPayload } from '../order-journal.ts';
-import { defaultCallsSettleTimeoutMs, type WriteFailures } from '../order-reload.ts';
+import { defaultCallsSettleTimeoutMs, WriteFailures } from '../order-reload.ts';
 import { commandWaitExceeded } from './command-waits.ts';
 import type { HostState } from './host-state.ts';
 import { answered, type OrderWrites, type WriteExtra, type WriteReport } from './order-writes.ts';
@@ -31,22 +31,23 @@ export class OrderLifecycle {
   private readonly state: HostState;
   private readonly binding: MachineBinding;
   private readonly writes: OrderWrites;
-  private readonly writeFailures: WriteFailures;
+  /** Orders whose writes failed in a row: reloaded once, then halted. */
+  private readonly writeFailures = new WriteFailures();
   /** Rest and wake (rest-and-wake.ts): the deadlines, polls at rest and wakes of the orders driven here. */
   readonly rests: RestAndWake;
   /** The suspended-lease releases of resting orders leaving this replica (leaseReleaseConcurrency). */
   private readonly releases = pLimit(leaseReleaseConcurrency);
   /** What the lifecycle hears of each write it makes. */
   private readonly report: WriteReport = {
+    committed: (slot) => this.writeFailures.forget(slot.orderId),
     durable: (slot) => this.rests.noteQuiet(slot),
     failed: (slot, error) => this.writeFailed(slot, error),
   };
 
-  constructor(state: HostState, binding: MachineBinding, writes: OrderWrites, writeFailures: WriteFailures) {
+  constructor(state: HostState, binding: MachineBinding, writes: OrderWrites) {
     this.state = state;
     this.binding = binding;
     this.writes = writes;
-    this.writeFailures = writeFailures;
     this.rests = new RestAndWake(state, binding, writes, {
       startOptions: (slot) => this.startOptions(slot),
       onLeaseLost: (orderId, live) => this.onLeaseLost(orderId, live),

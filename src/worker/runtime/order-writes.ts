@@ -7,7 +7,6 @@ import type { OffsetToCommit } from '../../kafka/transactional-writer.ts';
 import { unrecordedDepositAlerts } from '../deposit-alerts.ts';
 import type { EmittedDomainEvent, MachineBinding } from '../machine-binding.ts';
 import type { EventPayload } from '../order-journal.ts';
-import type { WriteFailures } from '../order-reload.ts';
 import type { HostState } from './host-state.ts';
 import { actorOf, isHalted, isStopped, type OrderSlot } from './slot-phases.ts';
 
@@ -20,8 +19,12 @@ export interface WriteExtra {
   terminal?: boolean;
 }
 
-/** What the caller of a write hears of it: its record durable (and still the slot's), or its failure. */
+/**
+ * What the caller of a write hears of it: it committed, its record is durable (and still the slot's), or it failed
+ * (heard before anyone waiting for the write hears of it).
+ */
 export interface WriteReport {
+  committed(slot: OrderSlot): void;
   durable(slot: OrderSlot): void;
   failed(slot: OrderSlot, error: unknown): void;
 }
@@ -29,12 +32,10 @@ export interface WriteReport {
 export class OrderWrites {
   private readonly state: HostState;
   private readonly binding: MachineBinding;
-  private readonly writeFailures: WriteFailures;
 
-  constructor(state: HostState, binding: MachineBinding, writeFailures: WriteFailures) {
+  constructor(state: HostState, binding: MachineBinding) {
     this.state = state;
     this.binding = binding;
-    this.writeFailures = writeFailures;
   }
 
   /**
@@ -123,7 +124,7 @@ export class OrderWrites {
     this.state.indexReference(slot);
     const write = written.then((done) => {
       if (done) {
-        this.writeFailures.forget(slot.orderId);
+        report.committed(slot);
         if (slot.record === record) {
           slot.durableRev = record.rev;
           report.durable(slot);

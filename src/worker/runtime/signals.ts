@@ -7,6 +7,7 @@ import { originLink } from '../../telemetry/order-sampler.ts';
 import type { MachineBinding, OrderActorEvent } from '../machine-binding.ts';
 import type { HostState } from './host-state.ts';
 import type { OrderLifecycle } from './lifecycle.ts';
+import type { RestAndWake } from './rest-and-wake.ts';
 import type { ListingOutcome } from './ports.ts';
 import { stateLabel } from './rest-rules.ts';
 import { actorOf, isOut, restOf, type OrderSlot } from './slot-phases.ts';
@@ -18,12 +19,13 @@ const maxHintLinks = 8;
 export class OrderSignals {
   private readonly state: HostState;
   private readonly binding: MachineBinding;
-  private readonly lifecycle: OrderLifecycle;
+  /** Wakes a resting order for a signal, or keeps it at rest when the signal only confirms it. */
+  private readonly rests: RestAndWake;
 
   constructor(state: HostState, binding: MachineBinding, lifecycle: OrderLifecycle) {
     this.state = state;
     this.binding = binding;
-    this.lifecycle = lifecycle;
+    this.rests = lifecycle.rests;
   }
 
   /** See OrderHost.deliverHint. */
@@ -34,10 +36,9 @@ export class OrderSignals {
     const slot = this.state.slots.get(hint.orderId);
     if (slot && restOf(slot)) {
       if (!wake) return false;
-      if (!this.lifecycle.rests.wake(slot, 'hint') && this.state.resuming.has(hint.orderId)) {
+      if (!this.rests.wake(slot, 'hint') && this.state.resuming.has(hint.orderId)) {
         // Its lease is being taken up again from Redis: the hint follows once the order is live (once only).
-        if (again)
-          void this.lifecycle.rests.awake(hint.orderId).then(() => this.deliverHint(hint, { again: false }));
+        if (again) void this.rests.awake(hint.orderId).then(() => this.deliverHint(hint, { again: false }));
         return true;
       }
     }
@@ -90,15 +91,8 @@ export class OrderSignals {
     const resting = slot && restOf(slot);
     const atRest = slot && resting && !isOut(slot) ? this.confirmAtRest(slot, row) : undefined;
     if (atRest) return atRest;
-    if (
-      slot &&
-      resting &&
-      !this.lifecycle.rests.wake(slot, 'listing') &&
-      this.state.resuming.has(slot.orderId)
-    )
-      return again
-        ? this.lifecycle.rests.awake(slot.orderId).then(() => this.deliverListing(row, false))
-        : 'ignored';
+    if (slot && resting && !this.rests.wake(slot, 'listing') && this.state.resuming.has(slot.orderId))
+      return again ? this.rests.awake(slot.orderId).then(() => this.deliverListing(row, false)) : 'ignored';
     const actor = slot && actorOf(slot);
     if (!slot || !actor || isOut(slot) || !this.state.mayAct(slot.orderId)) return 'not_here';
     const status = actor.status();
@@ -132,7 +126,7 @@ export class OrderSignals {
     const resting = this.binding.restingAfterListing(slot.record.machine, row);
     if (resting === null) return undefined;
     rest.listedAt = row.at;
-    this.lifecycle.rests.restAgain(slot, rest, resting);
+    this.rests.restAgain(slot, rest, resting);
     return 'confirmed';
   }
 
@@ -146,7 +140,7 @@ export class OrderSignals {
       // A passivated order polls when it wakes; one whose wake is overdue (its timer held back) is woken here.
       const rest = restOf(slot);
       if (rest) {
-        if (now - rest.wakeAt > maxAgeMs) this.lifecycle.rests.wake(slot, 'reconcile');
+        if (now - rest.wakeAt > maxAgeMs) this.rests.wake(slot, 'reconcile');
         continue;
       }
       const actor = actorOf(slot);
