@@ -22,11 +22,48 @@ export function paymentDeadlineOf(order: ExchangeOrderView): number | null {
   return null;
 }
 
-/** What was tried to establish a create's outcome, for the operator reading order.parked. */
+/**
+ * An order the runtime stopped on an error its machine does not model (an actor that threw, a write that failed
+ * twice): parked as internal_error, with no create attempt to account for.
+ */
+export interface InternalErrorPark {
+  readonly mode: OrderDomainEventOf<'order.parked'>['mode'];
+  readonly code: string;
+  readonly message: string;
+  /** When it stopped (epoch ms): the whole window of the park. */
+  readonly at: number;
+}
+
+/**
+ * The one builder of order.parked. From the machine's context and the failure that left a create in doubt: what was
+ * tried to establish its outcome, for the operator reading it (create_outcome_unknown). From an internal error
+ * the runtime halted the order on: internal_error.
+ */
 export function parkedEventOf(
   context: OrderContext,
   failure: FailureRecord,
+): OrderDomainEventOf<'order.parked'>;
+export function parkedEventOf(halt: InternalErrorPark): OrderDomainEventOf<'order.parked'>;
+export function parkedEventOf(
+  subject: OrderContext | InternalErrorPark,
+  failure?: FailureRecord,
 ): OrderDomainEventOf<'order.parked'> {
+  if (failure === undefined) {
+    const halt = subject as InternalErrorPark;
+    return {
+      type: 'order.parked',
+      reason: 'internal_error',
+      mode: halt.mode,
+      rate_id: null,
+      window_from: isoOf(halt.at),
+      window_to: isoOf(halt.at),
+      attempts: 0,
+      tried: [],
+      code: halt.code,
+      message: halt.message,
+    };
+  }
+  const context = subject as OrderContext;
   const intent = context.pendingIntent?.kind === 'create' ? context.pendingIntent : null;
   const rateId = intent?.rateId ?? null;
   const tried = [`POST /orders/ sent ${context.createAttempts} time(s)`];

@@ -75,7 +75,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
   const retention = buildRetention(config, logger, { store, writer, redis, routes });
 
   const { hints, cluster } = buildKafkaSidecars(kafka);
-  const health = buildHealth(config, { consumer, cluster, redis });
+  const health = buildHealth(config, { consumer, cluster, redis, host });
   const http = buildHttpFace(config, logger, telemetry, { health, host, store, routes, hints, fleet, redis });
 
   const worker = buildWorker(config, logger, telemetry, {

@@ -9,6 +9,7 @@ import type { KeyPartitioning } from '../kafka/partitioning.ts';
 import type { EventLoopLoad } from '../process/event-loop-load.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Telemetry } from '../telemetry/sdk.ts';
+import { commandWaitBoundOf } from '../timeouts.ts';
 import type { ExchangeActors } from '../worker/exchange-actors.ts';
 import { OperatorAuthority } from '../worker/operator-authority.ts';
 import { OrderHost } from '../worker/order-host.ts';
@@ -76,6 +77,8 @@ export function buildHost(
     callsSettled: exchangeActors.settled,
     // A lease is let go of, and a reload acts, once the order's calls ended: at most the create timeout and a margin.
     callsSettleTimeoutMs: callsSettleTimeoutOf(createOrderTimeoutMs),
+    // A command's waits end well within the Kafka session: a handler still waiting past it leaves a zombie member.
+    commandWaitBoundMs: commandWaitBoundOf(config.kafkaSessionTimeoutMs),
     callInFlight: exchangeActors.busy,
     passivateIdleMs: config.passivateIdleMs,
     // Routine polls of resting orders wait (up to 60 s after their last confirmation) while the thread is saturated

@@ -15,7 +15,7 @@ import type { CommandConsumer } from '../kafka/command-consumer.ts';
 import type { OrderStateStore } from '../kafka/order-state-store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Telemetry } from '../telemetry/sdk.ts';
-import { WorkerHealth } from '../worker/health.ts';
+import { stuckHandlerAfterOf, WorkerHealth } from '../worker/health.ts';
 import type { OrderHost } from '../worker/order-host.ts';
 import { webhookRouting, type OrderRoutes } from '../worker/webhook-routing.ts';
 import type { RedisParts } from './redis.ts';
@@ -48,11 +48,22 @@ function webhookSignatureCheck(secrets: readonly string[]): NonNullable<WebhookR
 
 export function buildHealth(
   config: WorkerConfig,
-  parts: { consumer: CommandConsumer; cluster: ClusterAdmin; redis: Pick<RedisParts, 'redis'> },
+  parts: {
+    consumer: CommandConsumer;
+    cluster: ClusterAdmin;
+    redis: Pick<RedisParts, 'redis'>;
+    host: Pick<OrderHost, 'commandRunningForMs'>;
+  },
 ): WorkerHealth {
   const { redis } = parts.redis;
+  const { host } = parts;
   return new WorkerHealth({
     consumer: parts.consumer,
+    // Not alive while a command handler runs past the session: the member is gone from the group meanwhile.
+    commands: {
+      runningForMs: () => host.commandRunningForMs(),
+      stuckAfterMs: stuckHandlerAfterOf(config.kafkaSessionTimeoutMs),
+    },
     kafka: parts.cluster,
     checks: {
       redis: async () => (await redis.ping()) === 'PONG',

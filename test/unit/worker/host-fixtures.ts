@@ -88,6 +88,7 @@ export function hostOver(
       | 'rewind'
       | 'callsSettled'
       | 'callsSettleTimeoutMs'
+      | 'commandWaitBoundMs'
       | 'operatorAuthority'
     >
   > = {},
@@ -125,6 +126,7 @@ export function hostOver(
       ? {}
       : { callsSettleTimeoutMs: options.callsSettleTimeoutMs }),
     ...(options.operatorAuthority ? { operatorAuthority: options.operatorAuthority } : {}),
+    ...(options.commandWaitBoundMs === undefined ? {} : { commandWaitBoundMs: options.commandWaitBoundMs }),
   });
 }
 
