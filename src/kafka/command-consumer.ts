@@ -249,7 +249,17 @@ export class CommandConsumer {
         const held = handlers.admit?.(inbound);
         if (held) await this.heartbeatingUntil(held, () => payload.heartbeat());
         this.wait.handedOn(Number(message.timestamp), Date.now());
-        await handlers.onMessage(inbound);
+        try {
+          await handlers.onMessage(inbound);
+        } catch (error) {
+          // kafkajs retries a failed message in place, without a heartbeat, for as long as its retry policy lasts: a
+          // replica evicted meanwhile (paused past its session, or a handler whose waits ran out) would go on failing
+          // outside the group for minutes. A heartbeat first: one that reports a rebalance or an unknown member
+          // throws, and kafkajs rejoins the group instead of retrying (the message, its offset not committed, is
+          // read again by the partition's next owner).
+          await payload.heartbeat();
+          throw error;
+        }
       },
     });
   }
