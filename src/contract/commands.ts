@@ -157,14 +157,15 @@ export function webhookHintCommand(hint: {
   status?: string;
   receivedAt: string;
 }): OrderWebhookHintCommand {
-  return {
+  const command: OrderWebhookHintCommand = {
     type: 'order.webhook_hint',
     command_id: hint.commandId,
     order_id: hint.orderId,
     unique_reference: hint.uniqueReference,
-    ...(hint.status === undefined ? {} : { status: hint.status }),
     received_at: hint.receivedAt,
   };
+  if (hint.status !== undefined) command.status = hint.status;
+  return command;
 }
 export type OrderCommand = z.infer<typeof orderCommand>;
 

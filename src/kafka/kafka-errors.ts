@@ -2,9 +2,9 @@
 // size refusal (final for the transaction: the writer splits around it) and a fenced or unauthorized producer
 // (final for the process: another replica takes over).
 
-/** The Kafka error names in an error and its causes (kafkajs wraps protocol errors). */
-export function kafkaErrorNames(error: unknown): string[] {
-  const names: string[] = [];
+/** Every error object inside an error and what kafkajs wraps in it (causes, retries, aggregates), outermost first. */
+export function errorsWithin(error: unknown): Array<{ type?: unknown; name?: unknown }> {
+  const found: Array<{ type?: unknown; name?: unknown }> = [];
   const seen = new Set<unknown>();
   const visit = (value: unknown, depth: number): void => {
     if (!value || typeof value !== 'object' || seen.has(value) || depth > 5) return;
@@ -16,14 +16,20 @@ export function kafkaErrorNames(error: unknown): string[] {
       errors?: unknown;
       originalError?: unknown;
     };
-    if (typeof e.type === 'string') names.push(e.type);
-    if (typeof e.name === 'string') names.push(e.name);
+    found.push(e);
     visit(e.cause, depth + 1);
     visit(e.originalError, depth + 1);
     if (Array.isArray(e.errors)) for (const inner of e.errors) visit(inner, depth + 1);
   };
   visit(error, 0);
-  return names;
+  return found;
+}
+
+/** The Kafka error names in an error and its causes (kafkajs wraps protocol errors): each one's type, then name. */
+export function kafkaErrorNames(error: unknown): string[] {
+  return errorsWithin(error).flatMap((e) =>
+    [e.type, e.name].filter((n): n is string => typeof n === 'string'),
+  );
 }
 
 /** The broker refused records for their size: retrying the same transaction can never succeed. */

@@ -4,6 +4,7 @@
 // permission (its producer is transactional: InitProducerId checks Write on the transactional id; the hints
 // producer is not idempotent), and reads only its own topics. An authorization failure is explained with the ACL
 // that covers it, so a missing one stops the worker with a message that says what to grant.
+import { errorsWithin } from './kafka-errors.ts';
 
 export type AclResourceType = 'Topic' | 'Group' | 'TransactionalId';
 export type AclPatternType = 'LITERAL' | 'PREFIXED';
@@ -91,19 +92,7 @@ const authorizationFailures = new Set([...Object.keys(resourceOfFailure), 'CLUST
 
 /** The broker's error names found in a kafkajs error and what it wraps (retries, aggregates, causes). */
 export function kafkaErrorTypes(error: unknown): string[] {
-  const types: string[] = [];
-  const seen = new Set<unknown>();
-  const visit = (value: unknown, depth: number): void => {
-    if (!value || typeof value !== 'object' || seen.has(value) || depth > 5) return;
-    seen.add(value);
-    const e = value as { type?: unknown; cause?: unknown; errors?: unknown; originalError?: unknown };
-    if (typeof e.type === 'string') types.push(e.type);
-    visit(e.cause, depth + 1);
-    visit(e.originalError, depth + 1);
-    if (Array.isArray(e.errors)) for (const inner of e.errors) visit(inner, depth + 1);
-  };
-  visit(error, 0);
-  return types;
+  return errorsWithin(error).flatMap((e) => (typeof e.type === 'string' ? [e.type] : []));
 }
 
 /** The authorization failure in a Kafka error (TOPIC_AUTHORIZATION_FAILED, ...), or undefined for any other error. */
