@@ -141,7 +141,7 @@ function harness(options: HarnessOptions = {}): Harness {
     can: () => status.accepts,
     send: (event) => void sent.push(event),
     status: () => ({ state: '"open"', terminal: false, depositTxHash: null, ...status }),
-    durable: () => ({ fake: true }),
+    persisted: () => ({ fake: true }),
     stop: () => {},
   };
   const binding: MachineBinding = {
