@@ -176,7 +176,7 @@ describe('order host: a reload waits for the calls its order still has out', () 
     expect(asked).toEqual([['o-1', callsSettleTimeoutOf(createOrderTimeoutMs)]]);
     expect(h.lives).toHaveLength(1);
     expect(h.acquires()).toBe(1);
-    expect(h.host.adoptOrphans()).toBe(0);
+    expect(h.host.takeUpOrphans()).toBe(0);
 
     settle.resolve();
     await reload;
