@@ -1,11 +1,11 @@
-// When an order stored in its durable form is only waiting, and until when: the runtime may then stop its actor and
+// When an order stored in its persisted form is only waiting, and until when: the runtime may then stop its actor and
 // keep the record alone (passivation), re-creating the actor through the `restoring` router when the time comes or
 // an event arrives. Only a state whose restore re-enters exactly the state it was stored in, with no call in flight
 // and every timer derived from an absolute time in context, qualifies; anything else keeps its actor (null).
 // Which states may rest is the machine's word (its states tagged `restable`), where the routers lead back is the
 // routers' own (order-context.ts), and the context fields named here are typed by the machine's context.
 import type { AnyStateNode } from 'xstate';
-import { isDurableOrder, type DurableOrder } from './order-persistence.ts';
+import { isPersistedOrder, type PersistedOrder } from './order-persistence.ts';
 import { orderMachine, restableTag } from './order-machine.ts';
 import {
   awaitingDepositStatus,
@@ -49,9 +49,9 @@ export function contextFields(...fields: ReadonlyArray<keyof OrderContext>): Rea
 }
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
-function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unknown } | null {
-  if (durable.resumeFrom !== 'open' || durable.done) return null;
-  const value = durable.stateValue;
+function openRegions(persisted: PersistedOrder): { deposit: unknown; exchange: unknown } | null {
+  if (persisted.resumeFrom !== 'open' || persisted.done) return null;
+  const value = persisted.stateValue;
   if (typeof value !== 'object' || value === null) return null;
   const open = (value as Record<string, unknown>)['open'];
   if (typeof open !== 'object' || open === null) return null;
@@ -67,18 +67,18 @@ function openRegions(durable: DurableOrder): { deposit: unknown; exchange: unkno
  * any other state (a call in flight, a step before the exchange order exists, a parked create), or a context that
  * the restore router would not route back to the same state.
  */
-export function passiveUntil(durable: DurableOrder): number | null {
-  const deadlines = restingDeadlines(durable);
+export function passiveUntil(persisted: PersistedOrder): number | null {
+  const deadlines = restingDeadlines(persisted);
   return deadlines === null ? null : Math.min(deadlines.poll, ...deadlines.others);
 }
 
 /** The resting order's next routine poll and its other deadlines; null when it is not only waiting. */
-function restingDeadlines(durable: DurableOrder): { poll: number; others: number[] } | null {
-  if (durable.resumeFrom !== 'open' || durable.done) return null;
-  const leaves = activeLeaves(durable.stateValue, '');
+function restingDeadlines(persisted: PersistedOrder): { poll: number; others: number[] } | null {
+  if (persisted.resumeFrom !== 'open' || persisted.done) return null;
+  const leaves = activeLeaves(persisted.stateValue, '');
   if (leaves === null || leaves.length === 0 || !leaves.every((leaf) => restableStates.has(leaf)))
     return null;
-  const context = durable.context;
+  const context = persisted.context;
   // Each region only where its restore router leads back to it (the router's own guards, order-context.ts).
   const deposit = depositResumeTarget(context);
   if (!leaves.includes(`open.deposit.${deposit}`)) return null;
@@ -102,17 +102,17 @@ function restingDeadlines(durable: DurableOrder): { poll: number; others: number
 }
 
 /**
- * A resting order's durable form as a bulk listing row that confirms it leaves it: the machine's own LISTED
+ * A resting order's persisted form as a bulk listing row that confirms it leaves it: the machine's own LISTED
  * confirmation in `monitoring` (the same status as last confirmed, not stale) moves its confirmation time and its
  * next routine poll, and nothing else. Null when the row is anything else for this order (another status, a stale
  * page) or the order is not only waiting: then it has to be woken for the row. Lets the runtime keep a passivated
  * order at rest through the listing rounds that confirm it (one wake per round and order was most of a replica's
  * work with tens of thousands of CeFi orders open).
  */
-export function confirmedByListing(durable: DurableOrder, listing: ListingRow): DurableOrder | null {
-  if (restingDeadlines(durable) === null || !listingConfirms(durable.context, listing)) return null;
-  const context = { ...durable.context, ...listingConfirmation(durable.context, listing.at) };
-  return { ...durable, savedAt: context.now, context };
+export function confirmedByListing(persisted: PersistedOrder, listing: ListingRow): PersistedOrder | null {
+  if (restingDeadlines(persisted) === null || !listingConfirms(persisted.context, listing)) return null;
+  const context = { ...persisted.context, ...listingConfirmation(persisted.context, listing.at) };
+  return { ...persisted, savedAt: context.now, context };
 }
 
 /**
@@ -126,11 +126,11 @@ export function confirmedByListing(durable: DurableOrder, listing: ListingRow): 
  * for a GET of its own.
  */
 export function pollDueAtRest(
-  durable: DurableOrder,
+  persisted: PersistedOrder,
   now: number,
 ): { request: FetchOrderInput; nextDeadline: number | null } | null {
-  const deadlines = restingDeadlines(durable);
-  const context = durable.context;
+  const deadlines = restingDeadlines(persisted);
+  const context = persisted.context;
   if (deadlines === null || deadlines.poll > now || context.order === null) return null;
   if (context.hintDueAt != null || deadlines.others.some((at) => at <= now)) return null;
   return {
@@ -140,26 +140,26 @@ export function pollDueAtRest(
 }
 
 /**
- * A resting order's durable form once the answer to its routine poll (made by the runtime: pollDueAtRest) is taken,
+ * A resting order's persisted form once the answer to its routine poll (made by the runtime: pollDueAtRest) is taken,
  * when that answer only confirms it: the same status and the same exchange order as written, not older than the
  * last confirmation. Exactly what the machine's POLLED (or its own poll's answer) leaves in `monitoring` then
  * (observeOrder in order-machine.ts: when it was confirmed, the next poll), so the order stays at rest with it and
  * nothing is written (onlyConfirms). Null when the answer has news, or the order is not only waiting for that poll:
  * the machine must take it (POLLED).
  */
-export function confirmedByPoll(durable: DurableOrder, answer: FetchOrderOutput): DurableOrder | null {
-  const context = durable.context;
-  if (restingDeadlines(durable) === null || context.pollAttempt !== 0 || context.hintDueAt != null)
+export function confirmedByPoll(persisted: PersistedOrder, answer: FetchOrderOutput): PersistedOrder | null {
+  const context = persisted.context;
+  if (restingDeadlines(persisted) === null || context.pollAttempt !== 0 || context.hintDueAt != null)
     return null;
   if (isStaleListing(context, answer.at)) return null;
   if (answer.order.status !== context.lastStatus || !sameJson(answer.order, context.order)) return null;
-  const next: DurableOrder = {
-    ...durable,
+  const next: PersistedOrder = {
+    ...persisted,
     savedAt: answer.at,
     // The same exchange order as held (sameJson above): the object already held stays.
     context: { ...context, ...observation(context, answer), order: context.order },
   };
-  return onlyConfirms(durable, next) ? next : null;
+  return onlyConfirms(persisted, next) ? next : null;
 }
 
 /** How close to the longest poll interval a deferred poll still runs (a margin for timers and the GET itself). */
@@ -172,9 +172,9 @@ export const pollDeferralMarginMs = 2_000;
  * deadline of the order (its payment deadline, a deposit retry). Null when the next wake is not a routine poll, the
  * status was never confirmed, or nothing is left to put off.
  */
-export function pollDeferrableUntil(durable: DurableOrder): number | null {
-  const deadlines = restingDeadlines(durable);
-  const confirmedAt = durable.context.confirmedAt;
+export function pollDeferrableUntil(persisted: PersistedOrder): number | null {
+  const deadlines = restingDeadlines(persisted);
+  const confirmedAt = persisted.context.confirmedAt;
   if (deadlines === null || confirmedAt === null || confirmedAt === undefined) return null;
   if (deadlines.others.some((at) => at <= deadlines.poll)) return null;
   const until = Math.min(confirmedAt + pollIntervalBounds.maxMs - pollDeferralMarginMs, ...deadlines.others);
@@ -198,7 +198,7 @@ const pollStartFields = contextFields(
 );
 
 /**
- * Equal as JSON values (both sides are durable forms: plain objects, arrays, strings, numbers, booleans, null).
+ * Equal as JSON values (both sides are persisted forms: plain objects, arrays, strings, numbers, booleans, null).
  * Compared in place: serialising both sides of every context field on every poll was a measurable share of a
  * replica's CPU while many orders poll at once.
  */
@@ -220,13 +220,13 @@ export function sameJson(a: unknown, b: unknown): boolean {
 }
 
 /**
- * True when `next` differs from the `written` durable form only by the start of a status poll: the exchange region
+ * True when `next` differs from the `written` persisted form only by the start of a status poll: the exchange region
  * went from `monitoring` to `polling` (or polls again), the deposit region did not move, and no context field changed
  * but the poll's bookkeeping. Such a change need not be written (issue 12: poll bookkeeping is not rewritten as a
  * full record on every poll): the poll is a GET, which moves no money, and its answer is written unless it only
  * confirms the order (onlyConfirms).
  */
-export function onlyStartsAPoll(written: unknown, next: DurableOrder): boolean {
+export function onlyStartsAPoll(written: unknown, next: PersistedOrder): boolean {
   return changedOnly(written, next, ['monitoring', 'polling'], 'polling', pollStartFields);
 }
 
@@ -234,14 +234,14 @@ export function onlyStartsAPoll(written: unknown, next: DurableOrder): boolean {
 const confirmationFields = contextFields(...pollStartFields, 'confirmedAt', 'nextPollAt');
 
 /**
- * True when `next` differs from the `written` durable form only by a confirmation: a GET (or a listing row) showed
+ * True when `next` differs from the `written` persisted form only by a confirmation: a GET (or a listing row) showed
  * the order exactly as written (the same status and the same exchange order), so only when it was confirmed and
  * when it polls next moved, with the bookkeeping of the poll's start; the order monitors again with no poll or hint
  * pending. Not written (issue 12: poll bookkeeping is not rewritten as a full record on every poll): the runtime
  * keeps this form in memory with the written record, so the order rests until its next poll. A restart re-reads the
  * written form and polls soon (a GET, which moves nothing); nothing else is lost.
  */
-export function onlyConfirms(written: unknown, next: DurableOrder): boolean {
+export function onlyConfirms(written: unknown, next: PersistedOrder): boolean {
   const context = next.context;
   if (context.pollStartedAt !== null || context.hintPending || context.hintDueAt != null) return false;
   return changedOnly(written, next, ['monitoring'], 'monitoring', confirmationFields);
@@ -251,24 +251,24 @@ export function onlyConfirms(written: unknown, next: DurableOrder): boolean {
 const hintWaitFields = contextFields('now', 'hintDueAt', 'hintSince', 'hintedStatus', 'webhooksInformed');
 
 /**
- * True when `next` differs from the `written` durable form only by webhook hints noted while monitoring: a hint that
+ * True when `next` differs from the `written` persisted form only by webhook hints noted while monitoring: a hint that
  * waits for the ones after it (hintCoalesceMs), or one naming a status already confirmed. Not written: a hint is
  * best effort (a restart loses it, and the routine poll confirms the order), and writing each one would put a
  * Kafka transaction before the GET of the end that often follows within milliseconds. The runtime keeps such an
  * order live until its GET (RestingOrder is computed from the written record).
  */
-export function onlyWaitsForHints(written: unknown, next: DurableOrder): boolean {
+export function onlyWaitsForHints(written: unknown, next: PersistedOrder): boolean {
   return changedOnly(written, next, ['monitoring'], 'monitoring', hintWaitFields);
 }
 
 function changedOnly(
   written: unknown,
-  next: DurableOrder,
+  next: PersistedOrder,
   from: readonly string[],
   to: string,
   fields: ReadonlySet<keyof OrderContext>,
 ): boolean {
-  if (!isDurableOrder(written)) return false;
+  if (!isPersistedOrder(written)) return false;
   const before = openRegions(written);
   const after = openRegions(next);
   if (!before || !after || after.exchange !== to) return false;
@@ -279,8 +279,8 @@ function changedOnly(
 
 /** True when the two forms' contexts differ in none but these fields. */
 function sameContextBut(
-  written: DurableOrder,
-  next: DurableOrder,
+  written: PersistedOrder,
+  next: PersistedOrder,
   fields: ReadonlySet<keyof OrderContext>,
 ): boolean {
   // A stored context may carry keys the type does not (an older record's): they are compared like any other.
@@ -303,16 +303,16 @@ function sameContextBut(
 const quoteStartFields = contextFields('now', 'pendingIntent');
 
 /**
- * True when `next` differs from the `written` durable form only by the grant of a quote slot: the order went from
+ * True when `next` differs from the `written` persisted form only by the grant of a quote slot: the order went from
  * `quoting.acquiringSlot` to `quoting.requesting` and nothing else changed. Such a change need not be written: the
  * quote request is a GET, which moves no money, and a restart routes both forms alike, to a fresh slot request (a
  * quote request that may have gone out holds its cooldown slot in Redis under the token of its own attempt, so the
  * restored order waits out the cooldown, whichever form it restored). The quote is written with the create intent,
  * durable before the POST.
  */
-export function onlyStartsAQuote(written: unknown, next: DurableOrder): boolean {
+export function onlyStartsAQuote(written: unknown, next: PersistedOrder): boolean {
   return (
-    isDurableOrder(written) &&
+    isPersistedOrder(written) &&
     written.resumeFrom === 'quoting.acquiringSlot' &&
     next.resumeFrom === 'quoting.requesting' &&
     written.done === next.done &&

@@ -12,7 +12,7 @@ import { isResumeKey } from './resume-keys.ts';
 import type { ResumeKey } from './resume-keys.ts';
 import type { SnapshotFrom } from 'xstate';
 
-export const durableOrderVersion = 1;
+export const persistedOrderVersion = 1;
 
 export type OrderSnapshot = SnapshotFrom<OrderMachine>;
 
@@ -20,8 +20,8 @@ export { isResumeKey, resumableStates } from './resume-keys.ts';
 export type { ResumeKey } from './resume-keys.ts';
 
 /** JSON-serialisable; written by the runtime after every transition and before every side-effect call. */
-export interface DurableOrder {
-  readonly version: typeof durableOrderVersion;
+export interface PersistedOrder {
+  readonly version: typeof persistedOrderVersion;
   readonly orderId: string;
   readonly resumeFrom: ResumeKey;
   /** The full state value, for operators and dashboards; restore only needs `resumeFrom`. */
@@ -98,10 +98,10 @@ export function jsonCopy<T>(value: T): T {
   }
 }
 
-export function toDurable(snapshot: OrderSnapshot): DurableOrder {
+export function toPersisted(snapshot: OrderSnapshot): PersistedOrder {
   const context = jsonCopy(snapshot.context);
   return {
-    version: durableOrderVersion,
+    version: persistedOrderVersion,
     orderId: context.request.orderId,
     resumeFrom: resumeKeyOf(snapshot.value),
     stateValue: jsonCopy(snapshot.value),
@@ -112,11 +112,11 @@ export function toDurable(snapshot: OrderSnapshot): DurableOrder {
 }
 
 /** Checks the shape a stored JSON document must have before it is restored. */
-export function isDurableOrder(value: unknown): value is DurableOrder {
+export function isPersistedOrder(value: unknown): value is PersistedOrder {
   if (typeof value !== 'object' || value === null) return false;
-  const candidate = value as Partial<DurableOrder>;
+  const candidate = value as Partial<PersistedOrder>;
   return (
-    candidate.version === durableOrderVersion &&
+    candidate.version === persistedOrderVersion &&
     typeof candidate.orderId === 'string' &&
     typeof candidate.resumeFrom === 'string' &&
     isResumeKey(candidate.resumeFrom) &&
@@ -126,11 +126,11 @@ export function isDurableOrder(value: unknown): value is DurableOrder {
 }
 
 /** Input that starts the machine in its `restoring` router, at the runtime's time `now`. */
-export function restoreInput(durable: DurableOrder, now: number): OrderRestoreInput {
-  if (!isDurableOrder(durable)) {
+export function restoreInput(persisted: PersistedOrder, now: number): OrderRestoreInput {
+  if (!isPersistedOrder(persisted)) {
     throw new Error(
-      `unsupported durable order (version ${String((durable as { version?: unknown }).version)})`,
+      `unsupported persisted order (version ${String((persisted as { version?: unknown }).version)})`,
     );
   }
-  return { restore: { resumeFrom: durable.resumeFrom, context: durable.context }, now };
+  return { restore: { resumeFrom: persisted.resumeFrom, context: persisted.context }, now };
 }

@@ -24,7 +24,7 @@ export interface EventOnTopic {
   traceId: string | null;
 }
 
-/** The fields of the persisted machine the inspector reads (machines/order-persistence.ts, DurableOrder). */
+/** The fields of the persisted machine the inspector reads (machines/order-persistence.ts, PersistedOrder). */
 const persistedMachineSchema = z
   .object({
     resumeFrom: z.string(),

@@ -405,7 +405,7 @@ export class WorkerMetrics {
       leaseTakenOver: (): void => this.leasesTakenOver.add(1),
       orderRestored: (): void => this.ordersRestored.add(1),
       reconcileNudged: (count: number): void => this.reconcileNudges.add(count),
-      orphanAdopted: (): void => this.orphansAdopted.add(1),
+      orphanTakenUp: (): void => this.orphansAdopted.add(1),
       orderPassivated: (): void => this.ordersPassivated.add(1),
       orderReactivated: (reason: string): void => this.ordersReactivated.add(1, { reason }),
       pollDeferred: (reason: string): void => this.pollsDeferred.add(1, { reason }),

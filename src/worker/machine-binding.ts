@@ -63,8 +63,8 @@ export interface OrderActorHandle {
   send(event: OrderActorEvent): void;
   /** The current snapshot's status (the same object until the order's next transition: not to be changed). */
   status(): Readonly<OrderActorStatus>;
-  /** The JSON-serialisable durable form of the current snapshot. */
-  durable(): unknown;
+  /** The JSON-serialisable persisted form of the current snapshot. */
+  persisted(): unknown;
   stop(): void;
 }
 
@@ -97,21 +97,21 @@ export interface OrderBarrier {
 
 export interface MachineBinding {
   create(command: OrderCreateCommand, opts: StartOrderOptions): OrderActorHandle;
-  restore(durable: unknown, opts: StartOrderOptions): OrderActorHandle;
+  restore(persisted: unknown, opts: StartOrderOptions): OrderActorHandle;
   /**
-   * Whether an order stored in this durable form is only waiting (no call in flight, nothing to do before a
+   * Whether an order stored in this persisted form is only waiting (no call in flight, nothing to do before a
    * timer), and until when; null while it must keep its actor. The host may then stop the actor (or, restoring
-   * it, not start one) and restore it from the same durable form at that time or on the next event.
+   * it, not start one) and restore it from the same persisted form at that time or on the next event.
    */
-  resting(durable: unknown): RestingOrder | null;
+  resting(persisted: unknown): RestingOrder | null;
   /**
-   * For an order resting in this durable form: how it would rest once the machine took this bulk listing row as a
+   * For an order resting in this persisted form: how it would rest once the machine took this bulk listing row as a
    * confirmation (its next poll moved out), without an actor; null when the row is anything else for it (it must be
    * woken and handed the row). The runtime hands the row to the machine when the order wakes.
    */
-  restingAfterListing?(durable: unknown, listing: { status: string; at: number }): RestingOrder | null;
+  restingAfterListing?(persisted: unknown, listing: { status: string; at: number }): RestingOrder | null;
   /**
-   * True when the change from the `written` durable form to `next` need not be written: there is none (the form
+   * True when the change from the `written` persisted form to `next` need not be written: there is none (the form
    * written already, as when a command's own write took the transition its actor's change also asked a write for),
    * or it only starts a status poll (a GET), whose answer is written unless it only confirms (confirmsOnly), or it
    * only starts a quote request (a GET) whose quote is written with the create intent; a restart re-enters the
@@ -119,28 +119,31 @@ export interface MachineBinding {
    */
   unwritten?(written: unknown, next: unknown): boolean;
   /**
-   * True when the change from the `written` durable form to `next` only confirms what is written (a GET or a listing
+   * True when the change from the `written` persisted form to `next` only confirms what is written (a GET or a listing
    * found the order as written): not written either, but kept in memory as the order's record (it rests with it
    * until its next poll); a restart re-reads the written form and polls again.
    */
   confirmsOnly?(written: unknown, next: unknown): boolean;
   /**
-   * For an order resting in this durable form: the routine poll it is due for at `now` when that poll is all it has
+   * For an order resting in this persisted form: the routine poll it is due for at `now` when that poll is all it has
    * to do, for the host to make without waking it (its answer goes to confirmedByPoll, or to the woken machine as
    * POLLED / POLL_FAILED); null when it must be woken for its deadline.
    */
-  pollDueAtRest?(durable: unknown, now: number): RestingPoll | null;
+  pollDueAtRest?(persisted: unknown, now: number): RestingPoll | null;
   /**
-   * The durable form once the machine took this answer to that poll, and how the order rests then, when the answer
+   * The persisted form once the machine took this answer to that poll, and how the order rests then, when the answer
    * only confirms the order (not written, like confirmsOnly); null when it has news for the machine (POLLED).
    */
-  confirmedByPoll?(durable: unknown, answer: PollAnswer): { machine: unknown; resting: RestingOrder } | null;
+  confirmedByPoll?(
+    persisted: unknown,
+    answer: PollAnswer,
+  ): { machine: unknown; resting: RestingOrder } | null;
   /**
-   * For an order stored in this durable form: the deposit its client submitted that the exchange has not recorded,
+   * For an order stored in this persisted form: the deposit its client submitted that the exchange has not recorded,
    * as an end event reports it (machines/order-deposits.ts); null when there is none. The host asks when it ends an
    * order itself (an abandoned halted order).
    */
-  unrecordedDeposit?(durable: unknown): UnrecordedDeposit | null;
+  unrecordedDeposit?(persisted: unknown): UnrecordedDeposit | null;
 }
 
 /** An order stored only waiting: what a passivated slot keeps instead of its actor. */

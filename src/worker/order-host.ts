@@ -125,19 +125,19 @@ export class OrderHost {
     const nudged = this.signals.nudgeOverdue(now, maxAgeMs);
     if (now - this.lastOrphanSweepAt >= orphanSweepIntervalMs) {
       this.lastOrphanSweepAt = now;
-      this.adoptOrphans();
+      this.takeUpOrphans();
     }
     return nudged;
   }
 
   /**
    * The safety net under every path that hands an order from one life to the next (a lost lease's reload, a
-   * partition's restore, a command's adopt): an unfinished order of an assigned partition that no slot drives and
+   * partition's restore, a command's take-up): an unfinished order of an assigned partition that no slot drives and
    * no load is under way for, on two sweeps in a row (so a load between its lease and its slot is not mistaken for
-   * one), is adopted. Returns how many were found; each is logged, since each means a path above let one go.
+   * one), is taken up. Returns how many were found; each is logged, since each means a path above let one go.
    */
-  adoptOrphans(): number {
-    return this.partitions.adoptOrphans();
+  takeUpOrphans(): number {
+    return this.partitions.takeUpOrphans();
   }
 
   /**

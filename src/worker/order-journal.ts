@@ -26,7 +26,7 @@ export interface JournalEntry {
   events: readonly EventPayload[];
   /** The command to remember ([command_id, content hash]): the same one again is recognised. */
   command?: [string, string] | undefined;
-  /** What else changes in the state record (the machine's durable form, terminal...). */
+  /** What else changes in the state record (the machine's persisted form, terminal...). */
   changes?: Partial<Pick<OrderRecord, 'unique_reference' | 'terminal' | 'halted' | 'machine' | 'answering'>>;
   /** The offset of the command that caused the entry, committed with it. */
   offset?: OffsetToCommit | undefined;

@@ -1,5 +1,5 @@
 // Binds the pure order machine to the host: provides the runtime's actor implementations, maps the order.create
-// command onto the machine's input, forwards emitted domain events, and stores/restores the durable form.
+// command onto the machine's input, forwards emitted domain events, and stores/restores the persisted form.
 import { createActor, type AnyActorRef } from 'xstate';
 import { provideOrderActors } from '../../machines/order-machine.ts';
 import {
@@ -15,10 +15,10 @@ import {
   sameJson,
 } from '../../machines/order-passivation.ts';
 import {
-  isDurableOrder,
+  isPersistedOrder,
   restoreInput,
-  toDurable,
-  type DurableOrder,
+  toPersisted,
+  type PersistedOrder,
 } from '../../machines/order-persistence.ts';
 import { unrecordedDepositOf } from '../../machines/order-deposits.ts';
 import { camelKeys } from '../../machines/order-request.ts';
@@ -48,15 +48,15 @@ export function createOrderInput(
   return { ...camelKeys(fields), now, config };
 }
 
-function restingOf(durable: DurableOrder): RestingOrder | null {
-  const wakeAt = passiveUntil(durable);
+function restingOf(persisted: PersistedOrder): RestingOrder | null {
+  const wakeAt = passiveUntil(persisted);
   return wakeAt === null
     ? null
     : {
         wakeAt,
-        stateValue: durable.stateValue,
-        confirmedAt: durable.context.confirmedAt ?? null,
-        pollDeferrableUntil: pollDeferrableUntil(durable),
+        stateValue: persisted.stateValue,
+        confirmedAt: persisted.context.confirmedAt ?? null,
+        pollDeferrableUntil: pollDeferrableUntil(persisted),
       };
 }
 
@@ -95,7 +95,7 @@ export function createXStateBinding(opts: {
         statusOf = { snapshot, status };
         return status;
       },
-      durable: () => toDurable(actor.getSnapshot()),
+      persisted: () => toPersisted(actor.getSnapshot()),
       stop: () => (actor as AnyActorRef).stop(),
     };
     return handle;
@@ -104,32 +104,32 @@ export function createXStateBinding(opts: {
   return {
     create: (command, startOpts) =>
       start(createOrderInput(command, startOpts.now, opts.orderConfig), startOpts),
-    restore: (durable, startOpts) => {
-      if (!isDurableOrder(durable))
+    restore: (persisted, startOpts) => {
+      if (!isPersistedOrder(persisted))
         throw new Error(
-          `order ${startOpts.orderId}: stored machine state is not a durable order of a supported version`,
+          `order ${startOpts.orderId}: stored machine state is not a persisted order of a supported version`,
         );
-      return start(restoreInput(durable, startOpts.now), startOpts);
+      return start(restoreInput(persisted, startOpts.now), startOpts);
     },
     unwritten: (written, next) =>
-      isDurableOrder(next) &&
+      isPersistedOrder(next) &&
       (sameJson(written, next) ||
         onlyStartsAPoll(written, next) ||
         onlyWaitsForHints(written, next) ||
         onlyStartsAQuote(written, next)),
-    confirmsOnly: (written, next) => isDurableOrder(next) && onlyConfirms(written, next),
-    resting: (durable) => (isDurableOrder(durable) ? restingOf(durable) : null),
-    pollDueAtRest: (durable, now) => (isDurableOrder(durable) ? pollDueAtRest(durable, now) : null),
-    confirmedByPoll: (durable, answer) => {
-      const confirmed = isDurableOrder(durable) ? confirmedByPoll(durable, answer) : null;
+    confirmsOnly: (written, next) => isPersistedOrder(next) && onlyConfirms(written, next),
+    resting: (persisted) => (isPersistedOrder(persisted) ? restingOf(persisted) : null),
+    pollDueAtRest: (persisted, now) => (isPersistedOrder(persisted) ? pollDueAtRest(persisted, now) : null),
+    confirmedByPoll: (persisted, answer) => {
+      const confirmed = isPersistedOrder(persisted) ? confirmedByPoll(persisted, answer) : null;
       const resting = confirmed === null ? null : restingOf(confirmed);
       return resting === null ? null : { machine: confirmed, resting };
     },
-    restingAfterListing: (durable, listing) => {
-      const confirmed = isDurableOrder(durable) ? confirmedByListing(durable, listing) : null;
+    restingAfterListing: (persisted, listing) => {
+      const confirmed = isPersistedOrder(persisted) ? confirmedByListing(persisted, listing) : null;
       return confirmed === null ? null : restingOf(confirmed);
     },
-    unrecordedDeposit: (durable) =>
-      isDurableOrder(durable) ? unrecordedDepositOf(durable.context, durable.context.order) : null,
+    unrecordedDeposit: (persisted) =>
+      isPersistedOrder(persisted) ? unrecordedDepositOf(persisted.context, persisted.context.order) : null,
   };
 }

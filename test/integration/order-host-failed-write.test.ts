@@ -2,7 +2,7 @@
 // for its size (max.message.bytes), the writer fails that write alone and carries on. The order must not stay
 // ahead of Kafka in memory: the command whose write failed, delivered again, is applied again (not skipped as a
 // duplicate of itself with its offset committed for nothing), and the order's history stays gapless. The machine is
-// a stand-in whose durable form is as large as the test says (the order machine's own records are bounded).
+// a stand-in whose persisted form is as large as the test says (the order machine's own records are bounded).
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -69,19 +69,19 @@ async function topics(kafka: Kafka): Promise<{ commands: string; events: string;
 }
 
 /**
- * A stand-in machine: its durable form lists the events it took, padded with `padding()` random characters (random:
+ * A stand-in machine: its persisted form lists the events it took, padded with `padding()` random characters (random:
  * compression cannot shrink them below the broker's limit).
  */
 function binding(padding: () => number, lives: OrderActorEvent[][]): MachineBinding {
   const actor = (start: StartOrderOptions, taken: OrderActorEvent[]): OrderActorHandle => {
     lives.push(taken);
-    let durable: unknown = { taken: taken.map((event) => event.type) };
+    let persisted: unknown = { taken: taken.map((event) => event.type) };
     return {
       can: () => true,
       send: (event) => {
         taken.push(event);
         const size = padding();
-        durable = {
+        persisted = {
           taken: taken.map((e) => e.type),
           ...(size > 0 ? { padding: randomBytes(size / 2).toString('hex') } : {}),
         };
@@ -96,7 +96,7 @@ function binding(padding: () => number, lives: OrderActorEvent[][]): MachineBind
         confirmedAt: null,
         uniqueReference: null,
       }),
-      durable: () => durable,
+      persisted: () => persisted,
       stop: () => {},
     };
   };

@@ -54,7 +54,7 @@ export async function workerMetricFamilies(): Promise<MetricFamilies> {
     host.leaseTakenOver();
     host.orderRestored();
     host.reconcileNudged(1);
-    host.orphanAdopted();
+    host.orphanTakenUp();
     host.orderPassivated();
     host.orderReactivated('hint');
     host.pollDeferred('saturated');

@@ -1,5 +1,5 @@
 // One command, from the message to its effect: a consumer span; parse; bring its order in (wake a resting one, wait
-// for its last write, adopt one nobody drives here, join its reload), each wait bounded (command-waits.ts); decide()
+// for its last write, take up one nobody drives here, join its reload), each wait bounded (command-waits.ts); decide()
 // (command-intake.ts, pure); then carry the decision out - skip, reject, forward, create, abandon or deliver - and
 // settle its write through the pipeline.
 import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
@@ -174,7 +174,7 @@ export class CommandHandler {
     }
     const named = parsed.ok ? parsed.command.order_id : parsed.orderId;
     // A passivated order comes back to life before its command is decided (a wake that fails on a lost lease hands
-    // the order to its reload, which the adoption below joins).
+    // the order to its reload, which the take-up below joins).
     const passive = named === null ? undefined : this.state.slots.get(named);
     if (
       passive &&
@@ -200,7 +200,7 @@ export class CommandHandler {
       const record = this.state.opts.state.get(named);
       if (record && !record.terminal && !this.state.slots.has(named))
         await this.waits.bounded(
-          this.lifecycle.adopt(named, message.partition),
+          this.lifecycle.takeUp(named, message.partition),
           `the load of order ${named}`,
         );
     }

@@ -1,4 +1,4 @@
-// An order's life on this replica: every transition of its slot (create, restore, reload, adopt, halt, unload; rest
+// An order's life on this replica: every transition of its slot (create, restore, reload, take up, halt, unload; rest
 // and wake in rest-and-wake.ts, which this module builds) with what goes with it - its lease, its actor's start, its
 // deadlines - and what follows a write (quiet after a durable write, finished after a terminal one, reloaded or
 // halted after a failed one). The phases themselves are assigned in slot-phases.ts, at this module's request only.
@@ -171,7 +171,7 @@ export class OrderLifecycle {
     void this.persist(slot, { events }).catch(() => {});
   }
 
-  // ---- create, restore, reload, adopt, unload --------------------------------------------------------------------
+  // ---- create, restore, reload, take up, unload ------------------------------------------------------------------
 
   /**
    * A new order's slot, its actor started from the command: its first record is written once the order's local
@@ -336,7 +336,7 @@ export class OrderLifecycle {
    * of the order still out (bounded: callsSettleTimeoutMs): the restored machine may repeat a call whose outcome its
    * record leaves open (a DeFi create in doubt is repeated after its settle window, a deposit PATCH at once), and it
    * must never do so beside the first one. The load is registered at once, so the order's commands wait for it and
-   * no other path (a command's adopt, the orphan sweep) loads it around that wait. Never rejects: a failed load is
+   * no other path (a command's take-up, the orphan sweep) loads it around that wait. Never rejects: a failed load is
    * retried with backoff while the order's partition is ours.
    */
   private async reload(slot: OrderSlot, opts: { live?: boolean; keepFence?: number } = {}): Promise<void> {
@@ -360,7 +360,7 @@ export class OrderLifecycle {
         return;
       }
       try {
-        await this.adopt(orderId, partition, { ...opts, after: settled });
+        await this.takeUp(orderId, partition, { ...opts, after: settled });
         return;
       } catch (error) {
         this.state.logger.error(
@@ -390,7 +390,7 @@ export class OrderLifecycle {
    * A reload passes what its previous life must finish first (`after`) and, when it still holds the lease, its fence
    * (`keepFence`: used while the lease stays valid, released if nothing is restored).
    */
-  adopt(
+  takeUp(
     orderId: string,
     partition: number,
     opts: { live?: boolean; after?: Promise<void>; keepFence?: number } = {},

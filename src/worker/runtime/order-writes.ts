@@ -74,7 +74,7 @@ export class OrderWrites {
     // slot keeps that one in memory, with the record of the same rev.
     let machine: unknown;
     if (actor && !slot.record.halted) {
-      machine = actor.durable();
+      machine = actor.persisted();
       const bare =
         slot.pendingEvents.length === 0 &&
         !extra.events?.length &&
@@ -116,7 +116,7 @@ export class OrderWrites {
         answering: slot.answering,
         // A live actor that writes again has recovered from an earlier halt.
         halted: actor ? null : (slot.record.halted ?? null),
-        machine: actor ? (machine ?? actor.durable()) : slot.record.machine,
+        machine: actor ? (machine ?? actor.persisted()) : slot.record.machine,
       },
       guard: () => !isStopped(slot) && opts.leases.isValid(slot.orderId),
     });

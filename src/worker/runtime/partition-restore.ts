@@ -1,6 +1,6 @@
 // The partitions of this replica: a new assignment unloads the orders of revoked partitions at once and restores
 // the unfinished orders of added ones (their leases taken in batches, their records read up to a barrier after the
-// grants), and the orphan sweep adopts what every other path let go. Each order's load goes through the lifecycle.
+// grants), and the orphan sweep takes up what every other path let go. Each order's load goes through the lifecycle.
 import pLimit from 'p-limit';
 import type { OrderRecord } from '../../kafka/order-state-store.ts';
 import type { HostState } from './host-state.ts';
@@ -29,7 +29,7 @@ export class PartitionRestore {
    * wait for this restore to work through the orders before them.
    */
   private readonly leasedToRestore = new Map<string, number>();
-  /** Unfinished orders the last orphan sweep found driven by nobody here; adopted if the next sweep agrees. */
+  /** Unfinished orders the last orphan sweep found driven by nobody here; taken up if the next sweep agrees. */
   private suspectedOrphans = new Set<string>();
 
   constructor(state: HostState, lifecycle: OrderLifecycle) {
@@ -245,8 +245,8 @@ export class PartitionRestore {
     ]);
   }
 
-  /** See OrderHost.adoptOrphans. */
-  adoptOrphans(): number {
+  /** See OrderHost.takeUpOrphans. */
+  takeUpOrphans(): number {
     const { opts, assigned, reloading, logger } = this.state;
     if (this.state.writerFailed || this.restoresRunning > 0) {
       this.suspectedOrphans.clear();
@@ -257,26 +257,26 @@ export class PartitionRestore {
       for (const record of opts.state.recordsOfPartition(partition))
         if (!record.terminal && !this.state.slots.has(record.order_id) && !reloading.has(record.order_id))
           orphans.add(record.order_id);
-    let adopted = 0;
+    let takenUp = 0;
     for (const orderId of orphans) {
       if (!this.suspectedOrphans.has(orderId)) continue;
       const record = opts.state.get(orderId);
       if (!record) continue;
-      adopted++;
+      takenUp++;
       logger.warn(
         { orderId, partition: record.partition },
-        'unfinished order driven by nobody on its partition; adopting it',
+        'unfinished order driven by nobody on its partition; taking it up',
       );
-      opts.metrics?.orphanAdopted();
-      this.lifecycle.adopt(orderId, record.partition).catch((error: unknown) => {
+      opts.metrics?.orphanTakenUp();
+      this.lifecycle.takeUp(orderId, record.partition).catch((error: unknown) => {
         logger.warn(
           { orderId, err: { message: (error as Error).message } },
-          'could not adopt the orphaned order; the next sweep tries again',
+          'could not take up the orphaned order; the next sweep tries again',
         );
       });
       orphans.delete(orderId);
     }
     this.suspectedOrphans = orphans;
-    return adopted;
+    return takenUp;
   }
 }

@@ -127,8 +127,8 @@ export interface OrderHostMetrics {
   leaseTakenOver(): void;
   orderRestored(): void;
   reconcileNudged(count: number): void;
-  /** An unfinished order nobody drove was found and adopted by the orphan sweep. */
-  orphanAdopted(): void;
+  /** An unfinished order nobody drove was found and taken up by the orphan sweep. */
+  orphanTakenUp(): void;
   /** An idle order's actor was stopped; its slot keeps the record and a deadline. */
   orderPassivated(): void;
   /** A passivated order's actor was re-created: its deadline came, or a hint, a command or a sweep woke it. */
@@ -161,5 +161,5 @@ export type PollDeferralReason = 'saturated' | 'calls_at_capacity';
 /** What brought a passivated order back to life (a metric label). */
 export type WakeReason = 'timer' | 'hint' | 'command' | 'reconcile' | 'listing' | 'poll';
 
-/** How often the orphan sweep looks (an orphan is adopted on its second sighting, so within two intervals). */
+/** How often the orphan sweep looks (an orphan is taken up on its second sighting, so within two intervals). */
 export const orphanSweepIntervalMs = 30_000;

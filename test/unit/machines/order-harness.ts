@@ -6,8 +6,8 @@ import type { Actor } from 'xstate';
 import type { ExchangeFailure, ExchangeOrderView, FailureAction } from '../../../machines/domain.ts';
 import { provideOrderActors } from '../../../machines/order-machine.ts';
 import type { OrderMachine } from '../../../machines/order-machine.ts';
-import { toDurable, restoreInput } from '../../../machines/order-persistence.ts';
-import type { DurableOrder } from '../../../machines/order-persistence.ts';
+import { toPersisted, restoreInput } from '../../../machines/order-persistence.ts';
+import type { PersistedOrder } from '../../../machines/order-persistence.ts';
 import type {
   OrderActorName,
   OrderActorTypes,
@@ -36,7 +36,7 @@ interface Call<K extends OrderActorName> {
   readonly input: OrderActorTypes[K]['input'];
   readonly at: number;
   /** What the runtime would have stored just before making the call. */
-  readonly durable: DurableOrder;
+  readonly persisted: PersistedOrder;
 }
 type Calls = { [K in OrderActorName]: Array<Call<K>> };
 
@@ -201,12 +201,12 @@ export class OrderHarness {
 
   /** Restores a stored order into a fresh actor at `now` (as another replica would). */
   static async restore(
-    durable: DurableOrder,
+    persisted: PersistedOrder,
     now: number,
     script: Script = {},
     options: HarnessOptions = {},
   ): Promise<OrderHarness> {
-    const json = JSON.parse(JSON.stringify(durable)) as DurableOrder;
+    const json = JSON.parse(JSON.stringify(persisted)) as PersistedOrder;
     return OrderHarness.start(restoreInput(json, now), script, options);
   }
 
@@ -219,7 +219,7 @@ export class OrderHarness {
       (this.calls[name] as Array<Call<K>>).push({
         input,
         at: now,
-        durable: toDurable(this.actor.getSnapshot()),
+        persisted: toPersisted(this.actor.getSnapshot()),
       });
       // The pairing check passes unless a test scripts it: most tests are about what follows it.
       const reply =
@@ -293,8 +293,8 @@ export class OrderHarness {
     return this.emitted.map((event) => event.type);
   }
 
-  durable(): DurableOrder {
-    return toDurable(this.snapshot);
+  persisted(): PersistedOrder {
+    return toPersisted(this.snapshot);
   }
 
   async send(event: Parameters<Actor<OrderMachine>['send']>[0]): Promise<void> {

@@ -140,7 +140,7 @@ describe('order machine: parked re-checks (item 6)', () => {
     const next = h.context.retryAt ?? 0;
     expect(next - last).toBe(20_000);
     const restored = await OrderHarness.restore(
-      h.durable(),
+      h.persisted(),
       h.context.now + 1_000,
       {},
       { always: { findExistingOrder: fails('backoff', { code: 'http_503' }) } },

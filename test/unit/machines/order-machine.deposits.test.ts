@@ -161,10 +161,10 @@ describe('order machine: an accepted deposit at the end of its order', () => {
 
   it('says so when an order restored in a state this version does not know fails with a deposit pending', async () => {
     const h = await depositedOrder({});
-    const durable = h.durable();
+    const persisted = h.persisted();
     h.stop();
     const restored = await OrderHarness.start({
-      restore: { resumeFrom: 'warpDrive', context: jsonCopy(durable.context) },
+      restore: { resumeFrom: 'warpDrive', context: jsonCopy(persisted.context) },
       now: h.clock.now(),
     });
     expect(restored.state).toBe('failed');

@@ -1009,8 +1009,8 @@ describe('order machine: exchange text it keeps is bounded', () => {
     expect(failed.type).toBe('order.failed');
     expect(failed.message.length).toBeLessThanOrEqual(exchangeMessageMaxChars);
     expect(failed.code.length).toBeLessThanOrEqual(exchangeValueMaxChars);
-    // The whole durable form (the state record's machine) stays far below a broker's record limit.
-    expect(JSON.stringify(h.durable()).length).toBeLessThan(16_384);
+    // The whole persisted form (the state record's machine) stays far below a broker's record limit.
+    expect(JSON.stringify(h.persisted()).length).toBeLessThan(16_384);
   });
 
   it('bounds a pre-screening message and an address pairing message it fails with', async () => {

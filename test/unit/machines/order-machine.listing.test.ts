@@ -140,11 +140,11 @@ describe('order machine: bulk listing', () => {
     const h = await openCefiOrder();
     await h.advance(20_000);
     await h.send({ type: 'LISTED', status: 'INITIAL', at: T0 + 20_000 });
-    const durable = h.durable();
+    const persisted = h.persisted();
     h.stop();
-    expect(durable.context.confirmedAt).toBe(T0 + 20_000);
+    expect(persisted.context.confirmedAt).toBe(T0 + 20_000);
 
-    const restored = await OrderHarness.restore(durable, T0 + 21_000);
+    const restored = await OrderHarness.restore(persisted, T0 + 21_000);
     expect(restored.context.confirmedAt).toBe(T0 + 20_000);
     expect(restored.context.nextPollAt).toBe(T0 + 20_000 + listedPollIntervalMs);
     // A stale listing is still recognised after the restore.
@@ -156,8 +156,8 @@ describe('order machine: bulk listing', () => {
     restored.stop();
 
     // A record written before listings existed has no confirmedAt: it restores, and a listing confirms it.
-    const { confirmedAt: _dropped, ...olderContext } = durable.context;
-    const older = await OrderHarness.restore({ ...durable, context: olderContext }, T0 + 21_000);
+    const { confirmedAt: _dropped, ...olderContext } = persisted.context;
+    const older = await OrderHarness.restore({ ...persisted, context: olderContext }, T0 + 21_000);
     expect(older.context.confirmedAt).toBeNull();
     await older.send({ type: 'LISTED', status: 'INITIAL', at: T0 + 22_000 });
     expect(older.context.confirmedAt).toBe(T0 + 22_000);

@@ -11,7 +11,7 @@ import type { AdjacencyValue } from '@xstate/graph';
 import { describe, expect, it } from 'vitest';
 import type { ExchangeFailure, ExchangeOrderView, FailureAction } from '../../../machines/domain.ts';
 import { orderMachine } from '../../../machines/order-machine.ts';
-import { restoreInput, resumeKeyOf, toDurable } from '../../../machines/order-persistence.ts';
+import { restoreInput, resumeKeyOf, toPersisted } from '../../../machines/order-persistence.ts';
 import type {
   OrderActorName,
   OrderActorTypes,
@@ -265,19 +265,19 @@ describe('order machine: model-based coverage (@xstate/graph)', () => {
     // Every stored state, restored by another replica: the router takes it back to where it was, except that a call
     // that may have gone out is verified first (a quote asks for its slot again, a CeFi create looks for its order).
     for (const snapshot of stored.values()) {
-      const durable = toDurable(snapshot);
+      const persisted = toPersisted(snapshot);
       const restored = replay(
-        restoreInput(JSON.parse(JSON.stringify(durable)) as typeof durable, durable.savedAt + 5_000),
+        restoreInput(JSON.parse(JSON.stringify(persisted)) as typeof persisted, persisted.savedAt + 5_000),
         [],
         coverage,
       );
       const expected =
-        durable.resumeFrom === 'quoting.requesting'
+        persisted.resumeFrom === 'quoting.requesting'
           ? 'quoting.acquiringSlot'
-          : durable.resumeFrom === 'creating.posting'
+          : persisted.resumeFrom === 'creating.posting'
             ? 'creating.waiting' // the settle window first, DeFi too: the previous owner's POST may still land
-            : durable.resumeFrom;
-      expect(resumeKeyOf(restored.value), `restore from ${durable.resumeFrom}`).toBe(expected);
+            : persisted.resumeFrom;
+      expect(resumeKeyOf(restored.value), `restore from ${persisted.resumeFrom}`).toBe(expected);
       expect(restored.context.failure).toEqual(snapshot.context.failure);
     }
     // ...and one it cannot know fails rather than guessing.

@@ -9,7 +9,7 @@ import {
   restableStates,
   unwrittenContextFields,
 } from '../../../machines/order-passivation.ts';
-import type { DurableOrder } from '../../../machines/order-persistence.ts';
+import type { PersistedOrder } from '../../../machines/order-persistence.ts';
 import type { OrderContext } from '../../../machines/order-types.ts';
 import { OrderHarness, exchangeOrder, ok, orderInput } from './order-harness.ts';
 
@@ -21,7 +21,7 @@ function leavesOf(node: AnyStateNode, prefix = ''): string[] {
 }
 
 /** A stored open order in these leaf states, with a context its restore routers lead back to them with. */
-function storedIn(base: DurableOrder, deposit: string, exchange: string): DurableOrder {
+function storedIn(base: PersistedOrder, deposit: string, exchange: string): PersistedOrder {
   const at = base.context.now;
   const pending = { txHash: '0xabc', acceptedAt: at } as unknown as NonNullable<OrderContext['deposit']>;
   const recorded = { txHash: '0xabc', alreadyRecorded: false } as unknown as NonNullable<
@@ -61,7 +61,7 @@ describe('passivation derived from the machine', () => {
     const h = await OrderHarness.start(orderInput({ mode: 'cefi' }), {
       createOrder: [ok({ order: exchangeOrder(), reused: false })],
     });
-    const base = h.durable();
+    const base = h.persisted();
     const open = orderMachine.root.states['open']!;
     const deposits = leavesOf(open.states['deposit']!).filter((leaf) => leaf !== 'resuming');
     const exchanges = leavesOf(open.states['exchange']!).filter((leaf) => leaf !== 'resuming');

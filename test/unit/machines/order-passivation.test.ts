@@ -39,12 +39,12 @@ async function openOrder(script: Script = {}, fixedRateDeadline: string | null =
 describe('pollDeferrableUntil', () => {
   it('lets a resting order put its routine poll off to 60 s after its last confirmation, less a margin', async () => {
     const h = await openOrder();
-    expect(passiveUntil(h.durable())).toBe(T0 + 30_000);
-    expect(pollDeferrableUntil(h.durable())).toBe(T0 + 60_000 - pollDeferralMarginMs);
+    expect(passiveUntil(h.persisted())).toBe(T0 + 30_000);
+    expect(pollDeferrableUntil(h.persisted())).toBe(T0 + 60_000 - pollDeferralMarginMs);
     // Confirmed again by its poll at 30 s: the bound moves with it.
     await h.advance(30_000);
     await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
-    expect(pollDeferrableUntil(h.durable())).toBe(T0 + 90_000 - pollDeferralMarginMs);
+    expect(pollDeferrableUntil(h.persisted())).toBe(T0 + 90_000 - pollDeferralMarginMs);
   });
 
   it('never puts a poll off past another deadline, nor a wake that is not the poll', async () => {
@@ -55,22 +55,22 @@ describe('pollDeferrableUntil', () => {
       fixedRateDeadline,
     );
     // The poll at 30 s comes first; it may wait until the payment deadline, not beyond.
-    expect(pollDeferrableUntil(h.durable())).toBe(deadline);
+    expect(pollDeferrableUntil(h.persisted())).toBe(deadline);
     await h.advance(30_000);
     // Next: the payment deadline (45 s) before the poll (60 s): nothing to put off.
-    expect(passiveUntil(h.durable())).toBe(deadline);
-    expect(pollDeferrableUntil(h.durable())).toBeNull();
+    expect(passiveUntil(h.persisted())).toBe(deadline);
+    expect(pollDeferrableUntil(h.persisted())).toBeNull();
 
     const retrying = await openOrder({ submitDeposit: [fails('throttled', { retryAfterMs: 8_000 })] });
     await retrying.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 });
-    expect(pollDeferrableUntil(retrying.durable())).toBeNull();
+    expect(pollDeferrableUntil(retrying.persisted())).toBeNull();
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
-    expect(pollDeferrableUntil(quoting.durable())).toBeNull();
+    expect(pollDeferrableUntil(quoting.persisted())).toBeNull();
   });
 });
 
 describe('confirmedByListing', () => {
-  it("leaves a resting order's durable form exactly as the machine's own LISTED confirmation does, and only then", async () => {
+  it("leaves a resting order's persisted form exactly as the machine's own LISTED confirmation does, and only then", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 0, max: 25_000 }),
@@ -79,11 +79,11 @@ describe('confirmedByListing', () => {
         async (elapsed, pageAge, status) => {
           const h = await openOrder();
           await h.advance(elapsed);
-          const before = h.durable();
+          const before = h.persisted();
           const row = { status, at: T0 + elapsed - pageAge };
           const confirmed = confirmedByListing(before, row);
           await h.send({ type: 'LISTED', ...row });
-          const after = h.durable();
+          const after = h.persisted();
           const tookIt = status === 'INITIAL' && row.at >= T0;
           if (tookIt) {
             expect(confirmed).toEqual(after);
@@ -102,7 +102,7 @@ describe('confirmedByListing', () => {
 
   it('is null for an order that is not only waiting', async () => {
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
-    expect(confirmedByListing(quoting.durable(), { status: 'INITIAL', at: T0 })).toBeNull();
+    expect(confirmedByListing(quoting.persisted(), { status: 'INITIAL', at: T0 })).toBeNull();
   });
 });
 
@@ -117,7 +117,7 @@ describe('pollDueAtRest and confirmedByPoll', () => {
           const h = await openOrder();
           // A webhook naming the status already confirmed: webhooks keep the order informed (the longer interval).
           if (informed) await h.send({ type: 'WEBHOOK_HINT', status: 'INITIAL', at: T0 + 1_000 });
-          const before = h.durable();
+          const before = h.persisted();
           const pollAt = before.context.nextPollAt!;
           const at = pollAt + late;
           expect(pollDueAtRest(before, pollAt - 1)).toBeNull();
@@ -144,21 +144,21 @@ describe('pollDueAtRest and confirmedByPoll', () => {
           const restored = await OrderHarness.restore(before, at);
           await restored.send({ type: 'POLLED', output: answer });
           if (variant === 'same') {
-            expect(confirmed).toEqual(restored.durable());
+            expect(confirmed).toEqual(restored.persisted());
             expect(onlyConfirms(before, confirmed!)).toBe(true);
             expect(confirmed!.context.nextPollAt).toBe(at + pollIntervalOf(confirmed!.context));
             // And as its own poll leaves it, live, at the same time.
             await h.advance(at - h.clock.now());
             await h.answer('fetchOrder', ok({ order }));
-            expect(confirmed).toEqual(h.durable());
+            expect(confirmed).toEqual(h.persisted());
             expect(restored.types()).toEqual([]);
           } else {
             expect(confirmed).toBeNull();
             if (variant === 'stale')
-              expect(restored.durable()).toEqual({
+              expect(restored.persisted()).toEqual({
                 ...before,
-                savedAt: restored.durable().savedAt,
-                context: { ...before.context, now: restored.durable().context.now },
+                savedAt: restored.persisted().savedAt,
+                context: { ...before.context, now: restored.persisted().context.now },
               });
             if (variant === 'status') expect(restored.types()).toEqual(['order.status_changed']);
             if (variant === 'completed') {
@@ -177,7 +177,7 @@ describe('pollDueAtRest and confirmedByPoll', () => {
   it('are null when the routine poll is not all the order has to do', async () => {
     const hinted = await openOrder();
     await hinted.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
-    const waiting = hinted.durable();
+    const waiting = hinted.persisted();
     expect(pollDueAtRest(waiting, T0 + 30_000)).toBeNull();
     expect(confirmedByPoll(waiting, { order: exchangeOrder(), at: T0 + 30_000 })).toBeNull();
 
@@ -185,18 +185,18 @@ describe('pollDueAtRest and confirmedByPoll', () => {
     const deadline = T0 + 30_000;
     const fixedRateDeadline = new Date(deadline).toISOString();
     const paying = await openOrder({}, fixedRateDeadline);
-    expect(pollDueAtRest(paying.durable(), T0 + 30_000)).toBeNull();
+    expect(pollDueAtRest(paying.persisted(), T0 + 30_000)).toBeNull();
     const later = await openOrder({}, new Date(T0 + 45_000).toISOString());
-    expect(pollDueAtRest(later.durable(), T0 + 30_000)?.nextDeadline).toBe(T0 + 45_000);
+    expect(pollDueAtRest(later.persisted(), T0 + 30_000)?.nextDeadline).toBe(T0 + 45_000);
 
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
-    expect(pollDueAtRest(quoting.durable(), T0 + 60_000)).toBeNull();
+    expect(pollDueAtRest(quoting.persisted(), T0 + 60_000)).toBeNull();
   });
 
   it("include a failed poll's retry, at the machine's time, whose answer always goes to the machine", async () => {
     const failed = await openOrder({ fetchOrder: [fails('backoff')] });
     await failed.advance(30_000);
-    const retrying = failed.durable();
+    const retrying = failed.persisted();
     expect(retrying.context.pollAttempt).toBe(1);
     const retryAt = retrying.context.nextPollAt!;
     expect(retryAt).toBeGreaterThanOrEqual(T0 + 60_000);
@@ -212,17 +212,17 @@ describe('pollDueAtRest and confirmedByPoll', () => {
 
   it("POLL_FAILED leaves the order as its own poll's failure does", async () => {
     const own = await openOrder({ fetchOrder: [fails('backoff', { code: 'http_503' })] });
-    const before = own.durable();
+    const before = own.persisted();
     await own.advance(30_000);
     const restored = await OrderHarness.restore(before, T0 + 30_000);
     await restored.send({
       type: 'POLL_FAILED',
       error: { ...failure('backoff', { code: 'http_503' }), at: T0 + 30_000 },
     });
-    const taken = restored.durable();
+    const taken = restored.persisted();
     expect(taken.context.pollAttempt).toBe(1);
-    expect(taken.context.nextPollAt).toBe(own.durable().context.nextPollAt);
-    expect(taken.context.lastFailure).toEqual(own.durable().context.lastFailure);
+    expect(taken.context.nextPollAt).toBe(own.persisted().context.nextPollAt);
+    expect(taken.context.lastFailure).toEqual(own.persisted().context.lastFailure);
     expect(restored.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
   });
 });
@@ -231,7 +231,7 @@ describe('passiveUntil', () => {
   it('lets an open order awaiting its deposit rest until its next poll', async () => {
     const h = await openOrder();
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
-    expect(passiveUntil(h.durable())).toBe(T0 + 30_000);
+    expect(passiveUntil(h.persisted())).toBe(T0 + 30_000);
   });
 
   it('wakes it for the payment deadline when that comes before the next poll, until it was checked', async () => {
@@ -243,29 +243,29 @@ describe('passiveUntil', () => {
     );
     await h.advance(30_000);
     expect(h.calls.fetchOrder).toHaveLength(1);
-    expect(passiveUntil(h.durable())).toBe(deadline);
+    expect(passiveUntil(h.persisted())).toBe(deadline);
   });
 
   it('keeps the actor while a poll is in flight, and while a deposit is being submitted', async () => {
     const h = await openOrder();
     await h.advance(30_000);
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
-    expect(passiveUntil(h.durable())).toBeNull();
+    expect(passiveUntil(h.persisted())).toBeNull();
     await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
-    expect(passiveUntil(h.durable())).toBe(T0 + 60_000);
+    expect(passiveUntil(h.persisted())).toBe(T0 + 60_000);
     await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 + 31_000 });
     expect(h.state).toBe('open.deposit.submitting.calling+open.exchange.monitoring');
-    expect(passiveUntil(h.durable())).toBeNull();
+    expect(passiveUntil(h.persisted())).toBeNull();
     await h.answer('submitDeposit', ok({ alreadyRecorded: false }));
     expect(h.state).toBe('open.deposit.submitted+open.exchange.monitoring');
-    expect(passiveUntil(h.durable())).toBe(T0 + 60_000);
+    expect(passiveUntil(h.persisted())).toBe(T0 + 60_000);
   });
 
   it('wakes an order whose hints wait for their GET when it is due, and a restore keeps that wait', async () => {
     const h = await openOrder();
     await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
-    const resting = h.durable();
+    const resting = h.persisted();
     expect(passiveUntil(resting)).toBe(T0 + 4_000);
     // The wake is due before the routine poll: that poll is not put off past it.
     expect(pollDeferrableUntil(resting)).toBeNull();
@@ -281,24 +281,24 @@ describe('passiveUntil', () => {
     const h = await openOrder({ submitDeposit: [fails('throttled', { retryAfterMs: 8_000 })] });
     await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 });
     expect(h.state).toBe('open.deposit.submitting.waiting+open.exchange.monitoring');
-    expect(passiveUntil(h.durable())).toBe(T0 + 8_000);
+    expect(passiveUntil(h.persisted())).toBe(T0 + 8_000);
   });
 
   it('keeps every state before the exchange order exists, and a finished order, live', async () => {
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
-    expect(passiveUntil(quoting.durable())).toBeNull();
+    expect(passiveUntil(quoting.persisted())).toBeNull();
     const done = await openOrder({ fetchOrder: [ok({ order: exchangeOrder({ status: 'COMPLETED' }) })] });
     await done.advance(30_000);
     expect(done.state).toBe('completed');
-    expect(passiveUntil(done.durable())).toBeNull();
+    expect(passiveUntil(done.persisted())).toBeNull();
   });
 
   it('refuses a stored context its restore would not route back to the same deposit state', async () => {
     const h = await openOrder();
-    const durable = h.durable();
+    const persisted = h.persisted();
     const inconsistent = {
-      ...durable,
-      context: { ...durable.context, deposit: { txHash: '0x', acceptedAt: T0, startedAt: null } },
+      ...persisted,
+      context: { ...persisted.context, deposit: { txHash: '0x', acceptedAt: T0, startedAt: null } },
     };
     expect(passiveUntil(inconsistent)).toBeNull();
   });
@@ -307,25 +307,25 @@ describe('passiveUntil', () => {
 describe('onlyWaitsForHints', () => {
   it('is true for hints that wait for their GET or need none, and false once anything else changed', async () => {
     const h = await openOrder();
-    const written = h.durable();
+    const written = h.persisted();
     await h.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
     await h.send({ type: 'WEBHOOK_HINT', status: 'PRE-RELEASE', at: T0 + 2_000 });
     await h.send({ type: 'WEBHOOK_HINT', status: 'INITIAL', at: T0 + 2_500 });
     expect(h.context.hintDueAt).toBe(T0 + 5_000);
-    expect(onlyWaitsForHints(written, h.durable())).toBe(true);
+    expect(onlyWaitsForHints(written, h.persisted())).toBe(true);
     // A deposit accepted meanwhile is an intent: written.
     await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 + 2_600 });
-    expect(onlyWaitsForHints(written, h.durable())).toBe(false);
+    expect(onlyWaitsForHints(written, h.persisted())).toBe(false);
 
     const g = await openOrder();
-    const before = g.durable();
+    const before = g.persisted();
     await g.advance(3_000);
     await g.send({ type: 'WEBHOOK_HINT', status: 'COMPLETED', at: T0 + 3_000 });
     // An end polls at once: that is a poll's start, not a hint waiting.
-    expect(onlyWaitsForHints(before, g.durable())).toBe(false);
-    expect(onlyStartsAPoll(before, g.durable())).toBe(true);
+    expect(onlyWaitsForHints(before, g.persisted())).toBe(false);
+    expect(onlyStartsAPoll(before, g.persisted())).toBe(true);
     await g.answer('fetchOrder', ok({ order: exchangeOrder({ status: 'PAID' }) }));
-    expect(onlyWaitsForHints(before, g.durable())).toBe(false);
+    expect(onlyWaitsForHints(before, g.persisted())).toBe(false);
   });
 });
 
@@ -344,7 +344,7 @@ describe('onlyConfirms', () => {
         ),
         async (late, answer) => {
           const h = await openOrder();
-          const written = h.durable();
+          const written = h.persisted();
           await h.advance(30_000 + late);
           if (answer.startsWith('listing')) {
             await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
@@ -368,7 +368,7 @@ describe('onlyConfirms', () => {
                 ),
               }),
             );
-          const next = h.durable();
+          const next = h.persisted();
           const news = answer !== 'same' && answer !== 'listing';
           expect(onlyConfirms(written, next)).toBe(!news);
           if (!news) {
@@ -385,59 +385,59 @@ describe('onlyConfirms', () => {
 
   it('is false while a hint waits for its GET, after a failed poll (its retry is kept), and when the deposit moved', async () => {
     const hinted = await openOrder();
-    const written = hinted.durable();
+    const written = hinted.persisted();
     await hinted.send({ type: 'WEBHOOK_HINT', status: 'PAID', at: T0 + 1_000 });
     expect(hinted.context.hintDueAt).not.toBeNull();
-    expect(onlyConfirms(written, hinted.durable())).toBe(false);
+    expect(onlyConfirms(written, hinted.persisted())).toBe(false);
 
     const failed = await openOrder({ fetchOrder: [fails('backoff')] });
-    const before = failed.durable();
+    const before = failed.persisted();
     await failed.advance(30_000);
     expect(failed.state).toBe('open.deposit.awaiting+open.exchange.monitoring');
-    expect(onlyConfirms(before, failed.durable())).toBe(false);
+    expect(onlyConfirms(before, failed.persisted())).toBe(false);
 
     const deposited = await openOrder();
-    const resting = deposited.durable();
+    const resting = deposited.persisted();
     await deposited.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 + 500 });
     await deposited.answer('submitDeposit', ok({ alreadyRecorded: false }));
-    expect(onlyConfirms(resting, deposited.durable())).toBe(false);
-    expect(onlyConfirms(null, deposited.durable())).toBe(false);
+    expect(onlyConfirms(resting, deposited.persisted())).toBe(false);
+    expect(onlyConfirms(null, deposited.persisted())).toBe(false);
   });
 });
 
 describe('onlyStartsAPoll', () => {
   it('is true for a routine poll or a hint that starts a GET, and nothing else changed', async () => {
     const h = await openOrder();
-    const resting = h.durable();
+    const resting = h.persisted();
     await h.advance(30_000);
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
-    expect(onlyStartsAPoll(resting, h.durable())).toBe(true);
+    expect(onlyStartsAPoll(resting, h.persisted())).toBe(true);
     await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
-    const answered = h.durable();
+    const answered = h.persisted();
     // The answer is not a poll's start: it moved the exchange region back (it only confirms the record: onlyConfirms).
     expect(onlyStartsAPoll(resting, answered)).toBe(false);
     expect(onlyConfirms(resting, answered)).toBe(true);
     await h.send({ type: 'WEBHOOK_HINT', status: 'COMPLETED', at: T0 + 31_000 });
     expect(h.state).toBe('open.deposit.awaiting+open.exchange.polling');
-    expect(onlyStartsAPoll(answered, h.durable())).toBe(true);
+    expect(onlyStartsAPoll(answered, h.persisted())).toBe(true);
   });
 
   it('is false when the deposit region moved meanwhile (its intent must be written before the PATCH)', async () => {
     const h = await openOrder();
-    const resting = h.durable();
+    const resting = h.persisted();
     await h.advance(30_000);
     await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 + 30_500 });
     expect(h.state).toBe('open.deposit.submitting.calling+open.exchange.polling');
-    expect(onlyStartsAPoll(resting, h.durable())).toBe(false);
+    expect(onlyStartsAPoll(resting, h.persisted())).toBe(false);
   });
 
   it('is false before the exchange order exists and for anything not stored by this machine', async () => {
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
-    expect(onlyStartsAPoll(quoting.durable(), quoting.durable())).toBe(false);
+    expect(onlyStartsAPoll(quoting.persisted(), quoting.persisted())).toBe(false);
     const h = await openOrder();
     await h.advance(30_000);
-    expect(onlyStartsAPoll(null, h.durable())).toBe(false);
-    expect(onlyStartsAPoll({ fake: true }, h.durable())).toBe(false);
+    expect(onlyStartsAPoll(null, h.persisted())).toBe(false);
+    expect(onlyStartsAPoll({ fake: true }, h.persisted())).toBe(false);
   });
 });
 
@@ -445,21 +445,21 @@ describe('onlyStartsAQuote', () => {
   it('is true for the grant of a quote slot that changed nothing else', async () => {
     const h = await OrderHarness.start(orderInput(), {});
     expect(h.state).toBe('quoting.acquiringSlot');
-    const acquiring = h.durable();
+    const acquiring = h.persisted();
     await h.advance(250);
     await h.answer('acquireQuoteSlot', granted);
     expect(h.state).toBe('quoting.requesting');
-    expect(onlyStartsAQuote(acquiring, h.durable())).toBe(true);
+    expect(onlyStartsAQuote(acquiring, h.persisted())).toBe(true);
     // Its answer is news (the quote, the create intent): written.
     await h.answer('requestQuote', quoteReply());
     expect(h.state).toBe('creating.posting');
-    expect(onlyStartsAQuote(acquiring, h.durable())).toBe(false);
+    expect(onlyStartsAQuote(acquiring, h.persisted())).toBe(false);
   });
 
   it('is false from any other written form, and for anything not stored by this machine', async () => {
     const h = await OrderHarness.start(orderInput(), { acquireQuoteSlot: [granted] });
     expect(h.state).toBe('quoting.requesting');
-    const requesting = h.durable();
+    const requesting = h.persisted();
     expect(onlyStartsAQuote(requesting, requesting)).toBe(false);
     expect(onlyStartsAQuote(null, requesting)).toBe(false);
     expect(onlyStartsAQuote({ fake: true }, requesting)).toBe(false);
@@ -474,11 +474,11 @@ describe('onlyStartsAQuote', () => {
       acquireQuoteSlot: [(_input, now) => ({ granted: false, retryAt: now + 15_000, at: now })],
     });
     expect(cooling.state).toBe('quoting.coolingDown');
-    const waiting = cooling.durable();
+    const waiting = cooling.persisted();
     await cooling.advance(15_000);
     await cooling.answer('acquireQuoteSlot', granted);
     expect(cooling.state).toBe('quoting.requesting');
-    expect(onlyStartsAQuote(waiting, cooling.durable())).toBe(false);
+    expect(onlyStartsAQuote(waiting, cooling.persisted())).toBe(false);
   });
 });
 

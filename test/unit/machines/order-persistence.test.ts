@@ -3,14 +3,14 @@ import { createActor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { orderMachine } from '../../../machines/order-machine.ts';
 import {
-  durableOrderVersion,
+  persistedOrderVersion,
   jsonCopy,
-  isDurableOrder,
+  isPersistedOrder,
   resumableStates,
   restoreInput,
-  toDurable,
+  toPersisted,
 } from '../../../machines/order-persistence.ts';
-import type { DurableOrder } from '../../../machines/order-persistence.ts';
+import type { PersistedOrder } from '../../../machines/order-persistence.ts';
 import {
   OrderHarness,
   T0,
@@ -33,30 +33,30 @@ async function crashAndRestore(
   laterMs: number,
   script: Script = {},
   options: HarnessOptions = {},
-): Promise<{ restored: OrderHarness; durable: DurableOrder }> {
-  const durable = h.durable();
+): Promise<{ restored: OrderHarness; persisted: PersistedOrder }> {
+  const persisted = h.persisted();
   h.stop();
-  const restored = await OrderHarness.restore(durable, h.clock.now() + laterMs, script, options);
-  return { restored, durable };
+  const restored = await OrderHarness.restore(persisted, h.clock.now() + laterMs, script, options);
+  return { restored, persisted };
 }
 
-describe('durable form', () => {
+describe('persisted form', () => {
   it('is plain JSON with a version, the resume key and the whole context', async () => {
     const h = await OrderHarness.start(orderInput(), { acquireQuoteSlot: [granted] });
-    const durable = h.durable();
-    expect(JSON.parse(JSON.stringify(durable))).toEqual(durable);
-    expect(durable).toMatchObject({
-      version: durableOrderVersion,
+    const persisted = h.persisted();
+    expect(JSON.parse(JSON.stringify(persisted))).toEqual(persisted);
+    expect(persisted).toMatchObject({
+      version: persistedOrderVersion,
       orderId: 'order-1',
       resumeFrom: 'quoting.requesting',
       stateValue: { quoting: 'requesting' },
       done: false,
       savedAt: T0,
     });
-    expect(isDurableOrder(durable)).toBe(true);
-    expect(isDurableOrder({ ...durable, version: 99 })).toBe(false);
+    expect(isPersistedOrder(persisted)).toBe(true);
+    expect(isPersistedOrder({ ...persisted, version: 99 })).toBe(false);
     expect(() =>
-      restoreInput({ ...durable, resumeFrom: 'restoring' } as unknown as DurableOrder, T0),
+      restoreInput({ ...persisted, resumeFrom: 'restoring' } as unknown as PersistedOrder, T0),
     ).toThrow(/unsupported/);
   });
 
@@ -69,22 +69,22 @@ describe('durable form', () => {
     });
     await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 });
     await h.send({ type: 'WEBHOOK_HINT', at: T0 });
-    expect(h.calls.preScreen[0]?.durable.context.pendingIntent).toMatchObject({ kind: 'pre_screen' });
-    expect(h.calls.acquireQuoteSlot[0]?.durable.context.pendingIntent).toMatchObject({
+    expect(h.calls.preScreen[0]?.persisted.context.pendingIntent).toMatchObject({ kind: 'pre_screen' });
+    expect(h.calls.acquireQuoteSlot[0]?.persisted.context.pendingIntent).toMatchObject({
       kind: 'acquire_quote_slot',
     });
-    expect(h.calls.requestQuote[0]?.durable.context.pendingIntent).toMatchObject({ kind: 'request_quote' });
-    expect(h.calls.createOrder[0]?.durable).toMatchObject({
+    expect(h.calls.requestQuote[0]?.persisted.context.pendingIntent).toMatchObject({ kind: 'request_quote' });
+    expect(h.calls.createOrder[0]?.persisted).toMatchObject({
       resumeFrom: 'creating.posting',
       context: {
         pendingIntent: { kind: 'create', attempt: 1, rateId: 'rate-1', outcome: 'in_flight', startedAt: T0 },
       },
     });
-    expect(h.calls.submitDeposit[0]?.durable.context.deposit).toMatchObject({
+    expect(h.calls.submitDeposit[0]?.persisted.context.deposit).toMatchObject({
       txHash: '0xtx',
       startedAt: T0,
     });
-    expect(h.calls.fetchOrder[0]?.durable.context.pollStartedAt).toBe(T0);
+    expect(h.calls.fetchOrder[0]?.persisted.context.pollStartedAt).toBe(T0);
   });
 
   it('names every state an order can be stored in', () => {
@@ -253,7 +253,7 @@ describe('restore: before the exchange order exists', () => {
     expect(restored.calls.requestQuote).toHaveLength(0);
     expect(restored.calls.findExistingOrder).toHaveLength(0);
     expect(restored.calls.createOrder[0]?.input).toMatchObject({ rateId: 'rate-7', attempt: 2 });
-    expect(restored.calls.createOrder[0]?.durable.context.pendingIntent).toMatchObject({
+    expect(restored.calls.createOrder[0]?.persisted.context.pendingIntent).toMatchObject({
       outcome: 'unknown',
     });
     expect(restored.state).toBe(OPEN);
@@ -503,8 +503,8 @@ describe('restore: final states', () => {
     it(`restores a ${state} order as ${state}, publishing nothing`, async () => {
       const h = await reach();
       expect(h.state).toBe(state);
-      const durable = h.durable();
-      expect(durable.done).toBe(true);
+      const persisted = h.persisted();
+      expect(persisted.done).toBe(true);
       const { restored } = await crashAndRestore(h, 1_000);
       expect(restored.state).toBe(state);
       expect(restored.snapshot.status).toBe('done');
@@ -515,9 +515,9 @@ describe('restore: final states', () => {
 
   it('fails an order whose stored state it does not know, rather than guessing', async () => {
     const h = await OrderHarness.start(orderInput());
-    const durable = h.durable();
+    const persisted = h.persisted();
     const actor = createActor(orderMachine, {
-      input: { restore: { resumeFrom: 'warpDrive', context: durable.context }, now: T0 },
+      input: { restore: { resumeFrom: 'warpDrive', context: persisted.context }, now: T0 },
     });
     const emitted: unknown[] = [];
     actor.on('*', (event) => emitted.push(event));
@@ -528,10 +528,10 @@ describe('restore: final states', () => {
   });
 });
 
-describe('toDurable', () => {
+describe('toPersisted', () => {
   it('stores an open order under the single resume key "open"', async () => {
     const h = await OrderHarness.start(orderInput({ mode: 'cefi' }), { createOrder: [created] });
-    expect(toDurable(h.snapshot)).toMatchObject({
+    expect(toPersisted(h.snapshot)).toMatchObject({
       resumeFrom: 'open',
       stateValue: { open: { deposit: 'awaiting', exchange: 'monitoring' } },
     });

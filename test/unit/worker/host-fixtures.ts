@@ -139,7 +139,7 @@ export const noMetrics: OrderHostMetrics = {
   leaseTakenOver: () => {},
   orderRestored: () => {},
   reconcileNudged: () => {},
-  orphanAdopted: () => {},
+  orphanTakenUp: () => {},
   orderPassivated: () => {},
   orderReactivated: () => {},
 };

@@ -45,13 +45,13 @@ function harness(records = new Map<string, OrderRecord>()) {
         confirmedAt: null,
         depositTxHash: null,
       }),
-      durable: () => ({ fake: true }),
+      persisted: () => ({ fake: true }),
       stop: () => {},
     };
   };
   const binding: MachineBinding = {
     create: (_command, start) => actor(start),
-    restore: (_durable, start) => actor(start),
+    restore: (_persisted, start) => actor(start),
     resting: () => null,
   };
   const leases = withSuspend({

@@ -30,7 +30,7 @@ function harness(acquire: () => Promise<{ fence: number } | null>, commandWaitBo
     can: () => true,
     send: () => {},
     status: openOrderStatus,
-    durable: () => ({ fake: true }),
+    persisted: () => ({ fake: true }),
     stop: () => {},
   };
   const binding: MachineBinding = { create: () => handle, restore: () => handle, resting: () => null };

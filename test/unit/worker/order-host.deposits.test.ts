@@ -1,6 +1,6 @@
 // An order that ends with a deposit the exchange had not recorded is an operator's business: the host counts each
 // such end once committed (worker_deposits_unrecorded_total) and logs it, and the end the host writes itself (an
-// abandoned halted order) says so as the machine's ends do. The machine binding reads the deposit off the durable
+// abandoned halted order) says so as the machine's ends do. The machine binding reads the deposit off the persisted
 // form the same way the machine does (machines/order-deposits.ts).
 import { describe, expect, it } from 'vitest';
 import type { OrderRecord, OrderStateStore } from '../../../src/kafka/order-state-store.ts';
@@ -46,7 +46,7 @@ function harness(unrecorded: typeof unconfirmed | null) {
     can: () => true,
     send: () => {},
     status: () => ({ ...openOrderStatus(), terminal }),
-    durable: () => ({ fake: true, terminal }),
+    persisted: () => ({ fake: true, terminal }),
     stop: () => {},
   };
   const binding: MachineBinding = {
@@ -117,7 +117,7 @@ describe('order host: ends that leave a deposit unrecorded', () => {
   });
 });
 
-describe('machine binding: the unrecorded deposit of a durable form', () => {
+describe('machine binding: the unrecorded deposit of a persisted form', () => {
   const binding = createXStateBinding({
     orderConfig: {},
     actors: {} as Parameters<typeof createXStateBinding>[0]['actors'],
@@ -128,14 +128,14 @@ describe('machine binding: the unrecorded deposit of a durable form', () => {
       createOrder: [ok({ order: exchangeOrder(), reused: false })],
     });
     await h.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xabc', at: h.clock.now() });
-    const durable = h.durable();
+    const persisted = h.persisted();
     h.stop();
-    expect(binding.unrecordedDeposit?.(durable)).toMatchObject({ tx_hash: '0xabc', state: 'unconfirmed' });
+    expect(binding.unrecordedDeposit?.(persisted)).toMatchObject({ tx_hash: '0xabc', state: 'unconfirmed' });
     const context: OrderContext = {
-      ...durable.context,
+      ...persisted.context,
       order: exchangeOrder({ depositTransaction: '0xabc' }),
     };
-    expect(binding.unrecordedDeposit?.({ ...durable, context })).toBeNull();
-    expect(binding.unrecordedDeposit?.({ not: 'a durable order' })).toBeNull();
+    expect(binding.unrecordedDeposit?.({ ...persisted, context })).toBeNull();
+    expect(binding.unrecordedDeposit?.({ not: 'a persisted order' })).toBeNull();
   });
 });

@@ -44,7 +44,7 @@ function hostOverOrders(
     can: () => true,
     send: () => {},
     status: openOrderStatus,
-    durable: () => ({ fake: true }),
+    persisted: () => ({ fake: true }),
     stop: () => {},
   };
   const binding: MachineBinding = {

@@ -64,7 +64,7 @@ function harness(
     can: () => true,
     send: () => {},
     status: openOrderStatus,
-    durable: () => ({ fake: true }),
+    persisted: () => ({ fake: true }),
     stop: () => void stopped++,
   };
   const binding: MachineBinding = {

@@ -31,7 +31,7 @@ function harness() {
     can: () => true,
     send: (event) => void sent.push(event),
     status: openOrderStatus,
-    durable: () => ({ fake: true }),
+    persisted: () => ({ fake: true }),
     stop: () => {},
   };
   const binding: MachineBinding = {

@@ -129,19 +129,19 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
         confirmedAt: T,
         depositTxHash: control.depositTxHash,
       }),
-      durable: () => ({ fake: true, state: OPEN }),
+      persisted: () => ({ fake: true, state: OPEN }),
       stop: () => void log.push('stop'),
     };
   };
   const binding: MachineBinding = {
     create: (_command, start) => actor('create', start),
-    restore: (durable, start) => {
-      restoredFrom.push(durable);
+    restore: (persisted, start) => {
+      restoredFrom.push(persisted);
       return actor('restore', start);
     },
-    resting: (durable) =>
+    resting: (persisted) =>
       control.passiveUntil === null ||
-      (!control.restsAsStored && !(durable as { state?: unknown } | null)?.state)
+      (!control.restsAsStored && !(persisted as { state?: unknown } | null)?.state)
         ? null
         : {
             wakeAt: control.passiveUntil,

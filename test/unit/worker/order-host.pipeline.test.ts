@@ -49,7 +49,7 @@ function pipelineHarness(depth: number) {
     can: () => true,
     send: () => {},
     status: openOrderStatus,
-    durable: () => ({ fake: true }),
+    persisted: () => ({ fake: true }),
     stop: () => {},
   });
   const binding: MachineBinding = { create: handle, restore: handle, resting: () => null };

@@ -90,7 +90,7 @@ function harness(
     },
     isValid: () => true,
   });
-  /** A stand-in machine: its durable form is the list of events it took, so every event is a change to write. */
+  /** A stand-in machine: its persisted form is the list of events it took, so every event is a change to write. */
   const actor = (start: StartOrderOptions, taken: OrderActorEvent[]): OrderActorHandle => {
     lives.push(taken);
     starts.push(start);
@@ -101,7 +101,7 @@ function harness(
         start.onChange([]);
       },
       status: openOrderStatus,
-      durable: () => ({ taken: taken.map((event) => event.type) }),
+      persisted: () => ({ taken: taken.map((event) => event.type) }),
       stop: () => {},
     };
   };
@@ -176,7 +176,7 @@ describe('order host: a reload waits for the calls its order still has out', () 
     expect(asked).toEqual([['o-1', callsSettleTimeoutOf(createOrderTimeoutMs)]]);
     expect(h.lives).toHaveLength(1);
     expect(h.acquires()).toBe(1);
-    expect(h.host.adoptOrphans()).toBe(0);
+    expect(h.host.takeUpOrphans()).toBe(0);
 
     settle.resolve();
     await reload;

@@ -141,7 +141,7 @@ function harness(options: HarnessOptions = {}): Harness {
     can: () => status.accepts,
     send: (event) => void sent.push(event),
     status: () => ({ state: '"open"', terminal: false, depositTxHash: null, ...status }),
-    durable: () => ({ fake: true }),
+    persisted: () => ({ fake: true }),
     stop: () => {},
   };
   const binding: MachineBinding = {
@@ -657,9 +657,9 @@ describe('order host', () => {
     expect(h.host.ownerOfReference('REF')).toBeUndefined();
   });
 
-  it('adopts an unfinished order that nobody drives on its partition, on the second sweep that finds it', async () => {
-    let adopted = 0;
-    const h = harness({ metrics: { ...noMetrics, orphanAdopted: () => void adopted++ } });
+  it('takes up an unfinished order that nobody drives on its partition, on the second sweep that finds it', async () => {
+    let takenUp = 0;
+    const h = harness({ metrics: { ...noMetrics, orphanTakenUp: () => void takenUp++ } });
     await h.host.onAssignment([], [0]);
     // Left driven by nobody (a path that should have loaded it did not), and no command of it comes.
     h.records.set('o-1', openRecord('o-1', 0));
@@ -673,7 +673,7 @@ describe('order host', () => {
     h.host.reconcile(t0 + orphanSweepIntervalMs, 60_000);
     await new Promise((resolve) => setImmediate(resolve));
     expect(h.restored).toEqual(['o-1']);
-    expect(adopted).toBe(1);
+    expect(takenUp).toBe(1);
     expect(h.host.mayAct('o-1')).toBe(true);
     h.host.reconcile(t0 + 3 * orphanSweepIntervalMs, 60_000);
     await new Promise((resolve) => setImmediate(resolve));

@@ -22,7 +22,7 @@ const actor: OrderActorHandle = {
   can: () => true,
   send: () => {},
   status: openOrderStatus,
-  durable: () => ({}),
+  persisted: () => ({}),
   stop: () => {},
 };
 
