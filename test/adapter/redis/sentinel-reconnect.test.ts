@@ -14,6 +14,18 @@ import { startScriptedSentinel } from './scripted-sentinel.ts';
 
 const name = 'mymaster';
 
+/** A Sentinel topology of one sentinel (the scripted one), plain TCP, no auth. */
+function sentinelTopology(port: number): Parameters<typeof createRedis>[0] {
+  return {
+    kind: 'sentinel',
+    sentinels: [{ host: '127.0.0.1', port }],
+    name,
+    tls: false,
+    sentinelUsername: undefined,
+    sentinelPassword: undefined,
+  };
+}
+
 async function primaries() {
   const dir = mkdtempSync(join(tmpdir(), 'sentinel-reconnect-'));
   const first = await startLocalRedis({ dir: join(dir, 'first') });
@@ -31,17 +43,11 @@ describe('a Sentinel client', () => {
     const sentinel = await startScriptedSentinel({ name, primaryPort: first.port });
     onTestFinished(() => sentinel.close());
     const errors: WorkerError[] = [];
-    const client = createRedis(
-      {
-        kind: 'sentinel',
-        sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
-        name,
-        tls: false,
-        sentinelUsername: undefined,
-        sentinelPassword: undefined,
-      },
-      { keyPrefix: 'switch:', onError: (error) => errors.push(error), maxReconnectDelayMs: 100 },
-    );
+    const client = createRedis(sentinelTopology(sentinel.port), {
+      keyPrefix: 'switch:',
+      onError: (error) => errors.push(error),
+      maxReconnectDelayMs: 100,
+    });
     onTestFinished(() => closeRedis(client));
     await whenRedisReady(client, 5_000);
     await eventually('the failover detector subscribed', () => sentinel.subscribers() > 0, 5_000);
@@ -76,17 +82,10 @@ describe('a Sentinel client', () => {
     const { first } = await primaries();
     const sentinel = await startScriptedSentinel({ name, primaryPort: first.port });
     onTestFinished(() => sentinel.close());
-    const client = createRedis(
-      {
-        kind: 'sentinel',
-        sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
-        name,
-        tls: false,
-        sentinelUsername: undefined,
-        sentinelPassword: undefined,
-      },
-      { onError: () => {}, maxReconnectDelayMs: 100 },
-    );
+    const client = createRedis(sentinelTopology(sentinel.port), {
+      onError: () => {},
+      maxReconnectDelayMs: 100,
+    });
     // Its first lookup is held: closeRedis finds it connecting.
     const lookup = sentinel.duringNextLookup(() => {}, 300);
     await lookup;

@@ -157,6 +157,17 @@ export function openOrderStatus(): ReturnType<OrderActorHandle['status']> {
   };
 }
 
+/** A stand-in actor of an open order that takes every event and changes nothing. */
+export function openOrderHandle(): OrderActorHandle {
+  return {
+    can: () => true,
+    send: () => {},
+    status: openOrderStatus,
+    persisted: () => ({ fake: true }),
+    stop: () => {},
+  };
+}
+
 /**
  * A fake's OrderLeases with the suspend half added: a suspended lease is kept again while the fake says it is valid,
  * and resumed by acquiring it again (above the fence it had).

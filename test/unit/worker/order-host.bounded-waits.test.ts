@@ -4,14 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
-import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machine-binding.ts';
+import type { MachineBinding } from '../../../src/worker/machine-binding.ts';
 import { WorkerError } from '../../../src/errors.ts';
 import { commandWaitBoundOf } from '../../../src/timeouts.ts';
 import {
   createCommand,
   hostOver,
   memoryStore,
-  openOrderStatus,
+  openOrderHandle,
   openRecord,
   withSuspend,
 } from './host-fixtures.ts';
@@ -26,13 +26,7 @@ function harness(acquire: () => Promise<{ fence: number } | null>, commandWaitBo
       return Promise.resolve(true);
     },
   } as unknown as TransactionalWriter;
-  const handle: OrderActorHandle = {
-    can: () => true,
-    send: () => {},
-    status: openOrderStatus,
-    persisted: () => ({ fake: true }),
-    stop: () => {},
-  };
+  const handle = openOrderHandle();
   const binding: MachineBinding = { create: () => handle, restore: () => handle, resting: () => null };
   const leases = withSuspend({ acquire, release: () => Promise.resolve(), isValid: () => true });
   const host = hostOver(

@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
-import type { MachineBinding, OrderActorHandle } from '../../../src/worker/machine-binding.ts';
+import type { MachineBinding } from '../../../src/worker/machine-binding.ts';
 import type { OrderLeases } from '../../../src/worker/ports.ts';
 import { reduceHeap } from '../../../src/process/heap-reducer.ts';
-import { hostOver, memoryStore, openOrderStatus, openRecord, withSuspend } from './host-fixtures.ts';
+import { hostOver, memoryStore, openOrderHandle, openRecord, withSuspend } from './host-fixtures.ts';
 
 const partitions = [0, 1, 2];
 /** Per partition: 120k orders fill 0.92 of a 131,072-entry table, and the 40k kept stay above its quarter. */
@@ -40,13 +40,7 @@ function hostOverOrders(
   });
   leases.acquireMany = (requests) => Promise.resolve(requests.map(() => ({ fence: 1 })));
   if (resting) leases.releaseSuspended = resting.releaseSuspended;
-  const handle: OrderActorHandle = {
-    can: () => true,
-    send: () => {},
-    status: openOrderStatus,
-    persisted: () => ({ fake: true }),
-    stop: () => {},
-  };
+  const handle = openOrderHandle();
   const binding: MachineBinding = {
     create: () => handle,
     restore: () => handle,
