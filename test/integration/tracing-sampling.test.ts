@@ -67,7 +67,17 @@ describe('sampling that follows the order', () => {
     const ofOrder = (orderId: string) => receiver.spans.filter((s) => s.attributes['order.id'] === orderId);
     const deadline = Date.now() + 20_000;
     const has = (name: string) => ofOrder(kept.orderId).some((s) => s.name === name);
-    while (!(has('order timer') && has('order webhook hint')) && Date.now() < deadline) await sleep(200);
+    // The completion's spans are exported in a later batch than the PAID ones (OTEL_BSP_SCHEDULE_DELAY): wait for a
+    // hint trace holding the write too, or the check below reads the receiver before that batch came in.
+    const completes = () =>
+      ofOrder(kept.orderId).some(
+        (hint) =>
+          hint.name === 'order webhook hint' &&
+          receiver.spans.some(
+            (s) => s.traceId === hint.traceId && s.name === `send ${cluster.topics.events}`,
+          ),
+      );
+    while (!(has('order timer') && completes()) && Date.now() < deadline) await sleep(200);
 
     const command = ofOrder(kept.orderId).find(
       (s) => s.traceId === kept.traceId && s.name.startsWith('process '),
