@@ -34,7 +34,7 @@ import type { CommandWaits } from './command-waits.ts';
 import type { HostState } from './host-state.ts';
 import type { OrderLifecycle } from './lifecycle.ts';
 import type { OrderSignals } from './signals.ts';
-import { actorOf, isHalted, restOf } from './slot-phases.ts';
+import { actorOf, isHalted, restOf, trailOf } from './slot-phases.ts';
 import { commandOutcomeKey, noteCommandType, noteOutcome, tracer, type CommandOutcome } from './tracing.ts';
 
 export class CommandHandler {
@@ -88,7 +88,8 @@ export class CommandHandler {
     const parent = extractContext(message.headers ?? {});
     const outcome: CommandOutcome = { commandType: 'unknown', result: 'accepted' };
     // A command for an order driven here (a deposit, a routed webhook hint) links to the order's first trace.
-    const origin = message.key ? this.state.slots.get(message.key)?.origin : undefined;
+    const here = message.key ? this.state.slots.get(message.key) : undefined;
+    const origin = here && trailOf(here)?.origin;
     const span = tracer.startSpan(
       `process ${message.topic}`,
       {

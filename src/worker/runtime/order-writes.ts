@@ -8,7 +8,7 @@ import { unrecordedDepositAlerts } from '../deposit-alerts.ts';
 import type { EmittedDomainEvent, MachineBinding } from '../machine-binding.ts';
 import type { EventPayload } from '../order-journal.ts';
 import type { HostState } from './host-state.ts';
-import { actorOf, isHalted, isStopped, type OrderSlot } from './slot-phases.ts';
+import { actorOf, isHalted, isStopped, trailOf, type OrderSlot } from './slot-phases.ts';
 
 /** What a write carries besides the order's pending events and state. */
 export interface WriteExtra {
@@ -96,9 +96,10 @@ export class OrderWrites {
     // Webhook-to-event latency: from the hint to the first event a later write publishes (the poll's answer). A
     // hint whose poll found nothing new is forgotten after a minute rather than measured against a later change.
     let webhookAt: number | undefined;
-    if (slot.webhookAt !== undefined && extra.offset === undefined) {
-      if (eventTypes.length) webhookAt = slot.webhookAt;
-      if (eventTypes.length || opts.now() - slot.webhookAt > 60_000) slot.webhookAt = undefined;
+    const trail = trailOf(slot);
+    if (trail?.webhookAt !== undefined && extra.offset === undefined) {
+      if (eventTypes.length) webhookAt = trail.webhookAt;
+      if (eventTypes.length || opts.now() - trail.webhookAt > 60_000) trail.webhookAt = undefined;
     }
     const status = actor?.status();
     const terminal = extra.terminal === true || (status?.terminal ?? slot.record.terminal);

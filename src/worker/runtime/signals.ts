@@ -10,7 +10,7 @@ import type { OrderLifecycle } from './lifecycle.ts';
 import type { RestAndWake } from './rest-and-wake.ts';
 import type { ListingOutcome } from './ports.ts';
 import { stateLabel } from './rest-rules.ts';
-import { actorOf, isOut, restOf, type OrderSlot } from './slot-phases.ts';
+import { actorOf, isOut, restOf, trailOf, type OrderSlot } from './slot-phases.ts';
 import { inOrderTrace, orderAttributes, tracer } from './tracing.ts';
 
 /** Hint spans a waiting GET links at most (a webhook storm for one order must not grow a slot). */
@@ -47,10 +47,11 @@ export class OrderSignals {
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.state.opts.now() };
     if (!actor.can(event)) return true;
     // In the webhook's trace, linked to the order's first (a sampler keeps it with the order's other traces).
+    const trail = trailOf(slot);
     const span = tracer.startSpan('order webhook hint', {
       kind: SpanKind.INTERNAL,
       attributes: orderAttributes(slot),
-      ...(slot.origin ? { links: [originLink(slot.origin)] } : {}),
+      ...(trail?.origin ? { links: [originLink(trail.origin)] } : {}),
     });
     try {
       context.with(trace.setSpan(context.active(), span), () => this.takeHint(slot, event, hint.receivedAt));
@@ -66,14 +67,15 @@ export class OrderSignals {
    * is written for it; the machine's own writes (the GET's answer) follow as always.
    */
   takeHint(slot: OrderSlot, event: OrderActorEvent, receivedAt: string): void {
+    const trail = trailOf(slot);
     const at = Date.parse(receivedAt);
-    if (Number.isFinite(at)) slot.webhookAt = at;
+    if (trail && Number.isFinite(at)) trail.webhookAt = at;
     actorOf(slot)?.send(event);
     // A hint the machine keeps waiting for the ones after it: its span is linked from the GET's trace later.
     if (actorOf(slot)?.status().hintDueAt == null) return;
     const spanContext = trace.getActiveSpan()?.spanContext();
-    if (!spanContext || !isSpanContextValid(spanContext)) return;
-    const links = (slot.hintLinks ??= []);
+    if (!trail || !spanContext || !isSpanContextValid(spanContext)) return;
+    const links = (trail.hintLinks ??= []);
     if (links.length < maxHintLinks) links.push(spanContext);
   }
 

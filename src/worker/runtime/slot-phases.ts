@@ -8,9 +8,23 @@ import type { OrderRecord } from '../../kafka/order-state-store.ts';
 import { fromTraceparent } from '../../telemetry/propagation.ts';
 import type { EmittedDomainEvent, OrderActorHandle } from '../machine-binding.ts';
 
+/**
+ * What an order traces with while it is not at rest: the span context of the command that created it (later traces
+ * of it, polls and commands, link to it), when a webhook hint asked for the poll now under way or waiting (epoch ms,
+ * for the webhook-to-event latency), and the spans of the hints waiting for their GET (WEBHOOK_COALESCE_MS: the
+ * machine timer that sends it links them, so a webhook's trace leads to the GET that confirmed it; at most
+ * maxHintLinks). A resting order has none: it comes back from the record when the order wakes.
+ */
+export interface Trail {
+  readonly origin: SpanContext | undefined;
+  webhookAt: number | undefined;
+  hintLinks: SpanContext[] | undefined;
+}
+
 /** Loaded from a record, no actor yet: being restored, or a create whose actor did not start. */
 export interface Loaded {
   readonly kind: 'loaded';
+  readonly trail: Trail;
 }
 
 /** A new order whose actor runs its local first steps: its first record is not written yet (createOrder writes it). */
@@ -18,12 +32,14 @@ export interface Creating {
   readonly kind: 'creating';
   /** Undefined while the binding builds it. */
   readonly actor: OrderActorHandle | undefined;
+  readonly trail: Trail;
 }
 
 /** Driven by its actor. */
 export interface Live {
   readonly kind: 'live';
   readonly actor: OrderActorHandle;
+  readonly trail: Trail;
 }
 
 /**
@@ -50,11 +66,13 @@ export interface Resting {
 /** Its actor is being re-created from the record it rested with: that start is not a change to write. */
 export interface Waking {
   readonly kind: 'waking';
+  readonly trail: Trail;
 }
 
 /** The actor stopped on an unmodelled error; the slot keeps the lease and refuses all but order.settle abandon. */
 export interface Halted {
   readonly kind: 'halted';
+  readonly trail: Trail;
 }
 
 /** No longer driven here (unloaded, reloading, or the writer failed): what it was is kept for its last status. */
@@ -83,15 +101,6 @@ export interface OrderSlot {
   persistScheduled: boolean;
   /** When the reconciliation sweep last nudged this order (at most one nudge per max age). */
   lastNudgeAt: number;
-  /** The span context of the command that created the order: later traces of it (polls) link to it. */
-  origin: SpanContext | undefined;
-  /** When a webhook hint asked for the poll now under way, or waiting (epoch ms), for the webhook-to-event latency. */
-  webhookAt: number | undefined;
-  /**
-   * The spans of the hints waiting for their GET (WEBHOOK_COALESCE_MS): the machine timer that sends it links them,
-   * so a webhook's trace leads to the GET that confirmed it (at most maxHintLinks).
-   */
-  hintLinks?: SpanContext[] | undefined;
   /** The rev of the latest record once it is committed (and nothing newer was appended meanwhile). */
   durableRev: number;
 }
@@ -105,6 +114,16 @@ function enter(slot: OrderSlot, phase: SlotPhase): void {
   (slot as Mutable).phase = phase;
 }
 
+/** A trail as the record gives it: the origin it was created with, no hint waiting. */
+function trailFrom(record: OrderRecord): Trail {
+  return { origin: fromTraceparent(record.trace_origin), webhookAt: undefined, hintLinks: undefined };
+}
+
+/** The trail a slot carries into its next phase: its own, or (after a rest) the record's. */
+function carried(slot: OrderSlot): Trail {
+  return trailOf(slot) ?? trailFrom(slot.record);
+}
+
 // ---- transitions ------------------------------------------------------------------------------------------------
 
 /** A slot for an order loaded from (or created with) this record under this fence: Loaded. */
@@ -114,31 +133,29 @@ export function newSlot(record: OrderRecord, fence: number): OrderSlot {
     partition: record.partition,
     fence,
     record: { ...record, fence },
-    phase: { kind: 'loaded' },
+    phase: { kind: 'loaded', trail: trailFrom(record) },
     pendingEvents: [],
     answering: record.answering ?? [],
     lastWrite: Promise.resolve(),
     persistScheduled: false,
     lastNudgeAt: 0,
-    origin: fromTraceparent(record.trace_origin),
-    webhookAt: undefined,
     durableRev: -1,
   };
 }
 
 /** Loaded -> Creating: the actor is being built (undefined), then runs its first steps (set). */
 export function toCreating(slot: OrderSlot, actor: OrderActorHandle | undefined): void {
-  enter(slot, { kind: 'creating', actor });
+  enter(slot, { kind: 'creating', actor, trail: carried(slot) });
 }
 
 /** Loaded, Creating or Waking -> Live. */
 export function toLive(slot: OrderSlot, actor: OrderActorHandle): void {
-  enter(slot, { kind: 'live', actor });
+  enter(slot, { kind: 'live', actor, trail: carried(slot) });
 }
 
 /** Creating -> Loaded: the actor did not start. */
 export function toLoaded(slot: OrderSlot): void {
-  enter(slot, { kind: 'loaded' });
+  enter(slot, { kind: 'loaded', trail: carried(slot) });
 }
 
 /**
@@ -148,22 +165,18 @@ export function toLoaded(slot: OrderSlot): void {
 export function toResting(slot: OrderSlot, rest: Omit<Resting, 'kind' | 'listedAt' | 'polling'>): Resting {
   const resting: Resting = { kind: 'resting', ...rest, listedAt: undefined, polling: undefined };
   enter(slot, resting);
-  slot.origin = undefined;
   slot.lastWrite = settledWrite;
-  slot.webhookAt = undefined;
-  slot.hintLinks = undefined;
   return resting;
 }
 
 /** Resting -> Waking: its actor is re-created from the record (its span context comes back with it). */
 export function toWaking(slot: OrderSlot): void {
-  enter(slot, { kind: 'waking' });
-  slot.origin = fromTraceparent(slot.record.trace_origin);
+  enter(slot, { kind: 'waking', trail: trailFrom(slot.record) });
 }
 
 /** Any phase but Stopped -> Halted (the actor, if any, is dropped; the record keeps the last good state). */
 export function toHalted(slot: OrderSlot): void {
-  enter(slot, { kind: 'halted' });
+  enter(slot, { kind: 'halted', trail: carried(slot) });
 }
 
 /** Any phase -> Stopped (once). */
@@ -182,6 +195,12 @@ function lastPhase(slot: OrderSlot): Exclude<SlotPhase, Stopped> {
 export function actorOf(slot: OrderSlot): OrderActorHandle | undefined {
   const phase = lastPhase(slot);
   return phase.kind === 'live' || phase.kind === 'creating' ? phase.actor : undefined;
+}
+
+/** What the order traces with while it is not at rest (or was when it was stopped); undefined at rest. */
+export function trailOf(slot: OrderSlot): Trail | undefined {
+  const phase = lastPhase(slot);
+  return phase.kind === 'resting' ? undefined : phase.trail;
 }
 
 /** What the order rests with while it rests (or rested when it was stopped); else undefined. */

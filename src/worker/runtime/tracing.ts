@@ -12,7 +12,7 @@ import { originLink } from '../../telemetry/order-sampler.ts';
 import { withOrderId } from '../../telemetry/propagation.ts';
 import { ATTR_EXCHANGE_UNIQUE_REFERENCE, ATTR_ORDER_ID } from '../../telemetry/semconv.ts';
 import type { EmittedDomainEvent } from '../machine-binding.ts';
-import { actorOf, type OrderSlot } from './slot-phases.ts';
+import { actorOf, trailOf, type OrderSlot } from './slot-phases.ts';
 
 export const tracer = trace.getTracer('exchange-order-worker');
 
@@ -50,10 +50,11 @@ export function orderAttributes(slot: OrderSlot): Attributes {
  */
 export function inOrderTrace(slot: OrderSlot, name: string, work: () => void): void {
   // A timer while hints wait is theirs (the GET they wait for comes first): their spans are linked, once.
-  const hints = name === 'order timer' ? slot.hintLinks : undefined;
-  if (hints) slot.hintLinks = undefined;
+  const trail = trailOf(slot);
+  const hints = name === 'order timer' ? trail?.hintLinks : undefined;
+  if (trail && hints) trail.hintLinks = undefined;
   const links = [
-    ...(slot.origin ? [originLink(slot.origin)] : []),
+    ...(trail?.origin ? [originLink(trail.origin)] : []),
     ...(hints ?? []).map((c) => ({ context: c })),
   ];
   const span = tracer.startSpan(

@@ -15,6 +15,7 @@ import {
   toResting,
   toStopped,
   toWaking,
+  trailOf,
 } from '../../../src/worker/runtime/slot-phases.ts';
 import { openOrderStatus, openRecord } from './host-fixtures.ts';
 
@@ -37,19 +38,45 @@ describe('slot phases', () => {
     expect(actorOf(slot)).toBeUndefined();
     toCreating(slot, actor);
     expect(actorOf(slot)).toBe(actor);
+    const trail = trailOf(slot);
     toLive(slot, actor);
-    slot.webhookAt = 3;
+    // The trail a slot traces with is carried from loaded through creating to live, the same object.
+    expect(trailOf(slot)).toBe(trail);
+    trailOf(slot)!.webhookAt = 3;
+    trailOf(slot)!.hintLinks = [];
     const resting = toResting(slot, rest);
     expect(slot.phase).toBe(resting);
     expect(actorOf(slot)).toBeUndefined();
     expect(restOf(slot)?.wakeAt).toBe(5);
-    // Nothing of a live actor stays with a resting slot.
-    expect(slot.webhookAt).toBeUndefined();
+    // Nothing of a live actor stays with a resting slot: no actor, no trail, no write chain.
+    expect(trailOf(slot)).toBeUndefined();
+    expect(Object.keys(resting).sort()).toEqual([
+      'confirmedAt',
+      'kind',
+      'leaseRenewedAt',
+      'listedAt',
+      'pollDeferrableUntil',
+      'polling',
+      'state',
+      'wakeAt',
+    ]);
     toWaking(slot);
     expect(restOf(slot)).toBeUndefined();
     expect(actorOf(slot)).toBeUndefined();
+    // It wakes with the trail its record gives: no hint of before the rest.
+    expect(trailOf(slot)).toEqual({ origin: undefined, webhookAt: undefined, hintLinks: undefined });
     toLive(slot, actor);
     expect(actorOf(slot)).toBe(actor);
+  });
+
+  it('wakes with the span context of the command that created the order, from its record', () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const slot = newSlot(openRecord('o-3', 0, { trace_origin: traceparent }), 1);
+    expect(trailOf(slot)?.origin?.traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    toLive(slot, actor);
+    toResting(slot, rest);
+    toWaking(slot);
+    expect(trailOf(slot)?.origin?.spanId).toBe('b7ad6b7169203331');
   });
 
   it('keeps what a stopped slot was, once, and counts a halted one out', () => {
