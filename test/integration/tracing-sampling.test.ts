@@ -69,14 +69,10 @@ describe('sampling that follows the order', () => {
     const has = (name: string) => ofOrder(kept.orderId).some((s) => s.name === name);
     // The completion's spans are exported in a later batch than the PAID ones (OTEL_BSP_SCHEDULE_DELAY): wait for a
     // hint trace holding the write too, or the check below reads the receiver before that batch came in.
+    const writesInTrace = (span: { traceId: string }) =>
+      receiver.spans.some((s) => s.traceId === span.traceId && s.name === `send ${cluster.topics.events}`);
     const completes = () =>
-      ofOrder(kept.orderId).some(
-        (hint) =>
-          hint.name === 'order webhook hint' &&
-          receiver.spans.some(
-            (s) => s.traceId === hint.traceId && s.name === `send ${cluster.topics.events}`,
-          ),
-      );
+      ofOrder(kept.orderId).some((hint) => hint.name === 'order webhook hint' && writesInTrace(hint));
     while (!(has('order timer') && completes()) && Date.now() < deadline) await sleep(200);
 
     const command = ofOrder(kept.orderId).find(
@@ -98,9 +94,7 @@ describe('sampling that follows the order', () => {
     ).toBeGreaterThan(0);
     for (const hint of hints)
       expect(hint.links).toContainEqual({ traceId: kept.traceId, spanId: command!.spanId });
-    const completing = hints.find((hint) =>
-      receiver.spans.some((s) => s.traceId === hint.traceId && s.name === `send ${cluster.topics.events}`),
-    );
+    const completing = hints.find(writesInTrace);
     expect(completing, 'a hint trace with the GET and the write of the completion').toBeDefined();
     expect(
       receiver.spans.some(
