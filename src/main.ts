@@ -12,7 +12,7 @@ import { OrderJournal } from './worker/order-journal.ts';
 import { RoutePublishing } from './worker/route-publishing.ts';
 import { buildExchangeActors, buildExchangeClient } from './composition/exchange.ts';
 import { buildHost, buildOperatorAuthority } from './composition/host.ts';
-import { buildHealth, buildHttpFace } from './composition/http.ts';
+import { buildFleetPeers, buildHealth, buildHttpFace } from './composition/http.ts';
 import {
   buildConsumer,
   buildKafka,
@@ -50,7 +50,8 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
 
   const failures: KafkaFailures = { fatal: new AbortController(), writerFailed: new AbortController() };
   const writer = buildWriter(config, logger, telemetry, kafka, failures);
-  const fleet = new FleetView();
+  // Shares the state store's records of open orders (it is fed the very objects the store holds).
+  const fleet = new FleetView({ sharesRecords: true });
   const store = buildStateStore(config, logger, { kafka, writer, routes, fleet });
   const journal = new OrderJournal({ writer, store, topics: config.topics, now: () => Date.now() });
   const consumer = buildConsumer(config, logger, kafka, failures);
@@ -76,7 +77,17 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
 
   const { hints, cluster } = buildKafkaSidecars(kafka);
   const health = buildHealth(config, { consumer, cluster, redis, host });
-  const http = buildHttpFace(config, logger, telemetry, { health, host, store, routes, hints, fleet, redis });
+  const peers = buildFleetPeers(config, logger, { store, partitioning, redis });
+  const http = buildHttpFace(config, logger, telemetry, {
+    health,
+    host,
+    store,
+    routes,
+    hints,
+    fleet,
+    peers,
+    redis,
+  });
 
   const worker = buildWorker(config, logger, telemetry, {
     http,
@@ -96,6 +107,7 @@ async function run(config: WorkerConfig, logger: Logger, telemetry: Telemetry): 
     client: exchange.client,
     eventLoopLoad,
     redis,
+    peers,
   });
   observeWorker(config, telemetry, { host, store, consumer, exchangeActors, worker, fleet });
   logUnsafeSettings(config, logger);

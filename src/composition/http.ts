@@ -3,6 +3,7 @@
 import { connect } from 'node:net';
 import type { WorkerConfig } from '../config.ts';
 import { webhookVerifier } from '../exchange/webhook-signature.ts';
+import { FleetPeers, httpAsk } from '../fleet/fleet-peers.ts';
 import type { FleetView } from '../fleet/fleet-view.ts';
 import { bearerCheck } from '../http/bearer-auth.ts';
 import { HttpFace } from '../http/http-face.ts';
@@ -13,6 +14,7 @@ import type { BestEffortProducer } from '../kafka/best-effort-producer.ts';
 import type { ClusterAdmin } from '../kafka/cluster-admin.ts';
 import type { CommandConsumer } from '../kafka/command-consumer.ts';
 import type { OrderStateStore } from '../kafka/order-state-store.ts';
+import type { KeyPartitioning } from '../kafka/partitioning.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Telemetry } from '../telemetry/sdk.ts';
 import { stuckHandlerAfterOf, WorkerHealth } from '../worker/health.ts';
@@ -73,6 +75,34 @@ export function buildHealth(
   });
 }
 
+/**
+ * The other replicas as the read API asks them (src/fleet/fleet-peers.ts), and this replica announced to them: its
+ * address (OPS_ADVERTISE_URL, else 127.0.0.1 and METRICS_PORT) and the partitions it owns.
+ */
+export function buildFleetPeers(
+  config: WorkerConfig,
+  logger: Logger,
+  parts: {
+    store: Pick<OrderStateStore, 'ownedPartitions' | 'get'>;
+    partitioning: Pick<KeyPartitioning, 'partitions'>;
+    redis: Pick<RedisParts, 'fleetMembers'>;
+  },
+): FleetPeers {
+  const { store, partitioning } = parts;
+  const url = config.operations.advertiseUrl ?? `http://127.0.0.1:${config.metricsPort}`;
+  return new FleetPeers({
+    workerId: config.workerId,
+    members: parts.redis.fleetMembers,
+    ownedPartitions: () => store.ownedPartitions(),
+    partitionCount: () => partitioning.partitions,
+    partitionOf: (orderId) => store.get(orderId)?.partition,
+    url: () => url,
+    ask: httpAsk(config.workerId),
+    logger: logger.child({ component: 'fleet-peers' }),
+    now: () => Date.now(),
+  });
+}
+
 export interface HttpParts {
   health: WorkerHealth;
   host: OrderHost;
@@ -80,6 +110,7 @@ export interface HttpParts {
   routes: OrderRoutes;
   hints: BestEffortProducer;
   fleet: FleetView;
+  peers: FleetPeers;
   redis: Pick<RedisParts, 'dedupe' | 'leaseReads'>;
 }
 
@@ -113,6 +144,7 @@ export function buildHttpFace(
   const ordersApi = createOrdersApi({
     auth: bearerCheck(config.operations.apiTokens),
     view: parts.fleet,
+    peers: parts.peers,
     replicaOf: replicaOfLease(redis.leaseReads),
     workerId: config.workerId,
     now: () => Date.now(),

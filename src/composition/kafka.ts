@@ -86,8 +86,10 @@ export function buildStateStore(
     logger,
     transactionTimeoutMs: config.kafkaTransactionTimeoutMs,
     onReference: (reference, orderId, partition) => routes.record(reference, orderId, partition),
-    // Every replica's read view of every order: the read API answers for any order from it.
+    // The read view of the orders this replica owns: the read API answers for them from it, and asks their owners
+    // for the others (src/fleet/fleet-peers.ts).
     onRecord: (record) => ('forgotten' in record ? fleet.forget(record.forgotten) : fleet.apply(record)),
+    onRelease: (partitions) => fleet.release(partitions),
   });
 }
 

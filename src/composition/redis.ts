@@ -1,10 +1,11 @@
 // The Redis parts: the shared connection and its adapters (cooldown, claims, creates in flight, order index,
 // webhook dedupe, order homes), the leases on a connection of their own when replicas must acknowledge them, and the
-// read API's connection. `close` ends every connection this builder opened.
+// read API's connection (lease holders, the fleet's members). `close` ends every connection this builder opened.
 import { randomUUID } from 'node:crypto';
 import type { WorkerConfig } from '../config.ts';
 import { closeRedis, createRedis, whenRedisReady, type CreateRedisOptions } from '../redis/connect.ts';
 import { RedisCreatesInFlight } from '../redis/creates-in-flight.ts';
+import { FleetMembers } from '../redis/fleet-members.ts';
 import { OrderHomes, orderHomeTtlMs } from '../redis/order-homes.ts';
 import { OrderIndex } from '../redis/order-index.ts';
 import { OrderLease } from '../redis/order-lease.ts';
@@ -87,6 +88,8 @@ export function buildRedis(config: WorkerConfig, logger: Logger) {
     homes,
     /** The read API's view of leases. */
     leaseReads: new OrderLease(readsRedis),
+    /** The replicas' read API addresses and partitions (the read API asks the owner of an order it does not hold). */
+    fleetMembers: new FleetMembers(readsRedis),
     /** Closes every connection this builder opened (after the leases stopped and the exchange's calls ended). */
     closeConnections: async (): Promise<void> => {
       await closeRedis(redis).catch(() => {});

@@ -3,6 +3,7 @@
 // read the parts.
 import type { WorkerConfig } from '../config.ts';
 import type { ExchangeClient } from '../exchange/client.ts';
+import type { FleetPeers } from '../fleet/fleet-peers.ts';
 import type { FleetView } from '../fleet/fleet-view.ts';
 import type { KafkaClient } from '../kafka/kafka-client.ts';
 import type { OrderStateStore } from '../kafka/order-state-store.ts';
@@ -34,6 +35,8 @@ export interface RunnerParts extends Pick<
   client: ExchangeClient;
   eventLoopLoad: EventLoopLoad;
   redis: Pick<RedisParts, 'leases' | 'closeConnections'>;
+  /** Announced from the start; withdrawn on close, before Redis closes. */
+  peers: Pick<FleetPeers, 'start' | 'stop'>;
 }
 
 export function buildWorker(
@@ -42,7 +45,8 @@ export function buildWorker(
   telemetry: Telemetry,
   parts: RunnerParts,
 ): Worker {
-  const { kafka, partitioning, host, retention, routePublishing, redis } = parts;
+  const { kafka, partitioning, host, retention, routePublishing, redis, peers } = parts;
+  peers.start();
   return new Worker(config, logger, {
     http: parts.http,
     ensureTopics: async () => {
@@ -80,6 +84,7 @@ export function buildWorker(
     close: async () => {
       parts.eventLoopLoad.stop();
       await redis.leases.stop().catch(() => {});
+      await peers.stop();
       await parts.client.close().catch(() => {});
       await redis.closeConnections();
       await telemetry.shutdown().catch(() => {});

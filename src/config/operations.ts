@@ -65,9 +65,23 @@ export const operationsVariables = {
     .default(86_400_000),
   /** An open, unparked order whose record has not changed for this long counts as stalled. */
   STALLED_AFTER_MS: stalledAfterMs,
+  /**
+   * This replica's operations port as the other replicas reach it: they pass it read API requests for the orders
+   * of the partitions it owns. Unset: http://127.0.0.1:<METRICS_PORT> (every replica on one host).
+   */
+  OPS_ADVERTISE_URL: z
+    .string()
+    .trim()
+    .max(512)
+    .refine(
+      (value) => /^https?:\/\/[^\s/]+(\/\S*)?$/.test(value),
+      'must be an http(s) URL, e.g. http://10.0.0.7:9464',
+    )
+    .transform((value) => value.replace(/\/+$/, ''))
+    .optional(),
 };
 
-type OperationsInput = { [K in keyof typeof operationsVariables]: z.output<(typeof operationsVariables)[K]> };
+type OperationsInput = z.output<z.ZodObject<typeof operationsVariables>>;
 
 export function operationsConfig(value: OperationsInput) {
   return {
@@ -76,6 +90,7 @@ export function operationsConfig(value: OperationsInput) {
     operatorCommandsUnsigned: value.OPERATOR_COMMANDS_UNSIGNED,
     operatorSignatureMaxAgeMs: value.OPERATOR_SIGNATURE_MAX_AGE_MS,
     stalledAfterMs: value.STALLED_AFTER_MS,
+    advertiseUrl: value.OPS_ADVERTISE_URL,
   };
 }
 export type OperationsConfig = ReturnType<typeof operationsConfig>;

@@ -1,16 +1,69 @@
-// Every order's current state, as summaries kept from the state topic's records (src/kafka/order-state-store.ts
-// hands each accepted record over; the inspector and the console read the topic themselves): what the read API,
-// `inspect list` and the console answer from. Newest record by (fence, rev) wins, as in the store; a tombstone
-// forgets the order. Lists are filtered and sorted on demand (oldest `since` first, then order id) and paged by a
-// cursor, so a page is stable while orders change around it.
+// Orders' current state, as summaries of the state topic's records: what the read API, `inspect list` and the
+// console answer from. In the worker it holds the orders of the partitions this replica owns, fed by the state store
+// (src/kafka/order-state-store.ts hands over each accepted record of an owned partition and says which partitions it
+// released), and shares the store's records of open orders instead of copying them (`sharesRecords`): about 0.1 KiB
+// per order over what the store holds anyway. The read API asks the other replicas for theirs (fleet-peers.ts). The
+// inspector and the console read the whole topic into a view of their own. Newest record by (fence, rev) wins, as in
+// the store; a tombstone forgets the order. Lists are filtered and sorted on demand (oldest `since` first, then order
+// id) and paged by a cursor, so a page is stable while orders change around it.
 import { encodeCursor, type ListQuery, type phaseFilters } from './list-query.ts';
-import { summarizeOrder, type OrderSummary, type SummaryRecord } from './order-summary.ts';
+import { placeOf, summarizeOrder, type OrderSummary, type SummaryRecord } from './order-summary.ts';
 
-interface Held {
-  summary: OrderSummary;
-  rev: number;
+/**
+ * What the view keeps of an order as its summary: a finished order always (its record, compacted in the store, no
+ * longer has the machine it is summarized from), an open one when the view holds copies (the inspector, the console).
+ */
+class Kept {
+  readonly summary: OrderSummary;
+  readonly rev: number;
   /** `since` in epoch ms, for filters and sorting. */
+  readonly sinceMs: number;
+
+  constructor(summary: OrderSummary, rev: number) {
+    this.summary = summary;
+    this.rev = rev;
+    const ms = Date.parse(summary.since);
+    this.sinceMs = Number.isFinite(ms) ? ms : 0;
+  }
+}
+
+/** An open order's record itself (the store's own object, when the view shares it), or what is kept of it. */
+type Held = SummaryRecord | Kept;
+
+/** What lists filter and sort by, of either kind of entry. */
+interface Placed {
+  held: Held;
+  orderId: string;
+  mode: string;
+  partition: number;
+  state: string;
+  phase: OrderSummary['phase'];
   sinceMs: number;
+}
+
+function placed(held: Held): Placed {
+  if (held instanceof Kept) {
+    const { summary } = held;
+    return {
+      held,
+      orderId: summary.order_id,
+      mode: summary.mode,
+      partition: summary.partition,
+      state: summary.state,
+      phase: summary.phase,
+      sinceMs: held.sinceMs,
+    };
+  }
+  const place = placeOf(held);
+  return {
+    held,
+    orderId: held.order_id,
+    mode: held.mode,
+    partition: held.partition,
+    state: place.state,
+    phase: place.phase,
+    sinceMs: place.sinceMs,
+  };
 }
 
 export interface OrderPage {
@@ -43,30 +96,38 @@ const noDeadlines: OrderSummary['deadlines'] = Object.freeze({
   retry_at: null,
 });
 
+function fenceOf(held: Held): number {
+  return held instanceof Kept ? held.summary.fence : held.fence;
+}
+
 function newer(candidate: { fence: number; rev: number }, held: Held | undefined): boolean {
   if (!held) return true;
-  if (candidate.fence !== held.summary.fence) return candidate.fence > held.summary.fence;
+  const fence = fenceOf(held);
+  if (candidate.fence !== fence) return candidate.fence > fence;
   return candidate.rev >= held.rev;
 }
 
-function sinceOf(summary: OrderSummary): number {
-  const ms = Date.parse(summary.since);
-  return Number.isFinite(ms) ? ms : 0;
+function summaryOf(held: Held): OrderSummary {
+  return held instanceof Kept ? held.summary : summarizeOrder(held);
 }
 
-function matchesState(summary: OrderSummary, state: string | undefined): boolean {
+function referenceOf(held: Held): string | null {
+  return held instanceof Kept ? held.summary.unique_reference : held.unique_reference;
+}
+
+function matchesState(order: Placed, state: string | undefined): boolean {
   if (state === undefined) return true;
   switch (state as (typeof phaseFilters)[number]) {
     case 'open':
-      return summary.phase !== 'finished';
+      return order.phase !== 'finished';
     case 'active':
-      return summary.phase === 'open';
+      return order.phase === 'open';
     case 'parked':
-      return summary.phase === 'parked';
+      return order.phase === 'parked';
     case 'finished':
-      return summary.phase === 'finished';
+      return order.phase === 'finished';
     default:
-      return summary.state === state;
+      return order.state === state;
   }
 }
 
@@ -74,23 +135,41 @@ function sameText(a: string | null, b: string): boolean {
   return a !== null && a.toLowerCase() === b;
 }
 
+export interface FleetViewOptions {
+  /**
+   * The records given to `apply` stay held, unchanged, by whoever gave them (the worker's state store): an open
+   * order is kept as that record, not copied, and summarized when it is read. Without it (the inspector, the console,
+   * which parse records for the view alone) every order is summarized when applied, and its record let go.
+   */
+  sharesRecords?: boolean;
+}
+
 export class FleetView {
   readonly #orders = new Map<string, Held>();
   readonly #byReference = new Map<string, string>();
+  readonly #sharesRecords: boolean;
+
+  constructor(opts: FleetViewOptions = {}) {
+    this.#sharesRecords = opts.sharesRecords ?? false;
+  }
 
   /** Takes a record (the store's newest, or one read from the topic); an older one than held is ignored. */
   apply(record: SummaryRecord): void {
     const held = this.#orders.get(record.order_id);
     if (!newer(record, held)) return;
-    const full = summarizeOrder(record);
-    const summary =
-      full.phase === 'finished'
-        ? { ...full, intent: finishedIntent, deadlines: noDeadlines, trace_origin: null }
-        : full;
-    if (held?.summary.unique_reference && held.summary.unique_reference !== summary.unique_reference)
-      this.#byReference.delete(held.summary.unique_reference);
-    this.#orders.set(record.order_id, { summary, rev: record.rev, sinceMs: sinceOf(summary) });
-    if (summary.unique_reference) this.#byReference.set(summary.unique_reference, record.order_id);
+    let entry: Held;
+    if (record.terminal) {
+      const full = summarizeOrder(record);
+      entry = new Kept(
+        { ...full, intent: finishedIntent, deadlines: noDeadlines, trace_origin: null },
+        record.rev,
+      );
+    } else entry = this.#sharesRecords ? record : new Kept(summarizeOrder(record), record.rev);
+    const before = held && referenceOf(held);
+    const reference = referenceOf(entry);
+    if (before && before !== reference) this.#byReference.delete(before);
+    this.#orders.set(record.order_id, entry);
+    if (reference) this.#byReference.set(reference, record.order_id);
   }
 
   /** The order left the state topic (its tombstone). */
@@ -98,8 +177,16 @@ export class FleetView {
     const held = this.#orders.get(orderId);
     if (!held) return;
     this.#orders.delete(orderId);
-    const reference = held.summary.unique_reference;
+    const reference = referenceOf(held);
     if (reference && this.#byReference.get(reference) === orderId) this.#byReference.delete(reference);
+  }
+
+  /** Lets go of the orders of these partitions (no longer this replica's: their new owner answers for them). */
+  release(partitions: Iterable<number>): void {
+    const gone = new Set(partitions);
+    if (gone.size === 0) return;
+    for (const [orderId, held] of this.#orders)
+      if (gone.has(held instanceof Kept ? held.summary.partition : held.partition)) this.forget(orderId);
   }
 
   get size(): number {
@@ -107,7 +194,8 @@ export class FleetView {
   }
 
   get(orderId: string): OrderSummary | undefined {
-    return this.#orders.get(orderId)?.summary;
+    const held = this.#orders.get(orderId);
+    return held && summaryOf(held);
   }
 
   /** By order id, else by the exchange's unique_reference. */
@@ -126,7 +214,8 @@ export class FleetView {
     if (exact) return [exact];
     const lower = needle.toLowerCase();
     const found: OrderSummary[] = [];
-    for (const { summary } of this.#orders.values()) {
+    for (const held of this.#orders.values()) {
+      const summary = summaryOf(held);
       const { intent } = summary;
       if (
         sameText(intent.withdraw_address, lower) ||
@@ -142,37 +231,37 @@ export class FleetView {
   /** One page of the orders the query selects, oldest `since` first. */
   list(query: ListQuery, now: number): OrderPage {
     const before = query.older_than === undefined ? Number.POSITIVE_INFINITY : now - query.older_than;
-    const selected: Held[] = [];
+    const selected: Placed[] = [];
     const [afterSince, afterId] = query.cursor ?? [];
     const afterMs = afterSince === undefined ? undefined : Date.parse(afterSince);
     for (const held of this.#orders.values()) {
-      const { summary } = held;
-      if (held.sinceMs > before) continue;
-      if (query.mode !== undefined && summary.mode !== query.mode) continue;
-      if (!matchesState(summary, query.state)) continue;
+      const order = placed(held);
+      if (order.sinceMs > before) continue;
+      if (query.mode !== undefined && order.mode !== query.mode) continue;
+      if (!matchesState(order, query.state)) continue;
       if (
         afterMs !== undefined &&
-        (held.sinceMs < afterMs || (held.sinceMs === afterMs && summary.order_id <= (afterId ?? '')))
+        (order.sinceMs < afterMs || (order.sinceMs === afterMs && order.orderId <= (afterId ?? '')))
       )
         continue;
-      selected.push(held);
+      selected.push(order);
     }
     selected.sort((a, b) =>
       a.sinceMs !== b.sinceMs
         ? a.sinceMs - b.sinceMs
-        : a.summary.order_id < b.summary.order_id
+        : a.orderId < b.orderId
           ? -1
-          : a.summary.order_id > b.summary.order_id
+          : a.orderId > b.orderId
             ? 1
             : 0,
     );
     const page = selected.slice(0, query.limit);
     const last = page.at(-1);
     return {
-      orders: page.map((held) => held.summary),
+      orders: page.map((order) => summaryOf(order.held)),
       next_cursor:
         selected.length > query.limit && last
-          ? encodeCursor(new Date(last.sinceMs).toISOString(), last.summary.order_id)
+          ? encodeCursor(new Date(last.sinceMs).toISOString(), last.orderId)
           : null,
     };
   }
@@ -181,17 +270,18 @@ export class FleetView {
   counts(
     now: number,
     stalledMs: number,
-    include: (summary: OrderSummary) => boolean = () => true,
+    include: (order: Pick<OrderSummary, 'partition'>) => boolean = () => true,
   ): FleetCounts {
     let parked = 0;
     let oldest = Number.POSITIVE_INFINITY;
     let stalled = 0;
-    for (const { summary, sinceMs } of this.#orders.values()) {
-      if (summary.phase === 'finished' || !include(summary)) continue;
-      if (summary.phase === 'parked') {
+    for (const held of this.#orders.values()) {
+      const order = placed(held);
+      if (order.phase === 'finished' || !include(order)) continue;
+      if (order.phase === 'parked') {
         parked++;
-        oldest = Math.min(oldest, sinceMs);
-      } else if (now - sinceMs >= stalledMs) stalled++;
+        oldest = Math.min(oldest, order.sinceMs);
+      } else if (now - order.sinceMs >= stalledMs) stalled++;
     }
     return {
       parked,

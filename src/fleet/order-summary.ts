@@ -108,19 +108,62 @@ function iso(ms: number | null): string | null {
   return typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null;
 }
 
+/** The state shown for a record: its machine's resume key (`finished` or `unknown` without one), marked when halted. */
+function shownState(record: SummaryRecord, machineState: string): string {
+  return record.halted && !record.terminal ? `${machineState} (halted)` : machineState;
+}
+
+function machineOf(record: SummaryRecord): Loose | null {
+  return typeof record.machine === 'object' && record.machine !== null ? (record.machine as Loose) : null;
+}
+
+function machineStateOf(record: SummaryRecord, machine: Loose | null): string {
+  return textAt(machine, 'resumeFrom') ?? (record.terminal ? 'finished' : 'unknown');
+}
+
+function phaseOf(record: SummaryRecord, machineState: string): OrderPhase {
+  return record.terminal
+    ? 'finished'
+    : (record.halted ?? null) !== null || parkedStates.has(machineState)
+      ? 'parked'
+      : 'open';
+}
+
+/** When an order parked by the machine (not halted) was parked, as its summary states it. */
+function parkedSince(record: SummaryRecord, context: Loose | null): string {
+  return iso(numberAt(context, 'parkedAt')) ?? record.updated_at;
+}
+
+/** Where an order is, read from its record alone, without a whole summary: what lists filter and sort by. */
+export interface OrderPlace {
+  state: string;
+  phase: OrderPhase;
+  /** `since` of its summary in epoch ms (0 when unreadable). */
+  sinceMs: number;
+}
+
+export function placeOf(record: SummaryRecord): OrderPlace {
+  const machine = machineOf(record);
+  const machineState = machineStateOf(record, machine);
+  const phase = phaseOf(record, machineState);
+  const since =
+    phase !== 'parked'
+      ? record.updated_at
+      : record.halted
+        ? record.halted.at
+        : parkedSince(record, objectAt(machine, 'context'));
+  const ms = Date.parse(since);
+  return { state: shownState(record, machineState), phase, sinceMs: Number.isFinite(ms) ? ms : 0 };
+}
+
 /** The summary of one state record. Throws nothing: an unreadable machine gives a summary with nulls. */
 export function summarizeOrder(record: SummaryRecord): OrderSummary {
   // Read by hand, not by a schema: every record a replica reads passes here, and the store validated its shape.
-  const machine =
-    typeof record.machine === 'object' && record.machine !== null ? (record.machine as Loose) : null;
+  const machine = machineOf(record);
   const context = objectAt(machine, 'context');
-  const state = textAt(machine, 'resumeFrom') ?? (record.terminal ? 'finished' : 'unknown');
+  const state = machineStateOf(record, machine);
   const halted = record.halted ?? null;
-  const phase: OrderPhase = record.terminal
-    ? 'finished'
-    : halted !== null || parkedStates.has(state)
-      ? 'parked'
-      : 'open';
+  const phase = phaseOf(record, state);
   let parked: ParkedEvidence | null = null;
   if (phase === 'parked') {
     const pending = objectAt(context, 'pendingIntent');
@@ -144,7 +187,7 @@ export function summarizeOrder(record: SummaryRecord): OrderSummary {
           last_failure: { code: halted.code, message: halted.message },
         }
       : {
-          since: iso(numberAt(context, 'parkedAt')) ?? record.updated_at,
+          since: parkedSince(record, context),
           reason: 'create_outcome_unknown',
           // As order.parked states it (machines/order-event-builders.ts parkedEventOf).
           window_from: iso(startedAt ?? failedAt),
@@ -161,7 +204,7 @@ export function summarizeOrder(record: SummaryRecord): OrderSummary {
   const open = phase === 'open';
   return {
     order_id: record.order_id,
-    state: halted && !record.terminal ? `${state} (halted)` : state,
+    state: shownState(record, state),
     phase,
     seq: record.seq,
     mode: record.mode,

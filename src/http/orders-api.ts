@@ -1,10 +1,11 @@
-// The read API of the operations port (METRICS_PORT): current state of any order, from the read view every replica
-// keeps of the whole state topic (src/fleet/fleet-view.ts), so any replica answers for any order, owned or not. The
-// lease holder (the replica driving it) comes from Redis. Bearer-token authenticated (bearer-auth.ts); without a
+// The read API of the operations port (METRICS_PORT): current state of any order, from the read view of the orders
+// this replica owns (src/fleet/fleet-view.ts) and, for the others, from their owners (src/fleet/fleet-peers.ts), so
+// any replica answers for any order. The lease holder (the replica driving it) comes from Redis. Bearer-token authenticated (bearer-auth.ts); without a
 // configured token every route answers 404, as if the API did not exist. Answers carry summaries only: never the
 // state record itself, never a configuration value. OpenAPI: docs/openapi.json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseListQuery, type ListQuery } from '../fleet/list-query.ts';
+import { forwardedHeader, type FleetRead } from '../fleet/fleet-peers.ts';
 import type { OrderPage } from '../fleet/fleet-view.ts';
 import type { OrderSummary } from '../fleet/order-summary.ts';
 import type { BearerCheck } from './bearer-auth.ts';
@@ -44,6 +45,19 @@ export interface OrdersApiDeps {
   };
   /** The lease holder of an order (null: nobody; 'unknown': Redis did not answer). */
   replicaOf(orderId: string): Promise<ReplicaView | null | 'unknown'>;
+  /**
+   * The other replicas, asked for what this one's view does not hold (absent: this view holds every order). A
+   * request another replica passed on is answered from this view alone.
+   */
+  peers?: {
+    find(id: string, authorization: string | undefined): Promise<FleetRead>;
+    list(
+      search: string,
+      limit: number,
+      local: OrderPage,
+      authorization: string | undefined,
+    ): Promise<FleetRead>;
+  };
   /** This replica's WORKER_ID, named in every answer. */
   workerId: string;
   now: () => number;
@@ -102,6 +116,17 @@ export function createOrdersApi(deps: OrdersApiDeps): (req: IncomingMessage, res
       send(res, 405, { detail: 'method not allowed' }, { allow: 'GET' });
       return true;
     }
+    const peers = req.headers[forwardedHeader] === undefined ? deps.peers : undefined;
+    const authorization = req.headers.authorization;
+    const answered = (read: FleetRead): void =>
+      read.kind === 'answer'
+        ? send(res, read.status, { ...read.body, answered_by: deps.workerId })
+        : send(res, 503, { detail: read.detail, answered_by: deps.workerId }, { 'retry-after': '2' });
+    const failed = (error: unknown): void =>
+      send(res, 503, {
+        detail: `not answered: ${(error as Error).message}; retry`,
+        answered_by: deps.workerId,
+      });
     if (id === '') {
       const parsed = parseListQuery(url.searchParams);
       if (!parsed.ok) {
@@ -109,15 +134,18 @@ export function createOrdersApi(deps: OrdersApiDeps): (req: IncomingMessage, res
         return true;
       }
       const page = deps.view.list(parsed.query, deps.now());
-      send(res, 200, { ...page, answered_by: deps.workerId });
+      if (!peers) send(res, 200, { ...page, answered_by: deps.workerId });
+      else peers.list(url.search, parsed.query.limit, page, authorization).then(answered, failed);
       return true;
     }
     const order = deps.view.find(id);
     if (!order) {
-      send(res, 404, {
-        detail: `no order with order_id or unique_reference "${id.slice(0, 128)}" in the state topic`,
-        answered_by: deps.workerId,
-      });
+      if (peers) peers.find(id, authorization).then(answered, failed);
+      else
+        send(res, 404, {
+          detail: `no order with order_id or unique_reference "${id.slice(0, 128)}" in the state topic`,
+          answered_by: deps.workerId,
+        });
       return true;
     }
     deps.replicaOf(order.order_id).then(

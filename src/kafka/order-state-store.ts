@@ -189,6 +189,7 @@ export class OrderStateStore {
   private readonly catchUpTimeoutMs: number;
   private readonly onReference: ((reference: string, orderId: string, partition: number) => void) | undefined;
   private readonly onRecord: ((record: OrderRecord | { forgotten: string }) => void) | undefined;
+  private readonly onRelease: ((partitions: readonly number[]) => void) | undefined;
   private stopped = false;
   invalidRecords = 0;
 
@@ -205,8 +206,13 @@ export class OrderStateStore {
      * composition root publishes "reference -> order, partition" for replicas that do not hold the partition.
      */
     onReference?: (reference: string, orderId: string, partition: number) => void;
-    /** Told of every record accepted as an order's newest (any partition), and of every order forgotten. */
+    /**
+     * Told of every record accepted as the newest of an order of a partition owned (the very object held, which
+     * must not be changed), and of every order forgotten.
+     */
     onRecord?: (record: OrderRecord | { forgotten: string }) => void;
+    /** Told of partitions released: their orders are held from now on only as where they live. */
+    onRelease?: (partitions: readonly number[]) => void;
   }) {
     this.catchUpTimeoutMs = catchUpTimeoutFor(opts.transactionTimeoutMs);
     this.kafka = opts.kafka;
@@ -216,6 +222,7 @@ export class OrderStateStore {
     this.logger = opts.logger.child({ component: 'state-store' });
     this.onReference = opts.onReference;
     this.onRecord = opts.onRecord;
+    this.onRelease = opts.onRelease;
   }
 
   async start(): Promise<void> {
@@ -334,7 +341,6 @@ export class OrderStateStore {
       if (!newer(record, this.foreign.get(orderId))) return;
       this.foreign.set(orderId, record, record.unique_reference);
       this.foreignPartitions.add(record.partition);
-      this.onRecord?.(record);
       return;
     }
     // A partition read again from its beginning (owned again): its orders' last records replace where they lived.
@@ -523,6 +529,7 @@ export class OrderStateStore {
     const released = partitions.filter((partition) => this.owned.delete(partition));
     if (released.length === 0) return;
     this.stripForeign();
+    this.onRelease?.(released);
     const gone = new Set(released);
     for (const waiter of [...this.waiters.values()])
       if (gone.has(waiter.partition))

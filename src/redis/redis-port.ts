@@ -67,4 +67,6 @@ export interface RedisPort extends RedisScriptCommands {
   /** HSET key field value [field value ...]. */
   hset(key: string, ...fieldsAndValues: string[]): Promise<number>;
   hmget(key: string, ...fields: string[]): Promise<Array<string | null>>;
+  hdel(key: string, ...fields: string[]): Promise<number>;
+  hgetall(key: string): Promise<Record<string, string>>;
 }

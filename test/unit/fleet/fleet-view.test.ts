@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FleetView } from '../../../src/fleet/fleet-view.ts';
 import { parseDuration, parseListQuery } from '../../../src/fleet/list-query.ts';
@@ -154,6 +155,109 @@ describe('FleetView', () => {
       oldestParkedSeconds: 0,
       stalled: 1,
     });
+  });
+});
+
+describe('FleetView over shared records', () => {
+  it("keeps an open order's record itself, summarized when read: a change to it shows, a finished order does not need it", () => {
+    const view = new FleetView({ sharesRecords: true });
+    const open = record('o', { unique_reference: 'REF1' });
+    view.apply(open);
+    expect(view.get('o')?.state).toBe('open');
+    // The store amends a held record in place (a machine that only confirmed itself): the view reads it as it is.
+    (open.machine as { resumeFrom: string }).resumeFrom = 'creating.parked';
+    expect(view.get('o')?.phase).toBe('parked');
+    const done = record('d', { state: 'refunded', terminal: true });
+    view.apply(done);
+    done.machine = null;
+    expect(view.get('d')).toMatchObject({ state: 'refunded', phase: 'finished' });
+    expect(view.find('REF1')?.order_id).toBe('o');
+  });
+
+  it('lets go of the orders of released partitions, and only of them', () => {
+    const view = new FleetView({ sharesRecords: true });
+    view.apply(record('a', { partition: 0, unique_reference: 'RA' }));
+    view.apply(record('b', { partition: 1, unique_reference: 'RB' }));
+    view.apply(record('c', { partition: 1, state: 'completed', terminal: true }));
+    view.release([1]);
+    expect(view.size).toBe(1);
+    expect(view.find('RB')).toBeUndefined();
+    expect(view.find('RA')?.order_id).toBe('a');
+  });
+
+  it('answers every list, lookup and count as a view of copies does, for any records', () => {
+    const states = ['open', 'creating.parked', 'creating.waiting', 'completed', 'refunded'];
+    const arbitraryRecord = fc.record({
+      id: fc.integer({ min: 0, max: 30 }),
+      state: fc.constantFrom(...states),
+      partition: fc.integer({ min: 0, max: 2 }),
+      fence: fc.integer({ min: 1, max: 3 }),
+      rev: fc.integer({ min: 0, max: 5 }),
+      ageMinutes: fc.integer({ min: 0, max: 200 }),
+      mode: fc.constantFrom('cefi', 'defi'),
+      halted: fc.boolean(),
+      reference: fc.option(fc.constantFrom('R1', 'R2', 'R3')),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(arbitraryRecord, { maxLength: 60 }),
+        fc.constantFrom(
+          'state=open',
+          'state=parked&older_than=10m',
+          'state=active&mode=defi',
+          'state=finished',
+        ),
+        fc.integer({ min: 1, max: 7 }),
+        (entries, filter, limit) => {
+          const shared = new FleetView({ sharesRecords: true });
+          const copied = new FleetView();
+          for (const entry of entries) {
+            const terminal = entry.state === 'completed' || entry.state === 'refunded';
+            const fields = {
+              state: entry.state,
+              partition: entry.partition,
+              fence: entry.fence,
+              rev: entry.rev,
+              mode: entry.mode,
+              terminal,
+              unique_reference: entry.reference,
+              updated_at: new Date(now - minutes(entry.ageMinutes)).toISOString(),
+              ...(entry.state === 'creating.parked'
+                ? { context: parkedContext(now - minutes(entry.ageMinutes)) }
+                : {}),
+              ...(entry.halted && !terminal
+                ? {
+                    halted: {
+                      code: 'bug',
+                      message: 'boom',
+                      at: new Date(now - minutes(entry.ageMinutes + 1)).toISOString(),
+                    },
+                  }
+                : {}),
+            };
+            shared.apply(record(`o${entry.id}`, fields));
+            copied.apply(record(`o${entry.id}`, fields));
+          }
+          const pages = (view: FleetView): unknown[] => {
+            const seen: unknown[] = [];
+            let cursor: string | null = null;
+            do {
+              const page = view.list(
+                query(`${filter}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`),
+                now,
+              );
+              seen.push(page.orders);
+              cursor = page.next_cursor;
+            } while (cursor);
+            return seen;
+          };
+          expect(pages(shared)).toEqual(pages(copied));
+          expect(shared.counts(now, minutes(60))).toEqual(copied.counts(now, minutes(60)));
+          for (const id of ['o1', 'o7', 'R1', 'R2']) expect(shared.find(id)).toEqual(copied.find(id));
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
 

@@ -61,3 +61,32 @@ describe('state store amend', () => {
     expect(store.get('o-1')?.machine).toEqual({ confirmedAt: 5 });
   });
 });
+
+describe('state store and the read view', () => {
+  it('hands the read view the records of owned partitions only (the very objects held), and says what it released', async () => {
+    const seen: string[] = [];
+    const released: number[][] = [];
+    const store = new OrderStateStore({
+      kafka: KafkaClient.wrap({} as Kafka),
+      topic: 'state',
+      workerId: 'w1',
+      writer: { write: () => Promise.resolve(true) } as unknown as TransactionalWriter,
+      logger: createLogger({ level: 'silent' }),
+      transactionTimeoutMs: 10_000,
+      onRecord: (record) => seen.push('forgotten' in record ? `-${record.forgotten}` : record.order_id),
+      onRelease: (partitions) => released.push([...partitions]),
+    });
+    await store.catchUp([0], 10).catch(() => {});
+    const owned = openRecord('o-1', 0, { rev: 1 });
+    store.apply(owned);
+    store.apply(openRecord('f-1', 1, { rev: 1 }));
+    expect(seen).toEqual(['o-1']);
+    expect(store.get('o-1')).toBe(owned);
+    store.release([1]);
+    expect(released).toEqual([]);
+    store.release([0]);
+    expect(released).toEqual([[0]]);
+    store.forget('o-1');
+    expect(seen).toEqual(['o-1', '-o-1']);
+  });
+});

@@ -14,6 +14,7 @@ import { loadConfig } from '../../../src/config.ts';
 import { orderCancelCommand } from '../../../src/contract/commands.ts';
 import { RedisRequestBudget } from '../../../src/exchange/redis-request-budget.ts';
 import { apiKeyFingerprint } from '../../../src/exchange/request-budget.ts';
+import { FleetMembers } from '../../../src/redis/fleet-members.ts';
 import { listingKeys, ListingShare } from '../../../src/redis/listing-share.ts';
 import { OrderHomes } from '../../../src/redis/order-homes.ts';
 import { OrderIndex } from '../../../src/redis/order-index.ts';
@@ -34,6 +35,8 @@ const portCommands = {
   pexpire: 1,
   hset: 1,
   hmget: 1,
+  hdel: 1,
+  hgetall: 1,
   leaseAcquire: 'script',
   leaseAcquireMany: 'script',
   leaseRenew: 'script',
@@ -85,6 +88,10 @@ function recordingPort(): { port: RedisPort; calls: Call[] } {
     pexpire: () => 1,
     hset: () => 1,
     hmget: (_key, ...fields) => fields.map(() => null),
+    hdel: () => 1,
+    hgetall: () => ({
+      'w-old': JSON.stringify({ worker_id: 'w-old', url: 'http://a:1', partitions: [0], at: 1 }),
+    }),
     leaseAcquire: () => 1,
     leaseAcquireMany: (n) => Array.from({ length: Number(n) / 2 }, () => 1),
     leaseRenew: () => 1,
@@ -136,6 +143,11 @@ async function exerciseEveryAdapter(port: RedisPort): Promise<void> {
   const budget = new RedisRequestBudget({ redis: port, limit: 100, windowMs: 1_000 });
   await budget.acquire(apiKeyFingerprint('live-key'), 'normal');
   await budget.penalize(apiKeyFingerprint('live-key'), 1_000);
+
+  const members = new FleetMembers(port);
+  await members.announce({ worker_id: 'w-1', url: 'http://10.0.0.1:9464', partitions: [0], at: Date.now() });
+  await members.current(Date.now());
+  await members.withdraw('w-1');
 
   const listing = new ListingShare(port, { intervalMs: 30_000 });
   await listing.latest('cefi');
