@@ -34,7 +34,7 @@ import type { CommandWaits } from './command-waits.ts';
 import type { HostState } from './host-state.ts';
 import type { OrderLifecycle } from './lifecycle.ts';
 import type { OrderSignals } from './signals.ts';
-import { actorOf, isHalted, restOf, trailOf } from './slot-phases.ts';
+import { actorOf, isHalted, originOf, restOf } from './slot-phases.ts';
 import { commandOutcomeKey, noteCommandType, noteOutcome, tracer, type CommandOutcome } from './tracing.ts';
 
 export class CommandHandler {
@@ -89,7 +89,7 @@ export class CommandHandler {
     const outcome: CommandOutcome = { commandType: 'unknown', result: 'accepted' };
     // A command for an order driven here (a deposit, a routed webhook hint) links to the order's first trace.
     const here = message.key ? this.state.slots.get(message.key) : undefined;
-    const origin = here && trailOf(here)?.origin;
+    const origin = here && originOf(here);
     const span = tracer.startSpan(
       `process ${message.topic}`,
       {

@@ -4,12 +4,12 @@
 import { context, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { onceEvery } from '../../telemetry/logger.ts';
 import { originLink } from '../../telemetry/order-sampler.ts';
-import { fromTraceparent, withOrderId } from '../../telemetry/propagation.ts';
+import { withOrderId } from '../../telemetry/propagation.ts';
 import { isStatusReadRefusal, type MachineBinding, type PollAnswer } from '../machine-binding.ts';
 import type { HostState } from './host-state.ts';
 import type { PollDeferralReason } from './ports.ts';
 import { pollPutOffTo } from './rest-rules.ts';
-import { isOut, restOf, type OrderSlot, type Resting } from './slot-phases.ts';
+import { isOut, originOf, restOf, type OrderSlot, type Resting } from './slot-phases.ts';
 import { orderAttributes, tracer } from './tracing.ts';
 
 /** Where a poll at rest hands its outcome: an answer to apply, or a failure (other than a refusal before sending). */
@@ -77,7 +77,7 @@ export class PollsAtRest {
     const mayAsk = (): void => {
       if (!current()) throw new Error(`order ${slot.orderId} no longer rests here`);
     };
-    const origin = fromTraceparent(slot.record.trace_origin);
+    const origin = originOf(slot);
     const span = tracer.startSpan(
       'order poll at rest',
       {

@@ -10,7 +10,7 @@ import type { OrderLifecycle } from './lifecycle.ts';
 import type { RestAndWake } from './rest-and-wake.ts';
 import type { ListingOutcome } from './ports.ts';
 import { stateLabel } from './rest-rules.ts';
-import { actorOf, isOut, restOf, trailOf, type OrderSlot } from './slot-phases.ts';
+import { actorOf, isOut, originOf, restOf, trailOf, type OrderSlot } from './slot-phases.ts';
 import { inOrderTrace, orderAttributes, tracer } from './tracing.ts';
 
 /** Hint spans a waiting GET links at most (a webhook storm for one order must not grow a slot). */
@@ -47,11 +47,11 @@ export class OrderSignals {
     const event: OrderActorEvent = { type: 'WEBHOOK_HINT', status: hint.status, at: this.state.opts.now() };
     if (!actor.can(event)) return true;
     // In the webhook's trace, linked to the order's first (a sampler keeps it with the order's other traces).
-    const trail = trailOf(slot);
+    const origin = originOf(slot);
     const span = tracer.startSpan('order webhook hint', {
       kind: SpanKind.INTERNAL,
       attributes: orderAttributes(slot),
-      ...(trail?.origin ? { links: [originLink(trail.origin)] } : {}),
+      ...(origin ? { links: [originLink(origin)] } : {}),
     });
     try {
       context.with(trace.setSpan(context.active(), span), () => this.takeHint(slot, event, hint.receivedAt));

@@ -203,6 +203,14 @@ export function trailOf(slot: OrderSlot): Trail | undefined {
   return phase.kind === 'resting' ? undefined : phase.trail;
 }
 
+/**
+ * The span context of the command that created the order, which every trace of the order links to: its trail's,
+ * or at rest (no trail) its record's.
+ */
+export function originOf(slot: OrderSlot): SpanContext | undefined {
+  return carried(slot).origin;
+}
+
 /** What the order rests with while it rests (or rested when it was stopped); else undefined. */
 export function restOf(slot: OrderSlot): Resting | undefined {
   const phase = lastPhase(slot);

@@ -12,7 +12,7 @@ import { originLink } from '../../telemetry/order-sampler.ts';
 import { withOrderId } from '../../telemetry/propagation.ts';
 import { ATTR_EXCHANGE_UNIQUE_REFERENCE, ATTR_ORDER_ID } from '../../telemetry/semconv.ts';
 import type { EmittedDomainEvent } from '../machine-binding.ts';
-import { actorOf, trailOf, type OrderSlot } from './slot-phases.ts';
+import { actorOf, originOf, trailOf, type OrderSlot } from './slot-phases.ts';
 
 export const tracer = trace.getTracer('exchange-order-worker');
 
@@ -53,10 +53,8 @@ export function inOrderTrace(slot: OrderSlot, name: string, work: () => void): v
   const trail = trailOf(slot);
   const hints = name === 'order timer' ? trail?.hintLinks : undefined;
   if (trail && hints) trail.hintLinks = undefined;
-  const links = [
-    ...(trail?.origin ? [originLink(trail.origin)] : []),
-    ...(hints ?? []).map((c) => ({ context: c })),
-  ];
+  const origin = originOf(slot);
+  const links = [...(origin ? [originLink(origin)] : []), ...(hints ?? []).map((c) => ({ context: c }))];
   const span = tracer.startSpan(
     name,
     {

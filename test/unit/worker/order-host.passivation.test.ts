@@ -1,6 +1,12 @@
 // Passivation in the order host: an order that only waits loses its actor after the idle time and keeps its durable
 // record and a deadline; it comes back - from that record, as a restore - at the deadline, on a webhook hint, on a
 // command, and never while a call is in flight. A lost lease or a revoked partition still wins over a resting order.
+import { trace } from '@opentelemetry/api';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { OrderRecord } from '../../../src/kafka/order-state-store.ts';
 import type { OutboundRecord, TransactionalWriter } from '../../../src/kafka/transactional-writer.ts';
@@ -180,8 +186,8 @@ function harness(opts: { passivateIdleMs?: number } = {}) {
   const events = () =>
     written.filter((r) => r.topic === 'events').map((r) => JSON.parse(r.value) as Record<string, unknown>);
   /** The order restored from its record (a partition assigned) and its first record written. */
-  const start = async () => {
-    records.set('o-1', openRecord('o-1', 0));
+  const start = async (overrides: Partial<OrderRecord> = {}) => {
+    records.set('o-1', openRecord('o-1', 0, overrides));
     await host.onAssignment([], [0]);
     await settle();
   };
@@ -546,6 +552,38 @@ describe('order host: passivation', () => {
     expect(h.log.slice(-2)).toEqual(['restore', 'send:CANCEL']);
     expect(h.counts.reactivated).toEqual(['command', 'command']);
     expect(h.events()).toEqual([]);
+  });
+
+  it("opens a command's process span linked to the order's first trace, whether the order is live or at rest", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const first = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331' };
+      const h = harness();
+      await h.start({ trace_origin: `00-${first.traceId}-${first.spanId}-01` });
+      const linksOfProcess = () =>
+        exporter
+          .getFinishedSpans()
+          .filter((span) => span.name === 'process commands')
+          .map((span) => span.links.map((link) => link.context.spanId));
+      // Live: the trail carries the origin.
+      await h.send({ type: 'order.cancel', command_id: 'c-7', order_id: 'o-1' });
+      // At rest there is no trail: the origin comes from the record.
+      await vi.advanceTimersByTimeAsync(idleMs);
+      expect(h.log.at(-1)).toBe('stop');
+      await h.send({
+        type: 'order.submit_deposit',
+        command_id: 'c-8',
+        order_id: 'o-1',
+        tx_hash: '0xabcdef0123',
+      });
+      expect(h.counts.reactivated).toEqual(['command']);
+      expect(linksOfProcess()).toEqual([[first.spanId], [first.spanId]]);
+    } finally {
+      trace.disable();
+      await provider.shutdown();
+    }
   });
 
   it('reloads a passivated order whose lease was lost from Kafka under a new lease, at rest as stored', async () => {
