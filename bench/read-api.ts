@@ -1,12 +1,13 @@
 // The read API at 10k open orders (target: GET /orders/{id} p99 < 50 ms from any replica). N records of open CeFi
 // orders (clones of one record the real host wrote: bench/restore-at-scale.ts cloneRecord) are written to a
-// two-partition state topic; two fresh worker replicas restore them (each owns one partition, and each reads both
-// into its read view). Then each replica is asked for random orders, GET /orders/{id} with the bearer token, 4 at a
-// time: the latencies are split by whether the answering replica holds the order's lease (a resting order's lease is
-// suspended, so most orders have no holder and count as the other's; each replica owns one of the two partitions, so
-// half of every replica's requests are for orders of the partition it does not own). Also: a page of
-// GET /orders?state=open&limit=100, and the read view's own heap per order, measured in this process on the same
-// records (open, then finished).
+// two-partition state topic; two fresh worker replicas restore them (each owns one partition and holds its orders in
+// its read view; src/fleet/fleet-peers.ts asks the other replica for the rest). Then each replica is asked for random
+// orders, GET /orders/{id} with the bearer token, 4 at a time: the latencies are split by whether the asked replica
+// owns the order's partition (answered from its own view) or asks the owner (one more HTTP hop); half of every
+// replica's requests are of each kind. Also: a page of GET /orders?state=open&limit=100 (merged from both replicas),
+// and the read view's own heap per order, measured in this process on the same records: open orders in a worker's
+// view (it shares the state store's records), open orders in a copying view (the inspector's and the console's),
+// and finished orders.
 //
 //   BENCH_READ_API_ORDERS=10000 node bench/read-api.ts
 import { randomBytes } from 'node:crypto';
@@ -14,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CompressionTypes } from 'kafkajs';
+import { forwardedHeader } from '../src/fleet/fleet-peers.ts';
 import { FleetView } from '../src/fleet/fleet-view.ts';
 import { startWorker } from '../test/support/worker-process.ts';
 import { benchServices, machine, metricSum, percentile, round, saveResult } from './lib/harness.ts';
@@ -34,36 +36,49 @@ function heap(): number {
   return process.memoryUsage().heapUsed;
 }
 
-/**
- * Heap the read view holds per order: each record parsed as the store hands it over (its strings are what a summary
- * keeps of an order whose record the store does not hold), applied, and dropped.
- */
-function viewMemory(records: string[], finished: boolean): number {
-  const view = new FleetView();
-  const before = heap();
-  for (const text of records) {
-    const record = JSON.parse(text) as Record<string, unknown>;
-    if (finished) {
-      record['terminal'] = true;
-      (record['machine'] as Record<string, unknown>)['resumeFrom'] = 'completed';
-    }
-    view.apply(record as unknown as Parameters<FleetView['apply']>[0]);
+type ViewRecord = Parameters<FleetView['apply']>[0];
+
+function parsed(text: string, finished: boolean): ViewRecord {
+  const record = JSON.parse(text) as Record<string, unknown>;
+  if (finished) {
+    record['terminal'] = true;
+    (record['machine'] as Record<string, unknown>)['resumeFrom'] = 'completed';
   }
+  return record as unknown as ViewRecord;
+}
+
+/**
+ * Heap the read view holds per order beyond the records themselves. `shared`: a worker's view, whose records the
+ * state store holds anyway (parsed first and kept alive outside the measurement). Otherwise each record is parsed as
+ * the store hands it over, applied and dropped, so what stays is what the view keeps of it (a copy of its summary).
+ */
+function viewMemory(records: string[], finished: boolean, shared: boolean): number {
+  const view = new FleetView({ sharesRecords: shared });
+  const held = shared ? records.map((text) => parsed(text, finished)) : [];
+  const before = heap();
+  if (shared) for (const record of held) view.apply(record);
+  else for (const text of records) view.apply(parsed(text, finished));
   const after = heap();
-  if (view.size !== records.length) throw new Error('the view lost orders');
+  if (view.size !== records.length || held.length !== (shared ? records.length : 0))
+    throw new Error('the view lost orders');
   return (after - before) / records.length;
 }
 
 interface Timed {
   ms: number;
-  owned: boolean;
+  /** The asked replica owns the order's partition (answered from its own view, no hop). */
+  local: boolean;
   status: number;
 }
 
-async function ask(port: number, path: string): Promise<{ ms: number; status: number; body: unknown }> {
+async function ask(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ ms: number; status: number; body: unknown }> {
   const started = performance.now();
   const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-    headers: { authorization: `Bearer ${token}` },
+    headers: { authorization: `Bearer ${token}`, ...headers },
   });
   const body = await response.json();
   return { ms: performance.now() - started, status: response.status, body };
@@ -75,14 +90,10 @@ async function main(): Promise<void> {
   const run = randomBytes(3).toString('hex');
   const partitions = 2;
   const records = Array.from({ length: orders }, (_, i) => cloneRecord(template, i, partitions, run));
-  const openKiB = viewMemory(
-    records.map((r) => r.value),
-    false,
-  );
-  const finishedKiB = viewMemory(
-    records.map((r) => r.value),
-    true,
-  );
+  const texts = records.map((r) => r.value);
+  const openSharedBytes = viewMemory(texts, false, true);
+  const openCopiedBytes = viewMemory(texts, false, false);
+  const finishedBytes = viewMemory(texts, true, true);
   const system = await startBenchSystem({
     kafkaBrokers: services.kafkaBrokers,
     redisUrl: services.redisUrl,
@@ -134,9 +145,23 @@ async function main(): Promise<void> {
     for (const replica of replicas)
       for (let i = 0; i < 200; i++)
         await ask(replica.metricsPort, `/orders/${encodeURIComponent(records[i]!.key)}`);
+    // Which partition each replica holds: its own view's first order (a request marked as passed on by a peer is
+    // answered from the asked replica's view only).
+    const ownPartition = await Promise.all(
+      replicas.map(async (replica) => {
+        const page = await ask(replica.metricsPort, '/orders?state=open&limit=1', {
+          [forwardedHeader]: 'bench',
+        });
+        const first = (page.body as { orders?: { partition: number }[] }).orders?.[0];
+        if (!first) throw new Error(`${replica.name} holds no order of its own`);
+        return first.partition;
+      }),
+    );
+    if (new Set(ownPartition).size !== replicas.length)
+      throw new Error(`replicas hold ${ownPartition.join(', ')}`);
     const loadAtStart = (await import('node:os')).loadavg();
     const timings: Timed[][] = [];
-    for (const replica of replicas) {
+    for (const [index, replica] of replicas.entries()) {
       const own: Timed[] = [];
       let next = 0;
       await Promise.all(
@@ -145,11 +170,11 @@ async function main(): Promise<void> {
             next++;
             const record = records[Math.floor(Math.random() * records.length)]!;
             const answer = await ask(replica.metricsPort, `/orders/${encodeURIComponent(record.key)}`);
-            const body = answer.body as { replica?: { worker_id?: string } | null };
+            const body = answer.body as { order?: { partition?: number } };
             own.push({
               ms: answer.ms,
               status: answer.status,
-              owned: body.replica?.worker_id === replica.name,
+              local: body.order?.partition === ownPartition[index],
             });
           }
         }),
@@ -194,8 +219,8 @@ async function main(): Promise<void> {
       concurrency,
       failed,
       getOrder: figures(all),
-      getOrderFromLeaseHolder: figures(all.filter((t) => t.owned)),
-      getOrderFromOtherReplica: figures(all.filter((t) => !t.owned)),
+      getOrderFromOwnView: figures(all.filter((t) => t.local)),
+      getOrderAskedOfOwner: figures(all.filter((t) => !t.local)),
       listOpenPage100: {
         requests: pages.length,
         p50Ms: round(percentile(pages, 50), 2),
@@ -206,7 +231,11 @@ async function main(): Promise<void> {
         p50Ms: round(percentile(health, 50), 2),
         p99Ms: round(percentile(health, 99), 2),
       },
-      viewHeapBytesPerOrder: { open: Math.round(openKiB), finished: Math.round(finishedKiB) },
+      viewHeapBytesPerOrder: {
+        open: Math.round(openSharedBytes),
+        openCopied: Math.round(openCopiedBytes),
+        finished: Math.round(finishedBytes),
+      },
       targetP99Ms,
       met:
         failed === 0 &&
@@ -225,13 +254,13 @@ async function main(): Promise<void> {
       `read API: ${orders} open orders, ${replicas.length} replicas (one partition each), ${concurrency} requests at a time`,
     );
     console.log(`  GET /orders/{id}, any replica:     ${f(result.getOrder)} (${failed} not 200)`);
-    console.log(`    by its lease holder:             ${f(result.getOrderFromLeaseHolder)}`);
-    console.log(`    by the other replica (or resting, no holder): ${f(result.getOrderFromOtherReplica)}`);
+    console.log(`    from its own view:               ${f(result.getOrderFromOwnView)}`);
+    console.log(`    asked of the owner:              ${f(result.getOrderAskedOfOwner)}`);
     console.log(
       `  GET /orders?state=open&limit=100:  p50 ${result.listOpenPage100.p50Ms} ms, p99 ${result.listOpenPage100.p99Ms} ms`,
     );
     console.log(
-      `  read view heap per order: ${result.viewHeapBytesPerOrder.open} B open, ${result.viewHeapBytesPerOrder.finished} B finished (${round((result.viewHeapBytesPerOrder.open * orders) / 2 ** 20, 1)} MiB for ${orders} open orders)`,
+      `  read view heap per order: ${result.viewHeapBytesPerOrder.open} B open (a worker's, sharing the store's records; ${result.viewHeapBytesPerOrder.openCopied} B copied, as the inspector's), ${result.viewHeapBytesPerOrder.finished} B finished (${round((result.viewHeapBytesPerOrder.open * orders) / 2 ** 20, 2)} MiB for ${orders} open orders, held only by their owner)`,
     );
     console.log(
       `  machine load average when measured: ${result.loadAverageAtMeasurement.join(', ')} (2 cores)`,
