@@ -21,31 +21,88 @@ import {
 } from './order-context.ts';
 import type { FetchOrderInput, FetchOrderOutput, OrderContext } from './order-types.ts';
 
-/** The paths (below the machine's root, `open.exchange.monitoring`) of the states tagged `tag`. */
-function statePathsTagged(node: AnyStateNode, tag: string): string[] {
-  const own = node.tags.includes(tag) ? [node.path.join('.')] : [];
-  return [...own, ...Object.values(node.states).flatMap((child) => statePathsTagged(child, tag))];
+/** The state nodes the machine tags `restable` (the nodes of `restableStates`). */
+function nodesTagged(node: AnyStateNode, tag: string): AnyStateNode[] {
+  const own = node.tags.includes(tag) ? [node] : [];
+  return [...own, ...Object.values(node.states).flatMap((child) => nodesTagged(child, tag))];
 }
 
-/** The states the machine tags `restable`: an order all of whose active states are among them may rest. */
-export const restableStates: ReadonlySet<string> = new Set(statePathsTagged(orderMachine.root, restableTag));
+const restableNodes: ReadonlySet<AnyStateNode> = new Set(nodesTagged(orderMachine.root, restableTag));
 
-/** The active leaf states a stored state value names, by path; null when it is not a state value. */
-function activeLeaves(value: unknown, prefix: string): string[] | null {
-  if (typeof value === 'string') return [prefix + value];
-  if (typeof value !== 'object' || value === null) return null;
-  const leaves: string[] = [];
-  for (const [key, child] of Object.entries(value)) {
-    const below = activeLeaves(child, `${prefix}${key}.`);
-    if (below === null) return null;
-    leaves.push(...below);
+/**
+ * The states the machine tags `restable`, by path below its root (`open.exchange.monitoring`): an order all of whose
+ * active states are among them may rest.
+ */
+export const restableStates: ReadonlySet<string> = new Set(
+  [...restableNodes].map((node) => node.path.join('.')),
+);
+
+/** The machine's states as a tree of maps, each marked whether it is tagged `restable`: what `restsIn` walks. */
+interface StateTree {
+  readonly restable: boolean;
+  readonly children: ReadonlyMap<string, StateTree>;
+}
+
+function stateTree(node: AnyStateNode): StateTree {
+  return {
+    restable: restableNodes.has(node),
+    children: new Map(Object.entries(node.states).map(([key, child]) => [key, stateTree(child)])),
+  };
+}
+
+const machineTree = stateTree(orderMachine.root);
+
+/**
+ * Whether a stored state value names at least one active leaf and every one of them is a state of the machine
+ * tagged `restable` (below `node`). Walks the value beside the machine's own state nodes, building no path: the
+ * restore asks it of every order it reads.
+ */
+function restsIn(value: unknown, node: StateTree): boolean {
+  if (typeof value === 'string') return node.children.get(value)?.restable === true;
+  if (typeof value !== 'object' || value === null) return false;
+  let leaves = false;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const child = node.children.get(key);
+    if (child === undefined || !restsIn((value as Record<string, unknown>)[key], child)) return false;
+    leaves = true;
   }
   return leaves;
+}
+
+const leafPaths = { deposit: new Map<string, string[]>(), exchange: new Map<string, string[]>() };
+
+/**
+ * Whether a stored state value has, among its active leaves, the state at `target` (a dotted path such as
+ * `submitting.waiting`) of the open order's `region`.
+ */
+function namesLeaf(value: unknown, region: 'deposit' | 'exchange', target: string): boolean {
+  let segments = leafPaths[region].get(target);
+  if (segments === undefined)
+    leafPaths[region].set(target, (segments = ['open', region, ...target.split('.')]));
+  let at = value;
+  for (let i = 0; i < segments.length - 1; i++) {
+    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, segments[i]!)) return false;
+    at = (at as Record<string, unknown>)[segments[i]!];
+  }
+  return at === segments[segments.length - 1];
 }
 
 /** A set of context fields, checked by the compiler against the machine's context (a rename does not compile). */
 export function contextFields(...fields: ReadonlyArray<keyof OrderContext>): ReadonlySet<keyof OrderContext> {
   return new Set(fields);
+}
+
+/**
+ * Whether a stored state value is one an order may rest in: every active leaf tagged `restable`, the deposit region
+ * in `deposit` and the exchange region in `exchange` (where their restore routers lead the order back to).
+ */
+export function restsInStates(value: unknown, deposit: string, exchange: string): boolean {
+  return (
+    restsIn(value, machineTree) &&
+    namesLeaf(value, 'deposit', deposit) &&
+    namesLeaf(value, 'exchange', exchange)
+  );
 }
 
 /** The open order's regions as a state value names them, or null when it is not an open order. */
@@ -72,17 +129,29 @@ export function passiveUntil(persisted: PersistedOrder): number | null {
   return deadlines === null ? null : Math.min(deadlines.poll, ...deadlines.others);
 }
 
+/**
+ * Whether the order may rest, and with what: `passiveUntil` and `pollDeferrableUntil` of one persisted form, its
+ * state read once (the restore asks this of every order it reads). Null when it is not only waiting.
+ */
+export function restingPlan(
+  persisted: PersistedOrder,
+): { wakeAt: number; pollDeferrableUntil: number | null } | null {
+  const deadlines = restingDeadlines(persisted);
+  return deadlines === null
+    ? null
+    : {
+        wakeAt: Math.min(deadlines.poll, ...deadlines.others),
+        pollDeferrableUntil: deferrableUntil(persisted, deadlines),
+      };
+}
+
 /** The resting order's next routine poll and its other deadlines; null when it is not only waiting. */
 function restingDeadlines(persisted: PersistedOrder): { poll: number; others: number[] } | null {
   if (persisted.resumeFrom !== 'open' || persisted.done) return null;
-  const leaves = activeLeaves(persisted.stateValue, '');
-  if (leaves === null || leaves.length === 0 || !leaves.every((leaf) => restableStates.has(leaf)))
-    return null;
   const context = persisted.context;
   // Each region only where its restore router leads back to it (the router's own guards, order-context.ts).
   const deposit = depositResumeTarget(context);
-  if (!leaves.includes(`open.deposit.${deposit}`)) return null;
-  if (!leaves.includes(`open.exchange.${exchangeResumeTarget(context)}`)) return null;
+  if (!restsInStates(persisted.stateValue, deposit, exchangeResumeTarget(context))) return null;
   // The exchange router re-enters `monitoring` only without a poll in flight (above); a hint queued during a poll is
   // served by the poll that re-enters, so none may be pending either.
   if (context.hintPending || context.nextPollAt === null) return null;
@@ -174,8 +243,15 @@ export const pollDeferralMarginMs = 2_000;
  */
 export function pollDeferrableUntil(persisted: PersistedOrder): number | null {
   const deadlines = restingDeadlines(persisted);
+  return deadlines === null ? null : deferrableUntil(persisted, deadlines);
+}
+
+function deferrableUntil(
+  persisted: PersistedOrder,
+  deadlines: { poll: number; others: number[] },
+): number | null {
   const confirmedAt = persisted.context.confirmedAt;
-  if (deadlines === null || confirmedAt === null || confirmedAt === undefined) return null;
+  if (confirmedAt === null || confirmedAt === undefined) return null;
   if (deadlines.others.some((at) => at <= deadlines.poll)) return null;
   const until = Math.min(confirmedAt + pollIntervalBounds.maxMs - pollDeferralMarginMs, ...deadlines.others);
   return until > deadlines.poll ? until : null;

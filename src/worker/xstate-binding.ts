@@ -9,9 +9,8 @@ import {
   onlyStartsAPoll,
   onlyStartsAQuote,
   onlyWaitsForHints,
-  passiveUntil,
-  pollDeferrableUntil,
   pollDueAtRest,
+  restingPlan,
   sameJson,
 } from '../../machines/order-passivation.ts';
 import {
@@ -49,14 +48,14 @@ export function createOrderInput(
 }
 
 function restingOf(persisted: PersistedOrder): RestingOrder | null {
-  const wakeAt = passiveUntil(persisted);
-  return wakeAt === null
+  const plan = restingPlan(persisted);
+  return plan === null
     ? null
     : {
-        wakeAt,
+        wakeAt: plan.wakeAt,
         stateValue: persisted.stateValue,
         confirmedAt: persisted.context.confirmedAt ?? null,
-        pollDeferrableUntil: pollDeferrableUntil(persisted),
+        pollDeferrableUntil: plan.pollDeferrableUntil,
       };
 }
 

@@ -1,12 +1,16 @@
 // What may rest and what a resting order may leave unwritten are the machine's own: the states it tags `restable`
 // (each region where its restore router leads back), and context fields the compiler checks against OrderContext.
+import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { AnyStateNode } from 'xstate';
 import { orderMachine } from '../../../machines/order-machine.ts';
 import {
   contextFields,
   passiveUntil,
+  pollDeferrableUntil,
   restableStates,
+  restingPlan,
+  restsInStates,
   unwrittenContextFields,
 } from '../../../machines/order-passivation.ts';
 import type { PersistedOrder } from '../../../machines/order-persistence.ts';
@@ -47,7 +51,79 @@ function storedIn(base: PersistedOrder, deposit: string, exchange: string): Pers
   };
 }
 
+/** The active leaves a state value names, by dotted path, as the restore read them before (the reference). */
+function activeLeaves(value: unknown, prefix: string): string[] | null {
+  if (typeof value === 'string') return [prefix + value];
+  if (typeof value !== 'object' || value === null) return null;
+  const leaves: string[] = [];
+  for (const [key, child] of Object.entries(value)) {
+    const below = activeLeaves(child, `${prefix}${key}.`);
+    if (below === null) return null;
+    leaves.push(...below);
+  }
+  return leaves;
+}
+
+function restsByLeafList(value: unknown, deposit: string, exchange: string): boolean {
+  const leaves = activeLeaves(value, '');
+  return (
+    leaves !== null &&
+    leaves.length > 0 &&
+    leaves.every((leaf) => restableStates.has(leaf)) &&
+    leaves.includes(`open.deposit.${deposit}`) &&
+    leaves.includes(`open.exchange.${exchange}`)
+  );
+}
+
 describe('passivation derived from the machine', () => {
+  it('reads a stored state value as the list of its active leaves would, for any value', () => {
+    // Names the machine uses (and some it does not), so that generated values often are, or nearly are, states.
+    const names = fc.constantFrom(
+      'open',
+      'deposit',
+      'exchange',
+      'awaiting',
+      'submitted',
+      'submitting',
+      'waiting',
+      'calling',
+      'monitoring',
+      'polling',
+      'resuming',
+      'creating',
+      'parked',
+      'x',
+    );
+    const stateValue = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        names,
+        fc.dictionary(names, tie('value'), { maxKeys: 3 }),
+        fc.constantFrom(null, 1, []),
+      ),
+    })).value;
+    const restable = fc.record({
+      deposit: fc.constantFrom('awaiting', 'submitted', 'submitting.waiting', 'submitting.calling'),
+      exchange: fc.constantFrom('monitoring', 'polling'),
+    });
+    const openValue = restable.map(({ deposit, exchange }) => {
+      const [state, sub] = deposit.split('.');
+      return { open: { deposit: sub ? { [state!]: sub } : deposit, exchange } };
+    });
+    fc.assert(
+      fc.property(
+        fc.oneof(stateValue, openValue),
+        restable,
+        (value, { deposit, exchange }) =>
+          restsInStates(value, deposit, exchange) === restsByLeafList(value, deposit, exchange),
+      ),
+      { numRuns: 3_000 },
+    );
+    expect(
+      restsInStates({ open: { deposit: 'awaiting', exchange: 'monitoring' } }, 'awaiting', 'monitoring'),
+    ).toBe(true);
+  });
+
   it('rests exactly in the states the machine tags restable', () => {
     expect([...restableStates].sort()).toEqual([
       'open.deposit.awaiting',
@@ -71,8 +147,12 @@ describe('passivation derived from the machine', () => {
       for (const exchange of exchanges) {
         const restable =
           restableStates.has(`open.deposit.${deposit}`) && restableStates.has(`open.exchange.${exchange}`);
-        expect(passiveUntil(storedIn(base, deposit, exchange)) !== null, `${deposit} / ${exchange}`).toBe(
-          restable,
+        const stored = storedIn(base, deposit, exchange);
+        expect(passiveUntil(stored) !== null, `${deposit} / ${exchange}`).toBe(restable);
+        // What the restore asks (one reading of the state) is what the two questions answer apart.
+        const wakeAt = passiveUntil(stored);
+        expect(restingPlan(stored)).toEqual(
+          wakeAt === null ? null : { wakeAt, pollDeferrableUntil: pollDeferrableUntil(stored) },
         );
       }
   });

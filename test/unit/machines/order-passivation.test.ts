@@ -13,8 +13,10 @@ import {
   pollDeferrableUntil,
   pollDeferralMarginMs,
   pollDueAtRest,
+  restingPlan,
   sameJson,
 } from '../../../machines/order-passivation.ts';
+import type { PersistedOrder } from '../../../machines/order-persistence.ts';
 import { fetchOrderInputOf, pollIntervalOf } from '../../../machines/order-context.ts';
 import {
   OrderHarness,
@@ -36,11 +38,20 @@ async function openOrder(script: Script = {}, fixedRateDeadline: string | null =
   });
 }
 
+/** restingPlan (the restore's one reading of a stored order) against the two questions asked apart. */
+function expectPlanOf(persisted: PersistedOrder): void {
+  const wakeAt = passiveUntil(persisted);
+  expect(restingPlan(persisted)).toEqual(
+    wakeAt === null ? null : { wakeAt, pollDeferrableUntil: pollDeferrableUntil(persisted) },
+  );
+}
+
 describe('pollDeferrableUntil', () => {
   it('lets a resting order put its routine poll off to 60 s after its last confirmation, less a margin', async () => {
     const h = await openOrder();
     expect(passiveUntil(h.persisted())).toBe(T0 + 30_000);
     expect(pollDeferrableUntil(h.persisted())).toBe(T0 + 60_000 - pollDeferralMarginMs);
+    expectPlanOf(h.persisted());
     // Confirmed again by its poll at 30 s: the bound moves with it.
     await h.advance(30_000);
     await h.answer('fetchOrder', ok({ order: exchangeOrder() }));
@@ -60,12 +71,15 @@ describe('pollDeferrableUntil', () => {
     // Next: the payment deadline (45 s) before the poll (60 s): nothing to put off.
     expect(passiveUntil(h.persisted())).toBe(deadline);
     expect(pollDeferrableUntil(h.persisted())).toBeNull();
+    expectPlanOf(h.persisted());
 
     const retrying = await openOrder({ submitDeposit: [fails('throttled', { retryAfterMs: 8_000 })] });
     await retrying.send({ type: 'SUBMIT_DEPOSIT', txHash: '0xtx', at: T0 });
     expect(pollDeferrableUntil(retrying.persisted())).toBeNull();
+    expectPlanOf(retrying.persisted());
     const quoting = await OrderHarness.start(orderInput({ mode: 'cefi' }), {});
     expect(pollDeferrableUntil(quoting.persisted())).toBeNull();
+    expectPlanOf(quoting.persisted());
   });
 });
 
