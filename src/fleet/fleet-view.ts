@@ -7,7 +7,15 @@
 // the store; a tombstone forgets the order. Lists are filtered and sorted on demand (oldest `since` first, then order
 // id) and paged by a cursor, so a page is stable while orders change around it.
 import { encodeCursor, type ListQuery, type phaseFilters } from './list-query.ts';
-import { placeOf, summarizeOrder, type OrderSummary, type SummaryRecord } from './order-summary.ts';
+import {
+  canonicalIsoOf,
+  openSinceAtOrBefore,
+  phaseOfRecord,
+  placeOf,
+  summarizeOrder,
+  type OrderSummary,
+  type SummaryRecord,
+} from './order-summary.ts';
 
 /**
  * What the view keeps of an order as its summary: a finished order always (its record, compacted in the store, no
@@ -275,13 +283,27 @@ export class FleetView {
     let parked = 0;
     let oldest = Number.POSITIVE_INFINITY;
     let stalled = 0;
+    // Stalled: `now - since >= stalledMs`. A shared record is read in place, without a summary or an allocation
+    // (every scrape counts every open order this replica owns).
+    const stalledAt = now - stalledMs;
+    const stalledAtIso = canonicalIsoOf(stalledAt);
     for (const held of this.#orders.values()) {
-      const order = placed(held);
-      if (order.phase === 'finished' || !include(order)) continue;
-      if (order.phase === 'parked') {
+      if (held instanceof Kept) {
+        const { summary } = held;
+        if (summary.phase === 'finished' || !include(summary)) continue;
+        if (summary.phase === 'parked') {
+          parked++;
+          oldest = Math.min(oldest, held.sinceMs);
+        } else if (now - held.sinceMs >= stalledMs) stalled++;
+        continue;
+      }
+      if (!include(held)) continue;
+      const phase = phaseOfRecord(held);
+      if (phase === 'finished') continue;
+      if (phase === 'parked') {
         parked++;
-        oldest = Math.min(oldest, order.sinceMs);
-      } else if (now - order.sinceMs >= stalledMs) stalled++;
+        oldest = Math.min(oldest, placeOf(held).sinceMs);
+      } else if (openSinceAtOrBefore(held, stalledAt, stalledAtIso)) stalled++;
     }
     return {
       parked,

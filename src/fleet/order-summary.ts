@@ -156,6 +156,36 @@ export function placeOf(record: SummaryRecord): OrderPlace {
   return { state: shownState(record, machineState), phase, sinceMs: Number.isFinite(ms) ? ms : 0 };
 }
 
+/** The phase of an order, read from its record alone (what the gauges count by). */
+export function phaseOfRecord(record: SummaryRecord): OrderPhase {
+  return phaseOf(record, machineStateOf(record, machineOf(record)));
+}
+
+/** `2026-12-03T10:00:00.000Z`: the form `Date.prototype.toISOString` writes, which sorts as the times it names. */
+function isCanonicalIso(text: string): boolean {
+  return text.length === 24 && text[10] === 'T' && text[23] === 'Z' && text[4] === '-' && text[19] === '.';
+}
+
+/**
+ * Whether an open (not parked) order's `since` (its record's `updated_at`) is at or before `atMs`, as `placeOf`'s
+ * `sinceMs <= atMs` (an unreadable time counts as 0). `atIso` is `atMs` in canonical form: a canonical `updated_at`
+ * is compared as text, without parsing it (the gauges ask it of every open order on every scrape).
+ */
+export function openSinceAtOrBefore(record: SummaryRecord, atMs: number, atIso: string | null): boolean {
+  const text = record.updated_at;
+  if (atIso !== null && isCanonicalIso(text)) return text <= atIso;
+  const ms = Date.parse(text);
+  return (Number.isFinite(ms) ? ms : 0) <= atMs;
+}
+
+/** `ms` in canonical ISO form when it has one (years 0000-9999), else null. */
+export function canonicalIsoOf(ms: number): string | null {
+  const date = new Date(ms);
+  if (Number.isNaN(date.getTime())) return null;
+  const text = date.toISOString();
+  return isCanonicalIso(text) ? text : null;
+}
+
 /** The summary of one state record. Throws nothing: an unreadable machine gives a summary with nulls. */
 export function summarizeOrder(record: SummaryRecord): OrderSummary {
   // Read by hand, not by a schema: every record a replica reads passes here, and the store validated its shape.

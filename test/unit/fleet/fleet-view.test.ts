@@ -185,7 +185,27 @@ describe('FleetView over shared records', () => {
     expect(view.find('RA')?.order_id).toBe('a');
   });
 
+  it('counts an open order stalled from exactly the stalled age on, whatever form its time is written in', () => {
+    for (const sharesRecords of [true, false]) {
+      const view = new FleetView({ sharesRecords });
+      const at = (ageMs: number) => new Date(now - ageMs).toISOString();
+      view.apply(record('exact', { updated_at: at(minutes(60)) }));
+      view.apply(record('just-under', { updated_at: at(minutes(60) - 1) }));
+      view.apply(record('seconds', { updated_at: `${at(minutes(61)).slice(0, 19)}Z` }));
+      view.apply(record('seconds-under', { updated_at: `${at(minutes(59)).slice(0, 19)}Z` }));
+      view.apply(record('unreadable', { updated_at: 'yesterday' }));
+      expect(view.counts(now, minutes(60)).stalled, `sharesRecords ${sharesRecords}`).toBe(3);
+    }
+  });
+
   it('answers every list, lookup and count as a view of copies does, for any records', () => {
+    const timeIn = (form: string, ms: number): string => {
+      const iso = new Date(ms).toISOString();
+      if (form === 'seconds') return `${iso.slice(0, 19)}Z`;
+      if (form === 'offset') return `${new Date(ms + 2 * 3_600_000).toISOString().slice(0, 23)}+02:00`;
+      if (form === 'unreadable') return 'yesterday';
+      return iso;
+    };
     const states = ['open', 'creating.parked', 'creating.waiting', 'completed', 'refunded'];
     const arbitraryRecord = fc.record({
       id: fc.integer({ min: 0, max: 30 }),
@@ -194,6 +214,8 @@ describe('FleetView over shared records', () => {
       fence: fc.integer({ min: 1, max: 3 }),
       rev: fc.integer({ min: 0, max: 5 }),
       ageMinutes: fc.integer({ min: 0, max: 200 }),
+      // The time as toISOString writes it, and in the other forms a record might carry (parsed, not compared).
+      timeForm: fc.constantFrom('iso', 'iso', 'seconds', 'offset', 'unreadable'),
       mode: fc.constantFrom('cefi', 'defi'),
       halted: fc.boolean(),
       reference: fc.option(fc.constantFrom('R1', 'R2', 'R3')),
@@ -221,7 +243,7 @@ describe('FleetView over shared records', () => {
               mode: entry.mode,
               terminal,
               unique_reference: entry.reference,
-              updated_at: new Date(now - minutes(entry.ageMinutes)).toISOString(),
+              updated_at: timeIn(entry.timeForm, now - minutes(entry.ageMinutes)),
               ...(entry.state === 'creating.parked'
                 ? { context: parkedContext(now - minutes(entry.ageMinutes)) }
                 : {}),
