@@ -130,6 +130,8 @@ export class FleetPeers {
     const partitions = [...this.#deps.ownedPartitions()].sort((a, b) => a - b);
     const now = this.#deps.now();
     const key = partitions.join(',');
+    // A replica that owns nothing and never announced has nothing to tell (and, starting, may not reach Redis yet).
+    if (key === '' && this.#announced.at === 0) return;
     if (
       key === this.#announced.partitions &&
       now - this.#announced.at < (this.#deps.announceEveryMs ?? 5_000)

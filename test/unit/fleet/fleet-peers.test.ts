@@ -278,6 +278,37 @@ describe('the read API across replicas', () => {
 });
 
 describe('mergePages', () => {
+  it('announces nothing before it owns a partition, then every change, including giving them all up', async () => {
+    const announced: number[][] = [];
+    let owned: number[] = [];
+    let clock = now;
+    const peers = new FleetPeers({
+      workerId: 'w-a',
+      members: {
+        current: () => Promise.resolve([]),
+        announce: (member) => Promise.resolve(void announced.push(member.partitions)),
+        withdraw: () => Promise.resolve(),
+      },
+      ownedPartitions: () => owned,
+      partitionCount: () => 2,
+      partitionOf: () => undefined,
+      url: () => 'http://127.0.0.1:1',
+      ask: () => Promise.reject(new Error('not asked')),
+      logger,
+      now: () => clock,
+    });
+    // Starting: nothing owned yet (Redis may not even be reached yet), so nothing to say.
+    await peers.tick();
+    expect(announced).toEqual([]);
+    owned = [1, 0];
+    await peers.tick();
+    await peers.tick();
+    owned = [];
+    clock += 1;
+    await peers.tick();
+    expect(announced).toEqual([[0, 1], []]);
+  });
+
   it('ends a page where the first source with more stopped, so that nothing after it is skipped', () => {
     const order = (id: string, minute: number) =>
       ({ order_id: id, since: new Date(now + minute * 60_000).toISOString() }) as never;
