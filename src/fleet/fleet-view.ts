@@ -9,6 +9,7 @@
 import { encodeCursor, type ListQuery, type phaseFilters } from './list-query.ts';
 import {
   canonicalIsoOf,
+  msOf,
   openSinceAtOrBefore,
   phaseOfRecord,
   placeOf,
@@ -30,8 +31,7 @@ class Kept {
   constructor(summary: OrderSummary, rev: number) {
     this.summary = summary;
     this.rev = rev;
-    const ms = Date.parse(summary.since);
-    this.sinceMs = Number.isFinite(ms) ? ms : 0;
+    this.sinceMs = msOf(summary.since);
   }
 }
 

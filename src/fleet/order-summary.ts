@@ -134,6 +134,12 @@ function parkedSince(record: SummaryRecord, context: Loose | null): string {
   return iso(numberAt(context, 'parkedAt')) ?? record.updated_at;
 }
 
+/** Epoch ms of a time as a record or summary writes it; an unreadable one counts as 0 (what lists sort it as). */
+export function msOf(text: string): number {
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : 0;
+}
+
 /** Where an order is, read from its record alone, without a whole summary: what lists filter and sort by. */
 export interface OrderPlace {
   state: string;
@@ -152,8 +158,7 @@ export function placeOf(record: SummaryRecord): OrderPlace {
       : record.halted
         ? record.halted.at
         : parkedSince(record, objectAt(machine, 'context'));
-  const ms = Date.parse(since);
-  return { state: shownState(record, machineState), phase, sinceMs: Number.isFinite(ms) ? ms : 0 };
+  return { state: shownState(record, machineState), phase, sinceMs: msOf(since) };
 }
 
 /** The phase of an order, read from its record alone (what the gauges count by). */
@@ -174,8 +179,7 @@ function isCanonicalIso(text: string): boolean {
 export function openSinceAtOrBefore(record: SummaryRecord, atMs: number, atIso: string | null): boolean {
   const text = record.updated_at;
   if (atIso !== null && isCanonicalIso(text)) return text <= atIso;
-  const ms = Date.parse(text);
-  return (Number.isFinite(ms) ? ms : 0) <= atMs;
+  return msOf(text) <= atMs;
 }
 
 /** `ms` in canonical ISO form when it has one (years 0000-9999), else null. */
