@@ -9,9 +9,9 @@
 import { z } from 'zod';
 import type { FleetMember } from '../redis/fleet-members.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { encodeCursor } from './list-query.ts';
+import { compareListOrder, encodeCursor } from './list-query.ts';
 import type { OrderPage } from './fleet-view.ts';
-import type { OrderSummary } from './order-summary.ts';
+import { msOf, type OrderSummary } from './order-summary.ts';
 
 /** The header of a request one replica passes to another: answer it from your own view. */
 export const forwardedHeader = 'x-fleet-forwarded';
@@ -61,12 +61,11 @@ const pageReply = z
 type Key = [sinceMs: number, orderId: string];
 
 function keyOf(order: { since: string; order_id: string }): Key {
-  const ms = Date.parse(order.since);
-  return [Number.isFinite(ms) ? ms : 0, order.order_id];
+  return [msOf(order.since), order.order_id];
 }
 
 function compareKeys(a: Key, b: Key): number {
-  return a[0] !== b[0] ? a[0] - b[0] : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+  return compareListOrder(a[0], a[1], b[0], b[1]);
 }
 
 /** A source's page of a list: its orders kept here, and where it stopped when it had more. */

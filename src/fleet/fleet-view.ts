@@ -6,7 +6,7 @@
 // inspector and the console read the whole topic into a view of their own. Newest record by (fence, rev) wins, as in
 // the store; a tombstone forgets the order. Lists are filtered and sorted on demand (oldest `since` first, then order
 // id) and paged by a cursor, so a page is stable while orders change around it.
-import { encodeCursor, type ListQuery, type phaseFilters } from './list-query.ts';
+import { compareListOrder, encodeCursor, type ListQuery, type phaseFilters } from './list-query.ts';
 import {
   canonicalIsoOf,
   msOf,
@@ -247,22 +247,15 @@ export class FleetView {
       if (order.sinceMs > before) continue;
       if (query.mode !== undefined && order.mode !== query.mode) continue;
       if (!matchesState(order, query.state)) continue;
+      // Only orders after the cursor's place (with an unreadable cursor time, NaN, none is before it).
       if (
         afterMs !== undefined &&
-        (order.sinceMs < afterMs || (order.sinceMs === afterMs && order.orderId <= (afterId ?? '')))
+        compareListOrder(order.sinceMs, order.orderId, afterMs, afterId ?? '') <= 0
       )
         continue;
       selected.push(order);
     }
-    selected.sort((a, b) =>
-      a.sinceMs !== b.sinceMs
-        ? a.sinceMs - b.sinceMs
-        : a.orderId < b.orderId
-          ? -1
-          : a.orderId > b.orderId
-            ? 1
-            : 0,
-    );
+    selected.sort((a, b) => compareListOrder(a.sinceMs, a.orderId, b.sinceMs, b.orderId));
     const page = selected.slice(0, query.limit);
     const last = page.at(-1);
     return {

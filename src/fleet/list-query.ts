@@ -28,6 +28,20 @@ const duration = z.string().transform((value, ctx) => {
  */
 export const phaseFilters = ['open', 'active', 'parked', 'finished'] as const;
 
+/**
+ * The order of every list: oldest `since` (epoch ms) first, then by order id. The view sorts its page by it and the
+ * read API merges the owners' pages by it, so a cursor means the same place in both.
+ */
+export function compareListOrder(
+  aSinceMs: number,
+  aOrderId: string,
+  bSinceMs: number,
+  bOrderId: string,
+): number {
+  if (aSinceMs !== bSinceMs) return aSinceMs - bSinceMs;
+  return aOrderId < bOrderId ? -1 : aOrderId > bOrderId ? 1 : 0;
+}
+
 const cursorSchema = z.tuple([z.string(), z.string()]);
 
 export function encodeCursor(since: string, orderId: string): string {
