@@ -3,9 +3,12 @@
 // the baseline in the figure's own direction (more orders/s is better, fewer KiB/ms/s/calls is better) and whether
 // that is within the tolerance (BENCH_TOLERANCE, 0.10 by default). Both runs should come from the same machine in
 // the same session: the figures move with the machine far more than with a refactoring. Exits 1 when a figure
-// measured in both is worse by more than the tolerance.
+// measured in both is worse by more than the tolerance. The restore part's figures are derived again from each
+// summary's own readings (its `restore` results) with this checkout's bench/lib/restore-figures.ts, so both runs are
+// read with the same estimator even when the baseline ran older benchmark code; a figure that changes is printed.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
+import { restoreReadingsSchema, restoreVerdicts } from './lib/restore-figures.ts';
 
 const verdictSchema = z.object({
   figure: z.string(),
@@ -18,6 +21,7 @@ const summarySchema = z.object({
   startedAt: z.string(),
   elapsedSeconds: z.number().optional(),
   verdicts: z.array(verdictSchema),
+  restore: z.array(restoreReadingsSchema).optional(),
 });
 type Summary = z.infer<typeof summarySchema>;
 
@@ -74,6 +78,30 @@ export function compareSummaries(
   });
 }
 
+/** A figure whose value was derived again from the run's readings, and what the summary held. */
+export interface Rederived {
+  figure: string;
+  stored: number | null;
+  derived: number | null;
+}
+
+/**
+ * The summary with its restore figures derived again from its readings (restoreVerdicts), and the figures whose
+ * value that changed. A summary without readings is kept as it is.
+ */
+export function rederive(summary: Summary): { summary: Summary; changed: Rederived[] } {
+  if (!summary.restore?.length) return { summary, changed: [] };
+  const fresh = new Map(restoreVerdicts(summary.restore).map((v) => [v.figure, v.value]));
+  const changed: Rederived[] = [];
+  const verdicts = summary.verdicts.map((v) => {
+    if (!fresh.has(v.figure)) return v;
+    const derived = fresh.get(v.figure) ?? null;
+    if (derived !== v.value) changed.push({ figure: v.figure, stored: v.value, derived });
+    return { ...v, value: derived };
+  });
+  return { summary: { ...summary, verdicts }, changed };
+}
+
 const read = (path: string): Summary => summarySchema.parse(JSON.parse(readFileSync(path, 'utf8')));
 
 if (import.meta.main) {
@@ -83,8 +111,13 @@ if (import.meta.main) {
     process.exit(2);
   }
   const tolerance = Number(process.env['BENCH_TOLERANCE'] ?? '0.10');
-  const baseline = read(baselinePath);
-  const candidate = read(candidatePath);
+  const [base, cand] = [baselinePath, candidatePath].map((path) => {
+    const derived = rederive(read(path));
+    for (const c of derived.changed)
+      console.log(`${path}: ${c.figure} derived again from its readings: ${c.stored} -> ${c.derived}`);
+    return derived;
+  }) as [ReturnType<typeof rederive>, ReturnType<typeof rederive>];
+  const [baseline, candidate] = [base.summary, cand.summary];
   const figures = compareSummaries(baseline, candidate, tolerance);
   console.log(`baseline  ${baselinePath} (${baseline.profile}, ${baseline.startedAt})`);
   console.log(`candidate ${candidatePath} (${candidate.profile}, ${candidate.startedAt})`);
@@ -103,7 +136,7 @@ if (import.meta.main) {
   if (outPath)
     writeFileSync(
       outPath,
-      `${JSON.stringify({ tolerance, baseline: { path: baselinePath, startedAt: baseline.startedAt, elapsedSeconds: baseline.elapsedSeconds }, candidate: { path: candidatePath, startedAt: candidate.startedAt, elapsedSeconds: candidate.elapsedSeconds }, figures }, null, 2)}\n`,
+      `${JSON.stringify({ tolerance, baseline: { path: baselinePath, startedAt: baseline.startedAt, elapsedSeconds: baseline.elapsedSeconds }, candidate: { path: candidatePath, startedAt: candidate.startedAt, elapsedSeconds: candidate.elapsedSeconds }, rederived: { baseline: base.changed, candidate: cand.changed }, figures }, null, 2)}\n`,
     );
   if (outside.length) process.exitCode = 1;
 }

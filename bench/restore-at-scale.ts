@@ -55,15 +55,8 @@ export interface RestoreResult {
   perReplica: { activeOrders: number; rssMiB: number; heapMiB: number; shareOfOne: number }[];
 }
 
-/**
- * Each replica's RSS over an empty replica's, as a share of what one replica restoring all N alone added over its
- * empty one. Unrounded: the verdict compares these with its bound, and only what is printed is rounded (a share of
- * 0.402 rounded to 0.40 first passed a bound of 0.40).
- */
-export function replicaShares(alone: RestoreResult, shared: RestoreResult): number[] {
-  const aloneAdded = alone.rssMiB.restored - alone.rssMiB.empty;
-  return shared.perReplica.map((r) => (r.rssMiB - shared.rssMiB.empty) / aloneAdded);
-}
+// The share of each of several replicas, and the restore part's verdicts: bench/lib/restore-figures.ts.
+export { replicaShares } from './lib/restore-figures.ts';
 
 /** The production lease ttl (the test environment's 6 s would renew 100k leases every 2 s). */
 const benchEnv = { LEASE_TTL_MS: '15000', MAX_ACTIVE_ORDERS: '1000000' };

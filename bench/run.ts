@@ -36,7 +36,8 @@ import {
 } from './worker-throughput.ts';
 import { runListingLadder } from './cefi-listing.ts';
 import { runParkedLookups } from './parked-lookups.ts';
-import { printRestore, replicaShares, runRestore, type RestoreResult } from './restore-at-scale.ts';
+import { printRestore, runRestore, type RestoreResult } from './restore-at-scale.ts';
+import { restoreVerdicts } from './lib/restore-figures.ts';
 
 const only = process.env['BENCH_ONLY'];
 const wanted = (name: string): boolean => !only || only === name;
@@ -150,50 +151,7 @@ if (wanted('restore')) {
   restores.push(...shared);
   await saveResult('restore-at-scale', restores);
   summary['restore'] = restores;
-  const largest = restores.filter((r) => r.replicas === 1).at(-1);
-  if (largest) {
-    const at = `at ${largest.orders} open orders, ${largest.passivatedOrders} at rest`;
-    verdicts.push(
-      verdict(
-        'restore of a partition of open orders',
-        largest.readyMs / 1000,
-        's',
-        { op: '<', bound: 10 },
-        `${at}; spawn to ready (empty topics ${round(largest.emptyBootMs / 1000, 1)} s); target at 100k`,
-      ),
-      verdict(
-        'RSS per open order at rest, 1 replica',
-        largest.rssKiBPerOrder,
-        'KiB',
-        { op: '<', bound: 5 },
-        `${at}; heap ${largest.heapKiBPerOrder} KiB; at rest ${round(largest.atRestMs / 1000, 1)} s after ready${largest.notAtRest ? ' (NOT at rest within the cap)' : ''}; target at 100k`,
-      ),
-    );
-  }
-  // Each replica's RSS over an empty replica's, against the one replica that restored the same N alone: judged at
-  // the largest N (the target's), reported at the smaller ones.
-  for (const three of shared) {
-    const alone = restores.find((r) => r.replicas === 1 && r.orders === three.orders);
-    if (!alone) continue;
-    const shares = replicaShares(alone, three);
-    const note = `${three.orders} open orders on 6 partitions; each replica's RSS over an empty one against one replica holding all: ${shares.map((share) => round(share, 3)).join(' / ')}; summed ${three.rssKiBPerOrder} KiB per order (heap ${three.heapKiBPerOrder}); at rest ${round(three.atRestMs / 1000, 1)} s after ready${three.notAtRest ? ` (${three.notAtRest} replica(s) NOT at rest within the cap)` : ''}`;
-    verdicts.push(
-      alone === largest
-        ? verdict(
-            'with 3 replicas each holds about a third',
-            Math.max(...shares),
-            'x one replica',
-            { op: '<=', bound: 0.4 },
-            note,
-          )
-        : reported(
-            `with 3 replicas each holds, at ${three.orders}`,
-            Math.max(...shares),
-            'x one replica',
-            `judged at ${largest?.orders} only; ${note}`,
-          ),
-    );
-  }
+  verdicts.push(...restoreVerdicts(restores));
 }
 
 // ---- webhook latency and API economy -------------------------------------------------------------------------

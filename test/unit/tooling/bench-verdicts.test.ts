@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { summaryName, verdict } from '../../../bench/lib/harness.ts';
 import { replicaShares, type RestoreResult } from '../../../bench/restore-at-scale.ts';
+import { restoreVerdicts, runEmptyRssMiB } from '../../../bench/lib/restore-figures.ts';
 import { machineCeiling } from '../../../bench/worker-throughput.ts';
 
 const restore = (rssMiB: RestoreResult['rssMiB'], replicaRss: number[] = []): RestoreResult => ({
@@ -36,6 +37,60 @@ describe('benchmark verdicts', () => {
     const judged = verdict('3 replicas', Math.max(...shares), 'x', { op: '<=', bound: 0.4 });
     expect(judged.verdict).toBe('missed');
     expect(judged.value).toBe(0.402);
+  });
+
+  // The readings of the two full runs of 2026-12-04 (Intel Xeon; bench/results/side-by-side/full-*-xeon.json): the
+  // replicas that restored 10k together held the same RSS in both (133.5 to 135.7 MiB but one), yet with each
+  // restore's own empty replica the shares were 0.48 and 0.61 - from the empty readings alone (115.2 against 112.7
+  // under the replicas, 111.5 against 115.5 under the lone one).
+  const run = (
+    empties: [number, number, number, number],
+    alone: [number, number],
+    three: [number, number],
+    replicas: [number[], number[]],
+  ): RestoreResult[] => [
+    { ...restore({ empty: empties[0], restored: alone[0] }), orders: 10_000 },
+    { ...restore({ empty: empties[1], restored: alone[1] }), orders: 100_000 },
+    { ...restore({ empty: empties[2], restored: three[0] }, replicas[0]), orders: 10_000 },
+    { ...restore({ empty: empties[3], restored: three[1] }, replicas[1]), orders: 100_000 },
+  ];
+  const baseline = run(
+    [111.5, 112.2, 115.2, 114.7],
+    [154, 440.7],
+    [398.1, 705.8],
+    [
+      [133.9, 128.6, 135.7],
+      [234.1, 237.6, 234.1],
+    ],
+  );
+  const candidate = run(
+    [115.5, 115.1, 112.7, 115.1],
+    [151.4, 446],
+    [401.8, 732.4],
+    [
+      [134.5, 133.8, 133.5],
+      [244.2, 247.4, 240.8],
+    ],
+  );
+  const shareAt = (restores: RestoreResult[], figure: string): number | null =>
+    restoreVerdicts(restores).find((v) => v.figure === figure)?.value ?? null;
+
+  it("takes every replica's RSS over one empty replica's, the mean of the run's readings of one", () => {
+    expect(runEmptyRssMiB(baseline)).toBeCloseTo(113.4, 6);
+    expect(runEmptyRssMiB(candidate)).toBeCloseTo(114.6, 6);
+    // Each restore's own reading (how the shares were taken before): 0.48 against 0.61.
+    expect(Math.max(...replicaShares(baseline[0]!, baseline[2]!))).toBeCloseTo(0.482, 3);
+    expect(Math.max(...replicaShares(candidate[0]!, candidate[2]!))).toBeCloseTo(0.607, 3);
+    // Over the run's mean: 0.55 and 0.54, as the replicas' RSS says.
+    expect(shareAt(baseline, 'with 3 replicas each holds, at 10000')).toBe(0.55);
+    expect(shareAt(candidate, 'with 3 replicas each holds, at 10000')).toBe(0.54);
+    // At 100k, where the orders add 330 MiB, the estimator moves the judged share by less than 0.01.
+    expect(shareAt(baseline, 'with 3 replicas each holds about a third')).toBe(0.38);
+    expect(shareAt(candidate, 'with 3 replicas each holds about a third')).toBe(0.401);
+    expect(
+      restoreVerdicts(candidate).find((v) => v.figure === 'with 3 replicas each holds about a third')
+        ?.verdict,
+    ).toBe('missed');
   });
 
   // [measured, op, bound, verdict, shown]
